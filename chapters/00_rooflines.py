@@ -1,0 +1,222 @@
+# %% [markdown]
+# # Chapter 0 — Rooflines: the two times behind every number in this course
+#
+# **How to use the course.** Each chapter is a notebook you run top to bottom.
+# Every number comes from the shared library `llmmath` (installed from `lib/`),
+# which computes it from a catalog of real chips and real models, each figure
+# with its source. Cells that end in a **check** recompute a claim and fail if the
+# numbers stop supporting it. Sliders let you change the inputs; a kernel demo
+# measures the effect on the machine you are using (a GPU through CuPy if you
+# have one, otherwise NumPy on the CPU; set `LLMMATH_DEVICE=cpu` to force the CPU).
+#
+# **After this chapter you can** turn any kernel into two times — arithmetic
+# over a rate, bytes over a bandwidth — read a chip's datasheet as a roofline,
+# and say whether a kernel on that chip is compute-bound or memory-bound.
+
+# %%
+import numpy as np
+import matplotlib.pyplot as plt
+import ipywidgets as W
+
+import llmmath as lm
+from llmmath import hardware, roofline, kernels, plots, widgets
+from llmmath.units import fmt_bytes, fmt_bytes_per_s, fmt_flops_per_s, fmt_seconds
+
+# %% [markdown]
+# ## 1. The two times
+#
+# A chip does two things for a kernel: arithmetic and data movement from its
+# main memory (HBM on an accelerator, DRAM on a CPU). With peak arithmetic rate
+# $F$ (FLOP/s) and memory bandwidth $W$ (bytes/s), a kernel that does
+# $\text{FLOPs}$ operations and moves $\text{bytes}$ bytes needs at least
+#
+# $$t_\text{compute} = \frac{\text{FLOPs}}{F}, \qquad t_\text{memory} = \frac{\text{bytes}}{W},
+# \qquad t \;\ge\; \max(t_\text{compute},\, t_\text{memory}).$$
+#
+# The max assumes the chip overlaps both perfectly; with no overlap at all the
+# time would be their sum, so the truth lies in $[\max, \text{sum}]$ — within a
+# factor of 2. One multiply-add counts as **2 FLOPs** throughout.
+#
+# Dividing the two gives the kernel's **arithmetic intensity** $I = \text{FLOPs}/\text{bytes}$.
+# The kernel is compute-bound when $I > F/W$ and memory-bound when $I < F/W$;
+# $F/W$ is the chip's **balance point** (the ridge of the roofline).
+#
+# Worked example — multiplying a $(B \times d)$ activation by a $(d \times d)$
+# bf16 weight: $2Bd^2$ FLOPs, and at least $2d^2$ bytes of weight (plus $4Bd$
+# bytes of input and output). For $B \ll d$ the intensity is $\approx 2Bd^2 / 2d^2 = B$
+# FLOP/byte: **the batch is the arithmetic intensity.** Remember this; chapter 1
+# is built on it.
+
+# %%
+d, B = 8192, 16
+flops = 2 * B * d * d
+n_bytes = 2 * d * d + 2 * 2 * B * d  # weight + input + output, bf16
+h100 = hardware.get("h100-sxm")
+F, Wbw = h100.flops_per_s("bf16"), h100.hbm_bytes_per_s
+print(f"FLOPs {flops:.3g}, bytes {n_bytes:.3g}, intensity {roofline.arithmetic_intensity(flops, n_bytes):.1f} FLOP/byte")
+print(f"H100: t_compute = {flops:.3g} / {F:.3g} = {fmt_seconds(flops / F)}; "
+      f"t_memory = {n_bytes:.3g} / {Wbw:.3g} = {fmt_seconds(n_bytes / Wbw)}")
+print(f"floor = {fmt_seconds(roofline.roofline_time_s(flops, n_bytes, F, Wbw))}; "
+      f"balance point F/W = {roofline.balance_point(F, Wbw):.0f} FLOP/byte -> memory-bound")
+
+# %% [markdown]
+# **Takeaway:** a matmul against a weight matrix is memory-bound until its batch
+# reaches the chip's $F/W$ — about 300 on an H100.
+#
+# ## 2. The catalog as a table
+#
+# `llmmath.hardware` holds the chips the course uses. FLOP/s are **dense** (never
+# the "with sparsity" datasheet figure, which is 2× for 2:4 structured sparsity),
+# bandwidths are **per direction**, capacities in decimal GB. Every figure's
+# source URL is in `lib/llmmath/data/hardware.toml` and on `chip.sources`.
+# Two derived columns matter all through the course: $F/W$, the FLOPs a chip can
+# do per byte it reads, and $C/W$, the time to read its whole HBM once.
+
+# %%
+def catalog_table(dtype="bf16"):
+    head = f"{'chip':<10} {'year':>4} {dtype + ' TFLOP/s':>13} {'HBM':>7} {'HBM TB/s':>9} {'F/W FLOP/B':>11} {'C/W ms':>7} {'scale-up GB/s':>14} {'domain':>7}"
+    print(head)
+    print("-" * len(head))
+    for c in hardware.catalog().values():
+        print(f"{c.key:<10} {c.year:>4} {c.flops_per_s(dtype) / 1e12:>13.0f} {c.hbm_bytes / 1e9:>5.0f}GB "
+              f"{c.hbm_bytes_per_s / 1e12:>9.2f} {c.balance_flops_per_byte(dtype):>11.0f} "
+              f"{c.hbm_read_time_s * 1e3:>7.1f} {c.scale_up_bytes_per_s / 1e9:>14.0f} {c.scale_up_domain:>7}")
+
+catalog_table()
+print("\nsource of the H100 figures:", dict(hardware.get("h100-sxm").sources))
+
+# %% [markdown]
+# Read the $F/W$ column: across four generations and three vendors the balance
+# point stays within a factor of about four (150 to 560 FLOP/byte at bf16).
+# Compute and bandwidth have grown together, roughly — a fact chapter 8 returns
+# to. $C/W$ is 20–45 ms everywhere: reading a full HBM takes a few tens of
+# milliseconds (chapter 4 builds a serving schedule on that).
+
+# %%
+ridge = np.array([c.balance_flops_per_byte("bf16") for c in hardware.catalog().values()])
+drain = np.array([c.hbm_read_time_s for c in hardware.catalog().values()])
+print(f"F/W over the catalog: {ridge.min():.0f} .. {ridge.max():.0f} FLOP/byte (median {np.median(ridge):.0f})")
+print(f"C/W over the catalog: {drain.min() * 1e3:.1f} .. {drain.max() * 1e3:.1f} ms")
+# Check: the H100 ridge equals its datasheet ratio (989.5 TFLOP/s dense bf16 / 3.35 TB/s).
+assert abs(hardware.get("h100-sxm").balance_flops_per_byte("bf16") - 989.5e12 / 3.35e12) < 1e-6
+assert 100 < ridge.min() and ridge.max() < 1000, "a catalog ridge point left the 100-1000 FLOP/byte band"
+
+# %% [markdown]
+# ## 3. The roofline picture
+#
+# Plotting attainable FLOP/s $= \min(F,\; I\cdot W)$ against intensity $I$ on log
+# axes gives each chip's **roofline**: a slope (memory-bound) meeting a flat roof
+# (compute-bound) at the balance point. The vertical lines are the intensities of
+# a bf16 matmul against a weight at a few batch sizes ($I \approx B$).
+
+# %%
+fig, ax = plots.new_axes(width=7, height=4.5)
+plots.roofline_plot(["a100-80gb", "h100-sxm", "b200", "mi300x", "tpu-v5e", "tpu-v6e"], "bf16", ax=ax,
+                    mark={"B=1": 1, "B=16": 16, "B=256": 256, "B=4096": 4096})
+plt.show()
+
+# %% [markdown]
+# ### Explore: where does a kernel land?
+# Pick a chip, a precision and a kernel intensity; the panel says which bound
+# applies and what fraction of peak the kernel can reach.
+
+# %%
+def draw_roofline(fig, chip, dtype, log10_intensity):
+    ax = fig.axes[0]
+    c = hardware.get(chip)
+    if dtype not in c.peak_flops_per_s:
+        return f"{chip} has no native {dtype}; it has {', '.join(c.peak_flops_per_s)}"
+    I = 10 ** log10_intensity
+    plots.roofline_plot([chip], dtype, ax=ax, mark={f"I={I:.3g}": I})
+    F = c.flops_per_s(dtype)
+    got = roofline.attainable_flops_per_s(I, F, c.hbm_bytes_per_s)
+    bound = "compute" if I >= F / c.hbm_bytes_per_s else "memory"
+    return (f"{chip} at {dtype}: ridge F/W = {F / c.hbm_bytes_per_s:.0f} FLOP/byte; a kernel of intensity "
+            f"{I:.3g} is <b>{bound}-bound</b> and can reach {fmt_flops_per_s(got)} = {got / F:.1%} of peak")
+
+roof_explorer = widgets.explorer(draw_roofline, {
+    "chip": W.Dropdown(options=hardware.names(), value="h100-sxm", description="chip"),
+    "dtype": W.Dropdown(options=["bf16", "fp8", "int8", "fp4", "fp32"], value="bf16", description="dtype"),
+    "log10_intensity": W.FloatSlider(value=1.0, min=-1, max=4, step=0.1, description="log10 I"),
+})
+roof_explorer.widget
+
+# %% [markdown]
+# ## 4. This machine as a chip
+#
+# `hardware.local()` measures the machine you are on: the bandwidth of a large
+# copy (bytes read + bytes written) and the FLOP/s of a large matrix product.
+# These are *achieved* ceilings, the honest roof for every demo that follows.
+# Then we time two kernels at opposite ends of the roofline — a streaming
+# `y = y + x` (1 FLOP per 12 bytes in fp32) and a square matmul — and put
+# measurement beside prediction.
+
+# %%
+be = kernels.backend()
+me = hardware.local()
+print(f"backend: {be.name} on {be.device_name}")
+print(f"measured: copy bandwidth {fmt_bytes_per_s(me.hbm_bytes_per_s)}, "
+      f"matmul {', '.join(f'{k} {fmt_flops_per_s(v)}' for k, v in me.peak_flops_per_s.items())}, "
+      f"memory {fmt_bytes(me.hbm_bytes)}")
+print(f"this machine's balance point: {me.balance_flops_per_byte('fp32'):.1f} FLOP/byte (fp32)")
+
+# %%
+xp = be.xp
+n = 2**24 if not be.is_gpu else 2**28
+x = xp.ones(n, dtype=xp.float32) * 1.5
+y = xp.ones(n, dtype=xp.float32) * 0.5
+def add_inplace():
+    xp.add(y, x, out=y)  # y = y + x: reads x and y, writes y: 12 bytes and 1 FLOP per element
+t_axpy = kernels.time_fn(add_inplace, warmup=2, repeats=5).median_s
+axpy_bytes, axpy_flops = 12 * n, n
+m_ = 1024 if not be.is_gpu else 8192
+A = xp.ones((m_, m_), dtype=xp.float32) * 0.5
+t_mm = kernels.time_fn(lambda: A @ A, warmup=1, repeats=3).median_s
+mm_flops, mm_bytes = 2 * m_**3, 3 * 4 * m_**2
+
+F_me, W_me = me.flops_per_s("fp32"), me.hbm_bytes_per_s
+rows = [("y = y + x", axpy_flops, axpy_bytes, t_axpy), (f"{m_}^3 matmul", mm_flops, mm_bytes, t_mm)]
+print(f"{'kernel':<14} {'I FLOP/B':>9} {'predicted':>11} {'measured':>11} {'meas/pred':>9}")
+for name, fl, by, t in rows:
+    pred = roofline.roofline_time_s(fl, by, F_me, W_me)
+    print(f"{name:<14} {fl / by:>9.3g} {fmt_seconds(pred):>11} {fmt_seconds(t):>11} {t / pred:>9.2f}")
+
+# %%
+fig, ax = plots.new_axes(width=7, height=4.5)
+I = np.logspace(-2, 3, 200)
+ax.loglog(I, roofline.attainable_flops_per_s(I, F_me, W_me), "k-", label="this machine's roofline (measured ceilings)")
+for name, fl, by, t in rows:
+    ax.plot(fl / by, fl / t, "o", ms=8, label=f"{name}: measured")
+ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+ax.set_ylabel("FLOP/s")
+ax.set_title(f"{be.device_name}")
+ax.grid(True, which="both", alpha=0.3)
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# **Check.** A kernel cannot beat its roofline by more than measurement noise,
+# and the streaming kernel must sit far below the machine's peak FLOP/s (it is
+# memory-bound: its intensity, 1/12 FLOP/byte, is well under the ridge).
+
+# %%
+for name, fl, by, t in rows:
+    pred = roofline.roofline_time_s(fl, by, F_me, W_me)
+    assert t >= 0.5 * pred, f"{name} ran {pred / t:.1f}x faster than its floor: the ceilings are mismeasured"
+assert axpy_flops / t_axpy < 0.2 * F_me, "the streaming kernel should be memory-bound"
+assert me.balance_flops_per_byte("fp32") > 1, "this machine should do more than 1 FLOP per byte it reads"
+print("chapter 0 checks passed")
+
+# %% [markdown]
+# ## Summary
+#
+# | idea | formula | where it returns |
+# |---|---|---|
+# | compute time | FLOPs / F | every chapter |
+# | memory time | bytes / W | every chapter |
+# | arithmetic intensity | FLOPs / bytes | a weight matmul's intensity is its batch (ch. 1) |
+# | balance point | F / W: 150–560 FLOP/byte at bf16 across the catalog | the balance batch (ch. 1, 3) |
+# | HBM read time | C / W: 20–45 ms | the serving cadence (ch. 4) |
+#
+# Next: chapter 1 applies the two times to a decode step and turns them into the
+# economics of batching.

@@ -1,0 +1,192 @@
+"""Accelerators as data: the catalog, and this machine measured as a chip.
+
+A :class:`Chip` holds the handful of numbers the course's formulas need:
+
+* ``peak_flops_per_s[dtype]`` -- dense peak (never the 2:4 "with sparsity" figure);
+* ``hbm_bytes`` (C) and ``hbm_bytes_per_s`` (W);
+* ``scale_up_bytes_per_s`` / ``scale_out_bytes_per_s`` -- per chip, per direction;
+* ``scale_up_domain`` -- chips (packages) in one scale-up domain.
+
+Every catalog number comes from ``data/hardware.toml``, which cites a datasheet
+for each. :func:`local` measures the machine the reader is sitting at, so that
+every formula can be evaluated against it too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Mapping
+
+from . import _catalog
+from .units import DTYPE_BYTES, dtype_bytes
+
+__all__ = ["Chip", "get", "names", "catalog", "local"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Chip:
+    """One accelerator package. All values SI: bytes, bytes/s, FLOP/s.
+
+    Attributes:
+        key: catalog name (``"h100-sxm"``).
+        name: marketing name.
+        peak_flops_per_s: dense peak FLOP/s by dtype (``fp32, tf32, bf16, fp16,
+            fp8, int8, fp4`` where the chip has them).
+        hbm_bytes: HBM capacity C, bytes (decimal GB x 1e9).
+        hbm_bytes_per_s: HBM bandwidth W, bytes/s.
+        scale_up_bytes_per_s: scale-up link bandwidth per chip, per direction.
+        scale_out_bytes_per_s: scale-out (NIC) bandwidth per chip, per direction.
+        scale_up_domain: chips (packages) in one scale-up domain.
+        scale_up_domain_dies: compute dies in that domain (2 per Blackwell package).
+    """
+
+    key: str
+    name: str
+    vendor: str
+    generation: str
+    year: int
+    peak_flops_per_s: Mapping[str, float]
+    hbm_bytes: float
+    hbm_bytes_per_s: float
+    scale_up_bytes_per_s: float = 0.0
+    scale_out_bytes_per_s: float = 0.0
+    scale_up_domain: int = 1
+    scale_up_domain_dies: int = 1
+    scale_up_name: str = ""
+    scale_out_name: str = ""
+    hbm_type: str = ""
+    tdp_watts: float = 0.0
+    sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    note: str = ""
+    unverified: tuple[str, ...] = ()
+
+    def flops_per_s(self, dtype: str = "bf16") -> float:
+        """Dense peak FLOP/s at ``dtype``.
+
+        Raises:
+            KeyError: the chip has no such format; the message lists the ones it has.
+        """
+        dtype_bytes(dtype)  # unknown dtype names get the general message
+        try:
+            return self.peak_flops_per_s[dtype]
+        except KeyError:
+            raise KeyError(
+                f"{self.key} has no native {dtype} peak; it has: {', '.join(self.peak_flops_per_s)}"
+            ) from None
+
+    def balance_flops_per_byte(self, dtype: str = "bf16") -> float:
+        """F / W: FLOPs the chip can do per byte it reads from HBM (the roofline's ridge)."""
+        return self.flops_per_s(dtype) / self.hbm_bytes_per_s
+
+    def balance_ratio(self, weight_dtype: str = "bf16", compute_dtype: str | None = None) -> float:
+        """R = F * b_w / (2 W): the batch at which a dense matmul's weight reads and its FLOPs take equal time.
+
+        With bf16 weights and bf16 compute this equals F/W in FLOP/byte. ``compute_dtype``
+        defaults to ``weight_dtype`` when the chip has it, else bf16 (weight-only quantization).
+        """
+        compute = compute_dtype or default_compute_dtype(self, weight_dtype)
+        return self.flops_per_s(compute) * dtype_bytes(weight_dtype) / (2.0 * self.hbm_bytes_per_s)
+
+    @property
+    def hbm_read_time_s(self) -> float:
+        """C / W: seconds to read the whole HBM once."""
+        return self.hbm_bytes / self.hbm_bytes_per_s
+
+    def __repr__(self) -> str:
+        return f"Chip({self.key!r})"
+
+
+def default_compute_dtype(chip: Chip, weight_dtype: str) -> str:
+    """The matmul precision used for ``weight_dtype`` weights on ``chip``.
+
+    Weights in a format the chip computes natively are multiplied in that format;
+    otherwise (fp8 weights on an A100, fp4 on an H100) they are upcast and the
+    matmul runs at bf16, or at fp32 if the chip has no bf16 (a CPU).
+    """
+    dtype_bytes(weight_dtype)
+    if weight_dtype in chip.peak_flops_per_s:
+        return weight_dtype
+    for fallback in ("bf16", "fp16", "fp32"):
+        if fallback in chip.peak_flops_per_s:
+            return fallback
+    raise KeyError(f"{chip.key} has no peak FLOP/s for {weight_dtype} nor any fallback")
+
+
+_FIELDS = {f.name for f in dataclasses.fields(Chip)}
+
+
+def _chip_from_entry(key: str, entry: dict) -> Chip:
+    kwargs = {k: v for k, v in entry.items() if k in _FIELDS}
+    unknown_dtypes = set(entry["peak_flops_per_s"]) - set(DTYPE_BYTES)
+    if unknown_dtypes:
+        raise ValueError(f"hardware.toml: {key} has unknown dtypes {sorted(unknown_dtypes)}")
+    kwargs["peak_flops_per_s"] = MappingProxyType({k: float(v) for k, v in entry["peak_flops_per_s"].items()})
+    kwargs["sources"] = MappingProxyType(dict(entry.get("sources", {})))
+    kwargs["unverified"] = tuple(entry.get("unverified", ()))
+    for f in ("hbm_bytes", "hbm_bytes_per_s", "scale_up_bytes_per_s", "scale_out_bytes_per_s", "tdp_watts"):
+        if f in kwargs:
+            kwargs[f] = float(kwargs[f])
+    kwargs.setdefault("scale_up_domain_dies", kwargs.get("scale_up_domain", 1))
+    return Chip(key=key, **kwargs)
+
+
+@lru_cache(maxsize=None)
+def catalog() -> Mapping[str, Chip]:
+    """Every chip in ``data/hardware.toml``, by key, in file order."""
+    table = _catalog.load("hardware.toml")["chips"]
+    return MappingProxyType({k: _chip_from_entry(k, v) for k, v in table.items()})
+
+
+def names() -> list[str]:
+    """Catalog keys, e.g. ``['a100-80gb', 'h100-sxm', ...]``."""
+    return list(catalog())
+
+
+def get(name: str | Chip) -> Chip:
+    """The catalog chip called ``name`` (case-insensitive); a Chip is returned as is.
+
+    Raises:
+        KeyError: unknown name; the message names the closest entries.
+    """
+    if isinstance(name, Chip):
+        return name
+    _, chip = _catalog.lookup(dict(catalog()), name, "chip")
+    return chip
+
+
+@lru_cache(maxsize=None)
+def local() -> Chip:
+    """This machine as a :class:`Chip`, measured once per process.
+
+    Measures, on the active backend (see :func:`llmmath.kernels.backend`):
+
+    * ``hbm_bytes_per_s``: a large device-to-device copy, counting bytes read plus
+      bytes written (on a CPU: DRAM bandwidth of one NumPy copy);
+    * ``peak_flops_per_s``: a large matrix product (fp32 on a CPU; fp32 and fp16,
+      with bf16 reported equal to fp16, on a GPU).
+
+    These are achieved ceilings, not datasheet peaks; they are what a kernel on
+    this machine can hope to reach. Takes about a second on a 2-core CPU.
+    """
+    from . import kernels
+
+    be = kernels.backend()
+    bw = kernels.measure_copy_bandwidth()
+    flops = {"fp32": kernels.measure_matmul_flops(dtype="fp32")}
+    if be.is_gpu:
+        flops["fp16"] = kernels.measure_matmul_flops(dtype="fp16")
+        flops["bf16"] = flops["fp16"]
+    return Chip(
+        key=f"local-{be.name}",
+        name=f"this machine ({be.device_name})",
+        vendor="",
+        generation="measured",
+        year=0,
+        peak_flops_per_s=MappingProxyType(flops),
+        hbm_bytes=float(be.memory_bytes),
+        hbm_bytes_per_s=bw,
+        sources=MappingProxyType({"all": "measured by llmmath.kernels on this machine"}),
+        note="achieved ceilings from a large copy and a large matmul, not datasheet peaks",
+    )

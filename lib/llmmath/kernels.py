@@ -1,0 +1,303 @@
+"""The array backend, an honest timer, and the kernel demos.
+
+Backend: NumPy on the CPU by default; CuPy when it is installed and a GPU
+answers. ``LLMMATH_DEVICE=cpu`` forces the CPU; ``LLMMATH_DEVICE=gpu`` demands
+the GPU and fails clearly without one.
+
+Timer: warm-up runs, then repeats, reporting the median. On the GPU each repeat
+is bracketed by CUDA events (device time, not host time); on the CPU by
+``time.perf_counter``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from functools import lru_cache
+from typing import Callable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "Backend", "backend", "Timing", "time_fn", "measure_copy_bandwidth",
+    "measure_matmul_flops", "BatchSweep", "batch_sweep", "default_sweep_sizes",
+]
+
+_NP_DTYPES = {"fp32": "float32", "fp16": "float16", "fp64": "float64"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Backend:
+    """The array library in use. ``xp`` is ``numpy`` or ``cupy``."""
+
+    name: str
+    xp: object
+    device_name: str
+    memory_bytes: float
+    is_gpu: bool
+
+    def sync(self) -> None:
+        """Wait for all queued device work (no-op on the CPU)."""
+        if self.is_gpu:
+            self.xp.cuda.get_current_stream().synchronize()
+
+    def to_numpy(self, a) -> np.ndarray:
+        return self.xp.asnumpy(a) if self.is_gpu else np.asarray(a)
+
+
+def _cpu_backend() -> Backend:
+    try:
+        mem = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        mem = 0.0
+    cpu = "CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:  # pragma: no cover
+        pass
+    return Backend("numpy", np, f"{cpu}, {os.cpu_count()} cores", mem, False)
+
+
+def _gpu_backend() -> Backend | None:
+    """A CuPy backend if CuPy imports and a device answers a tiny kernel, else None."""
+    try:
+        import cupy as cp
+
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            return None
+        (cp.arange(4) * 2).sum().item()  # a real launch, not just a driver query
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        return Backend("cupy", cp, name, float(props["totalGlobalMem"]), True)
+    except Exception:  # ImportError, CUDA driver/runtime errors: no usable GPU
+        return None
+
+
+@lru_cache(maxsize=None)
+def backend() -> Backend:
+    """The active backend, chosen once per process (see the module docstring).
+
+    Raises:
+        RuntimeError: ``LLMMATH_DEVICE=gpu`` but no CuPy/GPU answers.
+        ValueError: ``LLMMATH_DEVICE`` is set to something other than cpu, gpu or auto.
+    """
+    want = os.environ.get("LLMMATH_DEVICE", "auto").strip().lower()
+    if want not in ("auto", "cpu", "gpu"):
+        raise ValueError(f"LLMMATH_DEVICE must be 'cpu', 'gpu' or 'auto', got {want!r}")
+    if want == "cpu":
+        return _cpu_backend()
+    gpu = _gpu_backend()
+    if gpu is not None:
+        return gpu
+    if want == "gpu":
+        raise RuntimeError(
+            "LLMMATH_DEVICE=gpu but no GPU answered: install CuPy for your CUDA "
+            "(pip install 'llmmath[gpu]', see README) and check nvidia-smi; or unset LLMMATH_DEVICE"
+        )
+    return _cpu_backend()
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """Repeated timings of one function, seconds."""
+
+    samples_s: tuple[float, ...]
+
+    @property
+    def median_s(self) -> float:
+        return float(np.median(self.samples_s))
+
+    @property
+    def min_s(self) -> float:
+        return float(np.min(self.samples_s))
+
+    @property
+    def spread(self) -> float:
+        """(max - min) / median: how noisy the repeats were."""
+        return float((np.max(self.samples_s) - np.min(self.samples_s)) / self.median_s)
+
+
+def time_fn(fn: Callable[[], object], *, warmup: int = 1, repeats: int = 5, be: Backend | None = None) -> Timing:
+    """Time ``fn()``: ``warmup`` untimed calls, then ``repeats`` timed ones.
+
+    On a GPU backend each call is bracketed by CUDA events recorded on the current
+    stream, and the elapsed device time is read after synchronizing; on the CPU
+    ``time.perf_counter`` brackets the call.
+
+    Raises:
+        ValueError: ``warmup`` < 0 or ``repeats`` < 1.
+    """
+    be = be or backend()
+    if warmup < 0 or repeats < 1:
+        raise ValueError(f"need warmup >= 0 and repeats >= 1, got warmup={warmup}, repeats={repeats}")
+    for _ in range(warmup):
+        fn()
+    be.sync()
+    samples = []
+    if be.is_gpu:
+        cp = be.xp
+        for _ in range(repeats):
+            start, end = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(cp.cuda.get_elapsed_time(start, end) * 1e-3)
+    else:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - t0)
+    return Timing(tuple(samples))
+
+
+def _random(be: Backend, shape, dtype: str, seed: int = 0):
+    """Normal random array on the backend (never zeros: they can run faster than real data)."""
+    xp = be.xp
+    rng = xp.random.default_rng(seed)
+    return rng.standard_normal(shape, dtype=xp.float32).astype(_NP_DTYPES[dtype], copy=False)
+
+
+def measure_copy_bandwidth(n_bytes: float | None = None, be: Backend | None = None) -> float:
+    """Achieved memory bandwidth, bytes/s, of a large copy (bytes read + bytes written).
+
+    Size defaults to 256 MiB on the CPU and 2 GiB on a GPU, far beyond any cache.
+    """
+    be = be or backend()
+    n_bytes = n_bytes or (2 * 2**30 if be.is_gpu else 256 * 2**20)
+    n = int(n_bytes // 4)
+    src = _random(be, (n,), "fp32")
+    dst = be.xp.empty_like(src)
+    t = time_fn(lambda: be.xp.copyto(dst, src), warmup=1, repeats=5 if be.is_gpu else 3, be=be)
+    return 2.0 * src.nbytes / t.median_s
+
+
+def measure_matmul_flops(n: int | None = None, dtype: str = "fp32", be: Backend | None = None) -> float:
+    """Achieved FLOP/s of an ``n x n x n`` matrix product at ``dtype`` (2 n^3 FLOPs).
+
+    ``n`` defaults to 1536 on the CPU (about 0.05 s a product on 2 cores) and
+    8192 on a GPU.
+    """
+    be = be or backend()
+    if dtype not in _NP_DTYPES:
+        raise KeyError(f"dtype must be one of {list(_NP_DTYPES)}, got {dtype!r}")
+    n = n or (8192 if be.is_gpu else 1536)
+    a = _random(be, (n, n), dtype, 1)
+    b = _random(be, (n, n), dtype, 2)
+    t = time_fn(lambda: a @ b, warmup=1, repeats=10 if be.is_gpu else 3, be=be)
+    return 2.0 * n**3 / t.median_s
+
+
+def default_sweep_sizes(be: Backend | None = None) -> tuple[int, str, list[int]]:
+    """``(d_model, dtype, batches)`` for the batch sweep on this backend.
+
+    CPU: d = 8000 in fp32 (a 256 MB weight, beyond any CPU cache), B = 1..256. Not
+    8192: a power-of-two row stride makes the BLAS packing step alias in the CPU
+    caches and run several times slower (measured: 150 ms vs 45 ms at B = 4).
+    GPU: d = 16384 in fp16 (a 512 MiB weight, beyond the H200's 60 MB L2), B = 1..8192.
+    """
+    be = be or backend()
+    if be.is_gpu:
+        return 16384, "fp16", [2**i for i in range(14)]
+    return 8000, "fp32", [2**i for i in range(9)]
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchSweep:
+    """Result of :func:`batch_sweep`; arrays indexed by batch."""
+
+    batch: np.ndarray
+    measured_s: np.ndarray
+    compute_s: np.ndarray
+    memory_s: np.ndarray
+    d_model: int
+    dtype: str
+    flops_per_s: float
+    bytes_per_s: float
+    device: str
+
+    @property
+    def predicted_s(self) -> np.ndarray:
+        return np.maximum(self.compute_s, self.memory_s)
+
+    @property
+    def measured_over_predicted(self) -> np.ndarray:
+        return self.measured_s / self.predicted_s
+
+    @property
+    def achieved_bytes_per_s(self) -> np.ndarray:
+        """Bytes moved (X, W read; Y written) / measured time."""
+        return self.memory_s * self.bytes_per_s / self.measured_s
+
+    @property
+    def achieved_flops_per_s(self) -> np.ndarray:
+        return self.compute_s * self.flops_per_s / self.measured_s
+
+    @property
+    def knee_batch(self) -> float:
+        """Predicted knee: the B where 2 B d^2 / F = (d^2 + 2 B d) b / W."""
+        b = 4.0 if self.dtype == "fp32" else 2.0
+        d = self.d_model
+        return d * d * b / (2 * d * d / self.flops_per_s - 2 * d * b / self.bytes_per_s) / self.bytes_per_s
+
+    def table(self) -> str:
+        rows = [f"{'B':>6} {'measured':>11} {'predicted':>11} {'meas/pred':>9} {'bound':>8}"]
+        for i, B in enumerate(self.batch):
+            bound = "compute" if self.compute_s[i] >= self.memory_s[i] else "memory"
+            rows.append(
+                f"{int(B):>6} {self.measured_s[i] * 1e3:>9.3f}ms {self.predicted_s[i] * 1e3:>9.3f}ms "
+                f"{self.measured_over_predicted[i]:>9.2f} {bound:>8}"
+            )
+        return "\n".join(rows)
+
+
+def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None, dtype: str | None = None,
+                flops_per_s: float | None = None, bytes_per_s: float | None = None,
+                repeats: int = 3, progress: bool = True, be: Backend | None = None) -> BatchSweep:
+    """Time ``Y = X @ W`` with X ``(B, d)`` and W ``(d, d)`` for each B, beside the roofline.
+
+    The prediction is ``max(2 B d^2 / F, (d^2 + 2 B d) b / W)``: every weight read
+    once, X read and Y written once (b bytes per element). ``F`` and ``W`` default
+    to this machine's measured ceilings (:func:`llmmath.hardware.local`).
+    Prints one line per batch as it goes when ``progress`` is true.
+
+    Raises:
+        ValueError: a batch < 1, d_model < 1, or an unknown dtype.
+    """
+    from .hardware import local
+
+    be = be or backend()
+    d0, dt0, b0 = default_sweep_sizes(be)
+    d = int(d_model or d0)
+    dtype = dtype or dt0
+    if dtype not in ("fp32", "fp16"):
+        raise ValueError(f"dtype must be 'fp32' or 'fp16', got {dtype!r}")
+    batches = np.asarray(list(batches if batches is not None else b0), dtype=np.int64)
+    if d < 1 or batches.size == 0 or (batches < 1).any():
+        raise ValueError(f"need d_model >= 1 and batches >= 1, got d_model={d}, batches={batches.tolist()}")
+    if flops_per_s is None or bytes_per_s is None:
+        chip = local()
+        flops_per_s = flops_per_s or chip.peak_flops_per_s.get(dtype, chip.peak_flops_per_s["fp32"])
+        bytes_per_s = bytes_per_s or chip.hbm_bytes_per_s
+    b = 4.0 if dtype == "fp32" else 2.0
+    W = _random(be, (d, d), dtype, 3)
+    measured = []
+    for B in batches:
+        X = _random(be, (int(B), d), dtype, 4)
+        Y = be.xp.empty((int(B), d), dtype=W.dtype)
+        t = time_fn(lambda: be.xp.matmul(X, W, out=Y), warmup=1, repeats=repeats, be=be)
+        measured.append(t.median_s)
+        if progress:
+            pred = max(2 * B * d * d / flops_per_s, (d * d + 2 * B * d) * b / bytes_per_s)
+            print(f"  B={int(B):>5}: measured {t.median_s * 1e3:8.3f} ms, predicted {pred * 1e3:8.3f} ms",
+                  file=sys.stdout, flush=True)
+    compute = 2.0 * batches * d * d / flops_per_s
+    memory = (d * d + 2.0 * batches * d) * b / bytes_per_s
+    return BatchSweep(batches.astype(float), np.asarray(measured), compute, memory, d, dtype,
+                      float(flops_per_s), float(bytes_per_s), be.device_name)

@@ -1,0 +1,314 @@
+"""Transformer architectures as data: parameter counts, FLOPs and KV-cache bytes.
+
+A :class:`Model` is built from the fields of a published config file (see
+``data/models.toml``, which cites each one). Everything else is computed from
+those fields, exactly, as integers:
+
+* ``total_params`` N_tot and ``active_params`` N_act (per token) -- these must
+  equal the published totals, and the tests check that they do;
+* ``kv_bytes_per_token(dtype)`` beta -- KV-cache bytes per token of context, all layers;
+* ``attention_flops_per_token(context)`` -- the context-dependent FLOPs of one new token.
+
+Counting rules (one multiply-add = 2 FLOPs; biases and norm weights counted
+where the config has them):
+
+* dense attention: q ``d x (n_h h)``, k and v ``d x (n_kv h)`` each, o ``(n_h h) x d``;
+* latent attention (MLA, DeepSeek-V2/V3): q down ``d x r_q`` + norm ``r_q`` + up
+  ``r_q x n_h (h_nope + h_rope)``; kv down ``d x (r_kv + h_rope)`` + norm ``r_kv``
+  + up ``r_kv x n_h (h_nope + h_v)``; o ``n_h h_v x d``;
+* MLP: 3 matrices ``d x d_ff`` if gated (SwiGLU), else 2;
+* MoE layer: routed experts + shared experts + router ``d x E``;
+* norms: 2 per layer + 1 final, each ``d`` (RMSNorm) or ``2d`` (LayerNorm).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+from . import _catalog
+from ._validate import non_negative, positive, result
+from .units import dtype_bytes
+
+__all__ = ["Model", "get", "names", "catalog"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    """A decoder-only transformer, dense or mixture-of-experts, MHA/GQA/MQA or MLA.
+
+    Field names follow the config files (see ``data/models.toml``). A zero in the
+    MoE fields means a dense model; a zero ``kv_lora_rank`` means standard attention.
+    """
+
+    key: str
+    name: str
+    n_layers: int
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    d_ff: int
+    vocab: int
+    gated_mlp: bool = True
+    tied_embeddings: bool = False
+    norm: str = "rmsnorm"
+    qk_norm: bool = False
+    attn_bias: bool = False
+    qkv_bias: bool = False
+    mlp_bias: bool = False
+    attn_sinks: bool = False
+    pos_embedding: str = "rope"
+    max_context: int = 0
+    n_experts: int = 0
+    experts_per_token: int = 0
+    n_shared_experts: int = 0
+    d_ff_expert: int = 0
+    n_dense_layers: int = 0
+    router_bias: bool = False
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    published_total_params: float = 0
+    published_active_params: float = 0
+    source: str = ""
+    published_total_source: str = ""
+    note: str = ""
+
+    def __post_init__(self):
+        for f in ("n_layers", "d_model", "n_heads", "head_dim", "vocab"):
+            if getattr(self, f) < 1:
+                raise ValueError(f"{self.key}: {f} must be >= 1, got {getattr(self, f)}")
+        if self.norm not in ("rmsnorm", "layernorm"):
+            raise ValueError(f"{self.key}: norm must be 'rmsnorm' or 'layernorm', got {self.norm!r}")
+        if self.pos_embedding not in ("rope", "learned"):
+            raise ValueError(f"{self.key}: pos_embedding must be 'rope' or 'learned', got {self.pos_embedding!r}")
+        if self.n_experts and not (1 <= self.experts_per_token <= self.n_experts):
+            raise ValueError(
+                f"{self.key}: experts_per_token must be between 1 and n_experts={self.n_experts}, "
+                f"got {self.experts_per_token}"
+            )
+        if not self.is_mla and self.n_kv_heads < 1:
+            raise ValueError(f"{self.key}: n_kv_heads must be >= 1, got {self.n_kv_heads}")
+        if not self.is_mla and self.n_heads % self.n_kv_heads:
+            raise ValueError(f"{self.key}: n_heads={self.n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}")
+
+    # ---- structure -------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def attention_kind(self) -> str:
+        """``'MLA'``, ``'MHA'`` (kv heads = heads), ``'MQA'`` (one kv head) or ``'GQA'``."""
+        if self.is_mla:
+            return "MLA"
+        if self.n_kv_heads == self.n_heads:
+            return "MHA"
+        return "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    @property
+    def n_moe_layers(self) -> int:
+        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+
+    # ---- parameter counts (exact integers) --------------------------------
+    def _norm_params(self, width: int) -> int:
+        return width * (2 if self.norm == "layernorm" else 1)
+
+    @property
+    def attention_params_per_layer(self) -> int:
+        d, h, nh, nkv = self.d_model, self.head_dim, self.n_heads, self.n_kv_heads
+        if self.is_mla:
+            qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+            if self.q_lora_rank:
+                q = d * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * nh * qk
+            else:
+                q = d * nh * qk
+            kv = (d * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
+                  + self.kv_lora_rank * nh * (self.qk_nope_head_dim + self.v_head_dim))
+            return q + kv + nh * self.v_head_dim * d
+        n = d * nh * h + 2 * d * nkv * h + nh * h * d
+        if self.attn_bias:
+            n += nh * h + 2 * nkv * h + d
+        elif self.qkv_bias:
+            n += nh * h + 2 * nkv * h
+        if self.qk_norm:
+            n += 2 * h
+        if self.attn_sinks:  # one learned sink logit per head (gpt-oss)
+            n += nh
+        return n
+
+    def mlp_params(self, d_ff: int) -> int:
+        """One MLP (or one expert) of width ``d_ff``."""
+        d = self.d_model
+        if self.gated_mlp:
+            return 3 * d * d_ff + ((2 * d_ff + d) if self.mlp_bias else 0)
+        return 2 * d * d_ff + ((d_ff + d) if self.mlp_bias else 0)
+
+    @property
+    def router_params_per_layer(self) -> int:
+        return self.d_model * self.n_experts + (self.n_experts if self.router_bias else 0)
+
+    @property
+    def expert_params(self) -> int:
+        """Parameters of one routed expert."""
+        return self.mlp_params(self.d_ff_expert) if self.is_moe else 0
+
+    @property
+    def embedding_params(self) -> int:
+        """Input token embedding (+ learned positions, sized ``max_context``)."""
+        pos = self.max_context * self.d_model if self.pos_embedding == "learned" else 0
+        return self.vocab * self.d_model + pos
+
+    @property
+    def lm_head_params(self) -> int:
+        return 0 if self.tied_embeddings else self.vocab * self.d_model
+
+    def _layer_params(self, mlp: int) -> int:
+        return self.attention_params_per_layer + mlp + 2 * self._norm_params(self.d_model)
+
+    @property
+    def total_params(self) -> int:
+        """N_tot: every weight, embeddings and LM head included (integer)."""
+        dense_mlp = self.mlp_params(self.d_ff)
+        n_dense = self.n_layers - self.n_moe_layers
+        moe_mlp = (self.n_experts + self.n_shared_experts) * self.expert_params + self.router_params_per_layer
+        return (self.embedding_params + self.lm_head_params + self._norm_params(self.d_model)
+                + n_dense * self._layer_params(dense_mlp)
+                + self.n_moe_layers * self._layer_params(moe_mlp))
+
+    @property
+    def active_params(self) -> int:
+        """N_act: weights one token uses -- all but the routed experts it skips.
+
+        Counts the embedding table, as published "active" figures do (Mixtral's
+        12.9B, DeepSeek-V3's 37B).
+        """
+        skipped = self.n_moe_layers * (self.n_experts - self.experts_per_token) * self.expert_params
+        return self.total_params - skipped
+
+    @property
+    def sparsity(self) -> float:
+        """s = N_tot / N_act (1 for a dense model)."""
+        return self.total_params / self.active_params
+
+    @property
+    def expert_sparsity(self) -> float:
+        """E / k: routed experts per routed expert used (1 for a dense model)."""
+        return self.n_experts / self.experts_per_token if self.is_moe else 1.0
+
+    @property
+    def matmul_params_per_token(self) -> int:
+        """Active weights that take part in a matmul: N_act minus the input-embedding lookup.
+
+        The lookup reads one row per token and does no arithmetic; with tied
+        embeddings the same table is still used, as the LM head.
+        """
+        lookup = self.embedding_params if not self.tied_embeddings else self.embedding_params - self.vocab * self.d_model
+        return self.active_params - lookup
+
+    # ---- per-token FLOPs and bytes -------------------------------------------
+    def attention_flops_per_token(self, context) -> float | np.ndarray:
+        """FLOPs of the context-dependent part of attention for one new token.
+
+        ``context``: tokens attended to (L), scalar or array. Per layer:
+        dense/GQA ``4 n_h h L`` (q.k and p.v, 2 FLOPs per multiply-add);
+        MLA with absorbed up-projections ``2 n_h (2 r_kv + h_rope) L``
+        (DeepSeek-V2 paper, section 2.1.3: scores against the latent and its rope
+        key, values read from the latent).
+        """
+        L = non_negative("context", context)
+        if self.is_mla:
+            per_pos = 2 * self.n_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
+        else:
+            per_pos = 4 * self.n_heads * self.head_dim
+        return result(self.n_layers * per_pos * L)
+
+    def flops_per_token(self, context=0) -> float | np.ndarray:
+        """Forward FLOPs of one token: ``2 * matmul_params_per_token`` + attention over ``context``."""
+        return result(2.0 * self.matmul_params_per_token + self.attention_flops_per_token(context))
+
+    def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
+        """beta: KV-cache bytes per token of context, summed over layers.
+
+        Standard attention: ``2 * n_layers * n_kv_heads * head_dim * b_kv`` (K and V).
+        MLA: ``n_layers * (kv_lora_rank + qk_rope_head_dim) * b_kv`` (the cached
+        latent and the shared rope key; DeepSeek-V2 paper, Table 1).
+        """
+        b = dtype_bytes(dtype)
+        if self.is_mla:
+            return self.n_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * b
+        return 2.0 * self.n_layers * self.n_kv_heads * self.head_dim * b
+
+    def expected_params_read(self, batch) -> float | np.ndarray:
+        """Weights one decode step must read from HBM for ``batch`` tokens.
+
+        Dense weights are read once whatever the batch. The input-embedding
+        lookup reads only ``batch`` rows. Each routed expert is read if at least
+        one token picks it; with uniform routing the chance an expert is missed
+        by all ``B`` tokens is ``(1 - k/E)^B``, so the expected fraction read is
+        ``1 - (1 - k/E)^B`` -> 1 once ``B >> E/k``.
+        """
+        B = positive("batch", batch)
+        lookup = self.embedding_params if not self.tied_embeddings else 0
+        all_experts = self.n_moe_layers * self.n_experts * self.expert_params
+        dense = self.total_params - lookup - all_experts
+        rows = np.minimum(B, self.vocab) * self.d_model if lookup else 0.0
+        if self.is_moe:
+            frac = 1.0 - (1.0 - self.experts_per_token / self.n_experts) ** B
+            experts = all_experts * frac
+        else:
+            experts = 0.0
+        return result(dense + rows + experts)
+
+    @property
+    def weights_read_params(self) -> int:
+        """Weights a large-batch decode step reads: all but the untied embedding table."""
+        lookup = self.embedding_params if not self.tied_embeddings else 0
+        return self.total_params - lookup
+
+    def weight_bytes(self, dtype: str = "bf16") -> float:
+        """Bytes to hold every weight at ``dtype``."""
+        return self.total_params * dtype_bytes(dtype)
+
+    def __repr__(self) -> str:
+        return f"Model({self.key!r})"
+
+
+_FIELDS = {f.name for f in dataclasses.fields(Model)}
+
+
+@lru_cache(maxsize=None)
+def catalog() -> Mapping[str, Model]:
+    """Every model in ``data/models.toml``, by key, in file order."""
+    table = _catalog.load("models.toml")["models"]
+    return MappingProxyType(
+        {k: Model(key=k, **{f: v for f, v in e.items() if f in _FIELDS}) for k, e in table.items()}
+    )
+
+
+def names() -> list[str]:
+    """Catalog keys, e.g. ``['llama-2-7b', ...]``."""
+    return list(catalog())
+
+
+def get(name: str | Model) -> Model:
+    """The catalog model called ``name`` (case-insensitive); a Model is returned as is.
+
+    Raises:
+        KeyError: unknown name; the message names the closest entries.
+    """
+    if isinstance(name, Model):
+        return name
+    _, model = _catalog.lookup(dict(catalog()), name, "model")
+    return model

@@ -1,0 +1,93 @@
+"""Standard figures: the roofline, and decode cost/latency against batch.
+
+Plot functions draw on a Matplotlib ``Axes`` you pass in (or a new one) and
+return it; they call the library's pure functions and compute nothing themselves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import hardware, roofline, serving
+
+__all__ = ["new_axes", "roofline_plot", "decode_vs_batch_plot", "batch_sweep_plot"]
+
+
+def new_axes(ncols: int = 1, width: float = 6.0, height: float = 4.0, dpi: int = 80):
+    """A figure with ``ncols`` axes side by side; returns ``(fig, axes)``."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, height), dpi=dpi, squeeze=False)
+    return fig, axes[0] if ncols > 1 else axes[0, 0]
+
+
+def roofline_plot(chips, dtype: str = "bf16", ax=None, intensity=None, mark=None):
+    """Attainable FLOP/s against arithmetic intensity for each chip (log-log).
+
+    ``mark``: optional ``{label: intensity}`` points to draw as vertical lines
+    (a kernel's FLOP/byte).
+    """
+    if ax is None:
+        _, ax = new_axes()
+    I = np.logspace(-1, 4, 400) if intensity is None else np.asarray(intensity)
+    for chip in chips:
+        c = hardware.get(chip)
+        if dtype not in c.peak_flops_per_s:
+            continue
+        F = c.flops_per_s(dtype)
+        ax.loglog(I, roofline.attainable_flops_per_s(I, F, c.hbm_bytes_per_s), label=f"{c.key} ({F / 1e12:.0f} TFLOP/s)")
+        ax.plot([F / c.hbm_bytes_per_s], [F], "o", color=ax.lines[-1].get_color(), ms=4)
+    for label, x in (mark or {}).items():
+        ax.axvline(x, color="gray", ls=":", lw=1)
+        ax.text(x, ax.get_ylim()[0] * 1.5, f" {label}", rotation=90, va="bottom", fontsize=8, color="gray")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel(f"attainable {dtype} FLOP/s")
+    ax.set_title("Roofline: min(F, intensity x W); dot = balance point F/W")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    return ax
+
+
+def decode_vs_batch_plot(model, chip, context=0, n_chips=1, batch=None, ax_cost=None, ax_time=None,
+                         weight_dtype="bf16", kv_dtype="bf16", label=None):
+    """Cost per token (chip-s) and step time (s) against batch, log axes, with the balance batch marked.
+
+    Batches whose KV cache does not fit are drawn dashed.
+    """
+    if ax_cost is None or ax_time is None:
+        _, (ax_cost, ax_time) = new_axes(2)
+    B = np.unique(np.round(np.logspace(0, 4.5, 120))) if batch is None else np.asarray(batch, dtype=float)
+    step = serving.decode_step(model, chip, B, context, n_chips, weight_dtype, kv_dtype, check_capacity=False)
+    ok = np.asarray(serving.fits_in_hbm(model, chip, B, context, n_chips, weight_dtype, kv_dtype))
+    label = label or f"{model} {weight_dtype} on {n_chips} x {chip}, L={context:g}"
+    for ax, y in ((ax_cost, step.cost_chip_s_per_token), (ax_time, step.time_s)):
+        line, = ax.loglog(B[ok], y[ok], label=label) if ok.any() else ax.loglog([], [], label=label)
+        if (~ok).any():
+            ax.loglog(B[~ok], y[~ok], ls="--", color=line.get_color(), alpha=0.5)
+        bstar = serving.balance_batch(model, chip, context, weight_dtype, kv_dtype)
+        if np.isfinite(bstar) and B[0] <= bstar <= B[-1]:
+            ax.axvline(bstar, color=line.get_color(), ls=":", lw=1)
+        ax.set_xlabel("batch B (sequences per step)")
+        ax.grid(True, which="both", alpha=0.3)
+    ax_cost.set_ylabel("cost per token (chip-seconds)")
+    ax_time.set_ylabel("decode step time (s)")
+    ax_cost.set_title("Cost per token; dotted = balance batch B*")
+    ax_time.set_title("Step time (latency per token); dashed = does not fit")
+    ax_cost.legend(fontsize=7)
+    return ax_cost, ax_time
+
+
+def batch_sweep_plot(sweep, ax=None):
+    """Measured vs predicted time of ``Y = X @ W`` against batch (a :class:`~llmmath.kernels.BatchSweep`)."""
+    if ax is None:
+        _, ax = new_axes()
+    ax.loglog(sweep.batch, sweep.measured_s, "o-", label="measured (median)")
+    ax.loglog(sweep.batch, sweep.predicted_s, "k--", label="roofline floor max(compute, memory)")
+    ax.loglog(sweep.batch, sweep.memory_s, ":", color="tab:blue", alpha=0.6, label="memory time (bytes / W)")
+    ax.loglog(sweep.batch, sweep.compute_s, ":", color="tab:red", alpha=0.6, label="compute time (FLOPs / F)")
+    ax.set_xlabel("batch B (rows of X)")
+    ax.set_ylabel("time per product (s)")
+    ax.set_title(f"Y = X(Bx{sweep.d_model}) W({sweep.d_model}x{sweep.d_model}), {sweep.dtype}, {sweep.device}", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    return ax

@@ -1,0 +1,261 @@
+"""Decode on the roofline: step time, cost per token, latency floor, balance batch.
+
+The core model of the course (chapter 1), for one decode step that produces one
+new token for each of ``B`` sequences, each with ``L`` tokens of context::
+
+    t_compute = B * (2 N_mm + a L) / F          N_mm: matmul weights per token, a L: attention FLOPs
+    t_memory  = (P_read(B) * b_w + B * L * beta) / W
+    step time >= max(t_compute, t_memory)        (and <= their sum)
+    cost per token = n_chips * step time / B     (chip-seconds per token)
+
+F and W are summed over ``n_chips`` (the chips that hold the weights). P_read(B)
+is the weight count the step must read: all of it for a dense model; for a
+mixture of experts only the experts some token picked (see
+:meth:`llmmath.models.Model.expected_params_read`). These are roofline
+**floors**: a real step is slower (kernel launch gaps, imperfect overlap,
+communication between chips), never faster.
+
+All functions broadcast ``batch`` and ``context`` (scalars or NumPy arrays) and
+return floats for scalar input. Source of the method: the JAX scaling book
+(Austin et al., *How to Scale Your Model*, 2025), chapter "All about transformer
+inference"; Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import hardware, models
+from ._validate import non_negative, positive, positive_int, result
+from .hardware import default_compute_dtype
+from .units import dtype_bytes, fmt_bytes
+
+__all__ = [
+    "DecodeStep", "decode_step", "decode_step_time_s", "decode_cost_per_token",
+    "latency_floor_s", "balance_batch", "max_batch", "fits_in_hbm", "cost_ratio_unbatched",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeStep:
+    """The parts of one decode step, each broadcast over ``batch`` x ``context`` (seconds)."""
+
+    compute_s: np.ndarray | float
+    weight_s: np.ndarray | float
+    kv_s: np.ndarray | float
+    time_s: np.ndarray | float
+    batch: np.ndarray | float
+    n_chips: int
+
+    @property
+    def memory_s(self):
+        return self.weight_s + self.kv_s
+
+    @property
+    def compute_bound(self):
+        """True where the arithmetic, not the memory traffic, sets the floor."""
+        return self.compute_s >= self.memory_s
+
+    @property
+    def cost_chip_s_per_token(self):
+        """Chip-seconds of machine time per generated token: n_chips * step time / B."""
+        return self.n_chips * self.time_s / self.batch
+
+    @property
+    def mfu(self):
+        """Model FLOPs utilization at the floor: compute time / step time (<= 1)."""
+        return self.compute_s / self.time_s
+
+
+def _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype):
+    m = models.get(model)
+    c = hardware.get(chip)
+    b_w = dtype_bytes(weight_dtype)
+    b_kv = dtype_bytes(kv_dtype)
+    compute = compute_dtype or default_compute_dtype(c, weight_dtype)
+    return m, c, b_w, b_kv, c.flops_per_s(compute)
+
+
+def fits_in_hbm(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv_dtype="bf16"):
+    """True where all weights plus ``batch * context`` tokens of KV cache fit in ``n_chips`` HBMs."""
+    m, c = models.get(model), hardware.get(chip)
+    n = positive_int("n_chips", n_chips)
+    need = m.weight_bytes(weight_dtype) + positive("batch", batch) * non_negative("context", context) * m.kv_bytes_per_token(kv_dtype)
+    return result(need <= n * c.hbm_bytes) if np.ndim(need) == 0 else need <= n * c.hbm_bytes
+
+
+def max_batch(model, chip, context, n_chips=1, weight_dtype="bf16", kv_dtype="bf16"):
+    """Largest whole batch whose KV cache fits beside the weights (0 if the weights alone do not fit).
+
+    ``floor((n_chips * C - N_tot * b_w) / (L * beta))``; at ``context = 0`` there is no
+    KV cache and the result is ``inf`` (documented, not an error: HBM does not bound it).
+    """
+    m, c = models.get(model), hardware.get(chip)
+    n = positive_int("n_chips", n_chips)
+    L = non_negative("context", context)
+    free = n * c.hbm_bytes - m.weight_bytes(weight_dtype)
+    per_seq = L * m.kv_bytes_per_token(kv_dtype)
+    with np.errstate(divide="ignore"):
+        out = np.where(per_seq > 0, np.floor(np.maximum(free, 0) / np.where(per_seq > 0, per_seq, 1)), np.inf)
+    if free < 0:
+        out = np.zeros_like(out)
+    return result(out)
+
+
+def _capacity_error(m, c, n, B, L, weight_dtype, kv_dtype):
+    w = m.weight_bytes(weight_dtype)
+    have = n * c.hbm_bytes
+    if w > have:
+        need_chips = int(np.ceil(w / c.hbm_bytes))
+        return ValueError(
+            f"{m.key} weights at {weight_dtype} need {fmt_bytes(w)} but n_chips={n} x {c.key} hold "
+            f"{fmt_bytes(have)}; use n_chips >= {need_chips} or a smaller weight_dtype "
+            f"(or pass check_capacity=False to evaluate the roofline anyway)"
+        )
+    kv = B * L * m.kv_bytes_per_token(kv_dtype)
+    bad = w + kv > have
+    idx = np.argwhere(np.atleast_1d(bad))[0]
+    Bb = float(np.broadcast_to(B, bad.shape)[tuple(idx)] if np.ndim(bad) else B)
+    Lb = float(np.broadcast_to(L, bad.shape)[tuple(idx)] if np.ndim(bad) else L)
+    mb = max_batch(m, c, Lb, n, weight_dtype, kv_dtype)
+    return ValueError(
+        f"{m.key}: batch={Bb:g} at context={Lb:g} needs {fmt_bytes(w + Bb * Lb * m.kv_bytes_per_token(kv_dtype))} "
+        f"of weights + KV cache but n_chips={n} x {c.key} hold {fmt_bytes(have)}; the largest batch that fits "
+        f"at that context is {mb:g} (pass check_capacity=False to evaluate the roofline anyway)"
+    )
+
+
+def decode_step(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv_dtype="bf16",
+                compute_dtype=None, overlap="max", check_capacity=True) -> DecodeStep:
+    """Roofline floor of one decode step, with its parts (see the module docstring).
+
+    Args:
+        model, chip: catalog names or :class:`Model` / :class:`Chip` objects.
+        batch: B, sequences decoded together (> 0; scalar or array).
+        context: L, tokens of context per sequence (>= 0; broadcasts with ``batch``).
+        n_chips: chips holding the weights; F and W are summed over them.
+        weight_dtype, kv_dtype: storage formats (``fp32, bf16, fp16, fp8, int8, fp4``).
+        compute_dtype: matmul precision; default ``weight_dtype`` if the chip has it, else bf16.
+        overlap: ``"max"`` (floor) or ``"sum"`` (no overlap of compute and memory).
+        check_capacity: refuse a configuration whose weights + KV exceed ``n_chips`` HBMs.
+
+    Returns:
+        :class:`DecodeStep` with arrays shaped like ``broadcast(batch, context)``.
+
+    Raises:
+        ValueError: non-positive or NaN batch, negative context, n_chips < 1,
+            unknown ``overlap``, or (with ``check_capacity``) a model that does not fit.
+        KeyError: unknown model, chip or dtype.
+    """
+    m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
+    B = positive("batch", batch)
+    L = non_negative("context", context)
+    n = positive_int("n_chips", n_chips)
+    if overlap not in ("max", "sum"):
+        raise ValueError(f"overlap must be 'max' or 'sum', got {overlap!r}")
+    if check_capacity and not np.all(m.weight_bytes(weight_dtype) + B * L * m.kv_bytes_per_token(kv_dtype) <= n * c.hbm_bytes):
+        raise _capacity_error(m, c, n, B, L, weight_dtype, kv_dtype)
+    W = n * c.hbm_bytes_per_s
+    compute = B * (2.0 * m.matmul_params_per_token + m.attention_flops_per_token(L)) / (n * F)
+    weight = np.asarray(m.expected_params_read(B)) * b_w / W
+    kv = B * L * m.kv_bytes_per_token(kv_dtype) / W
+    compute, weight, kv = np.broadcast_arrays(compute, weight, kv)
+    total = np.maximum(compute, weight + kv) if overlap == "max" else compute + weight + kv
+    return DecodeStep(result(compute), result(weight), result(kv), result(total), result(np.broadcast_to(B, total.shape)), n)
+
+
+def decode_step_time_s(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv_dtype="bf16", **kw):
+    """Roofline floor of one decode step, seconds: ``max(t_compute, t_memory)``.
+
+    Same arguments and errors as :func:`decode_step`; returns a float for scalar
+    input, else an array shaped like ``broadcast(batch, context)``.
+    """
+    return decode_step(model, chip, batch, context, n_chips, weight_dtype, kv_dtype, **kw).time_s
+
+
+def decode_cost_per_token(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv_dtype="bf16",
+                          usd_per_chip_hour=None, **kw):
+    """Machine time per generated token: ``n_chips * step time / B``.
+
+    Returns chip-seconds per token, or US dollars per token when ``usd_per_chip_hour``
+    (a rental price you supply; the catalog holds no prices) is given.
+    Same other arguments and errors as :func:`decode_step`.
+    """
+    cost = decode_step(model, chip, batch, context, n_chips, weight_dtype, kv_dtype, **kw).cost_chip_s_per_token
+    if usd_per_chip_hour is not None:
+        cost = cost * positive("usd_per_chip_hour", usd_per_chip_hour) / 3600.0
+    return result(cost)
+
+
+def latency_floor_s(model, chip, n_chips=1, weight_dtype="bf16", check_capacity=True):
+    """Time to stream every weight once from HBM: ``P_read * b_w / (n_chips * W)`` (seconds).
+
+    No decode step that touches all the weights can be faster, whatever the batch.
+    A dense model touches all of them at any batch; a mixture of experts does once
+    ``B >> E/k`` (at batch 1 it reads only its active experts; see
+    :meth:`~llmmath.models.Model.expected_params_read`). The untied input
+    embedding table is excluded (a step reads only its looked-up rows).
+
+    Raises:
+        ValueError: n_chips < 1, or the weights do not fit (with ``check_capacity``).
+    """
+    m, c = models.get(model), hardware.get(chip)
+    n = positive_int("n_chips", n_chips)
+    if check_capacity and m.weight_bytes(weight_dtype) > n * c.hbm_bytes:
+        raise _capacity_error(m, c, n, 1.0, 0.0, weight_dtype, "bf16")
+    return m.weights_read_params * dtype_bytes(weight_dtype) / (n * c.hbm_bytes_per_s)
+
+
+def balance_batch(model, chip, context=0, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None):
+    """B*: the batch at which a decode step's compute time equals its memory time.
+
+    Setting ``B (2 N_mm + a L) / F = (P_read b_w + B L beta + B d b_w) / W`` and solving::
+
+        B* = (P_read b_w / W) / ((2 N_mm + a L) / F - L beta / W - d b_w / W)
+
+    (the last term: each sequence reads its own row of an untied input embedding;
+    it shifts B* by about 0.02%).
+
+    At ``L = 0`` this is ``R * P_read / N_mm`` with R = F b_w / (2 W): the chip's
+    balance ratio times the model's sparsity (~300 x sparsity on an H100 at bf16).
+    It uses total-parameter sparsity N_tot/N_act (all experts read, the large-batch
+    regime), and does not depend on ``n_chips`` (F and W scale together).
+
+    Returns ``inf`` where the KV reads of one sequence already take longer than its
+    compute (``L beta / W >= (2 N_mm + a L) / F``): no batch balances, decode stays
+    memory-bound. Broadcasts over ``context``.
+
+    Raises:
+        ValueError: negative or NaN context. KeyError: unknown model, chip or dtype.
+    """
+    m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
+    L = non_negative("context", context)
+    W = c.hbm_bytes_per_s
+    per_seq_compute = (2.0 * m.matmul_params_per_token + m.attention_flops_per_token(L)) / F
+    per_seq_kv = L * m.kv_bytes_per_token(kv_dtype) / W
+    # An untied input embedding is not read whole: each sequence reads its one row.
+    per_seq_row = (0 if m.tied_embeddings else m.d_model) * b_w / W
+    margin = per_seq_compute - per_seq_kv - per_seq_row
+    weights = m.weights_read_params * b_w / W
+    with np.errstate(divide="ignore"):
+        out = np.where(margin > 0, weights / np.where(margin > 0, margin, 1.0), np.inf)
+    return result(out)
+
+
+def cost_ratio_unbatched(model, chip, context=0, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None):
+    """Cost per token at batch 1 divided by the best cost per token over all batches.
+
+    The best cost is reached at large batch, where the step is compute-bound and
+    a token costs ``(2 N_mm + a L) / F`` chip-seconds, unless KV reads dominate
+    (then ``(L beta) / W``). Ignores HBM capacity (it asks how much batching is
+    worth, not whether the batch fits). Broadcasts over ``context``.
+    """
+    m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
+    L = non_negative("context", context)
+    one = decode_step(m, c, 1, L, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                      compute_dtype=compute_dtype, check_capacity=False).time_s
+    per_token_compute = (2.0 * m.matmul_params_per_token + m.attention_flops_per_token(L)) / F
+    per_token_kv = L * m.kv_bytes_per_token(kv_dtype) / c.hbm_bytes_per_s
+    return result(one / np.maximum(per_token_compute, per_token_kv))

@@ -1,0 +1,129 @@
+"""SI constants and display formatting.
+
+Every value inside the library is a plain float in SI base units: bytes, FLOPs,
+seconds, dollars. Formatting happens only at display time, through the
+``fmt_*`` functions below.
+
+Conventions (stated once, used everywhere):
+
+* ``GB`` is 10**9 bytes (decimal, as on every datasheet); ``GiB`` is 2**30.
+* One multiply-add is 2 FLOPs.
+* Bandwidths are per direction unless a name says otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = [
+    "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB",
+    "GFLOP", "TFLOP", "PFLOP", "EFLOP", "US", "MS",
+    "DTYPE_BYTES", "dtype_bytes",
+    "fmt_bytes", "fmt_bytes_per_s", "fmt_flops", "fmt_flops_per_s",
+    "fmt_seconds", "fmt_count", "fmt_usd",
+]
+
+KB, MB, GB, TB, PB = 1e3, 1e6, 1e9, 1e12, 1e15
+KiB, MiB, GiB, TiB = 2.0**10, 2.0**20, 2.0**30, 2.0**40
+GFLOP, TFLOP, PFLOP, EFLOP = 1e9, 1e12, 1e15, 1e18
+US, MS = 1e-6, 1e-3
+
+#: Bytes per element of each number format the course uses.
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "tf32": 4.0,  # stored as fp32; the tensor cores read 19 bits of it
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "fp4": 0.5,
+}
+
+
+def dtype_bytes(dtype: str) -> float:
+    """Bytes per element of ``dtype`` (one of :data:`DTYPE_BYTES`).
+
+    Raises:
+        KeyError: ``dtype`` is not a known format; the message lists the allowed ones.
+    """
+    try:
+        return DTYPE_BYTES[dtype]
+    except (KeyError, TypeError):
+        raise KeyError(
+            f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPE_BYTES)}"
+        ) from None
+
+
+def _scaled(value: float, unit: str, steps: list[tuple[float, str]], digits: int) -> str:
+    if value is None or not math.isfinite(value):
+        return f"{value} {unit}".strip()
+    if value != 0:  # round first, so 999.9e9 becomes 1 TB rather than 1e+03 GB
+        value = float(f"{value:.{digits}g}")
+    mag = abs(value)
+    for scale, prefix in steps:
+        if mag >= scale:
+            return f"{value / scale:.{digits}g} {prefix}{unit}"
+    return f"{value:.{digits}g} {unit}"
+
+
+_SI = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+
+
+def fmt_bytes(n_bytes: float, digits: int = 3) -> str:
+    """``80e9`` -> ``'80 GB'`` (decimal prefixes, as datasheets print)."""
+    return _scaled(float(n_bytes), "B", _SI, digits)
+
+
+def fmt_bytes_per_s(bytes_per_s: float, digits: int = 3) -> str:
+    """``3.35e12`` -> ``'3.35 TB/s'``."""
+    return _scaled(float(bytes_per_s), "B/s", _SI, digits)
+
+
+def fmt_flops(flops: float, digits: int = 3) -> str:
+    """``1.4e11`` -> ``'140 GFLOP'``."""
+    return _scaled(float(flops), "FLOP", _SI, digits)
+
+
+def fmt_flops_per_s(flops_per_s: float, digits: int = 3) -> str:
+    """``989e12`` -> ``'989 TFLOP/s'``."""
+    return _scaled(float(flops_per_s), "FLOP/s", _SI, digits)
+
+
+def fmt_count(n: float, digits: int = 3) -> str:
+    """``8.03e9`` -> ``'8.03 B'`` (parameters, tokens: K, M, B, T)."""
+    steps = [(1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")]
+    value = float(n)
+    if math.isfinite(value) and value != 0:
+        value = float(f"{value:.{digits}g}")
+    for scale, prefix in steps:
+        if abs(value) >= scale:
+            return f"{value / scale:.{digits}g} {prefix}"
+    return f"{value:.{digits}g}"
+
+
+def fmt_seconds(seconds: float, digits: int = 3) -> str:
+    """``0.0213`` -> ``'21.3 ms'``; picks s, ms, us or ns."""
+    s = float(seconds)
+    if not math.isfinite(s):
+        return f"{s} s"
+    if s != 0:
+        s = float(f"{s:.{digits}g}")
+    mag = abs(s)
+    if mag >= 86400 * 365:
+        return f"{s / (86400 * 365):.{digits}g} years"
+    if mag >= 86400:
+        return f"{s / 86400:.{digits}g} days"
+    if mag >= 3600:
+        return f"{s / 3600:.{digits}g} h"
+    if mag >= 1 or mag == 0:
+        return f"{s:.{digits}g} s"
+    if mag >= 1e-3:
+        return f"{s * 1e3:.{digits}g} ms"
+    if mag >= 1e-6:
+        return f"{s * 1e6:.{digits}g} us"
+    return f"{s * 1e9:.{digits}g} ns"
+
+
+def fmt_usd(dollars: float, digits: int = 3) -> str:
+    """``2.5e-6`` -> ``'$2.5e-06'``; ``1234.5`` -> ``'$1.23e+03'``."""
+    return f"${float(dollars):.{digits}g}"
