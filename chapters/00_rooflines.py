@@ -118,27 +118,12 @@ plt.show()
 # %% [markdown]
 # ### Explore: where does a kernel land?
 # Pick a chip, a precision and a kernel intensity; the panel says which bound
-# applies and what fraction of peak the kernel can reach.
+# applies and what fraction of peak the kernel can reach. (The explorer is
+# `llmmath.widgets.roofline_explorer`: it draws with `plots.roofline_plot` and
+# computes with `roofline.attainable_flops_per_s`.)
 
 # %%
-def draw_roofline(fig, chip, dtype, log10_intensity):
-    ax = fig.axes[0]
-    c = hardware.get(chip)
-    if dtype not in c.peak_flops_per_s:
-        return f"{chip} has no native {dtype}; it has {', '.join(c.peak_flops_per_s)}"
-    I = 10 ** log10_intensity
-    plots.roofline_plot([chip], dtype, ax=ax, mark={f"I={I:.3g}": I})
-    F = c.flops_per_s(dtype)
-    got = roofline.attainable_flops_per_s(I, F, c.hbm_bytes_per_s)
-    bound = "compute" if I >= F / c.hbm_bytes_per_s else "memory"
-    return (f"{chip} at {dtype}: ridge F/W = {F / c.hbm_bytes_per_s:.0f} FLOP/byte; a kernel of intensity "
-            f"{I:.3g} is <b>{bound}-bound</b> and can reach {fmt_flops_per_s(got)} = {got / F:.1%} of peak")
-
-roof_explorer = widgets.explorer(draw_roofline, {
-    "chip": W.Dropdown(options=hardware.names(), value="h100-sxm", description="chip"),
-    "dtype": W.Dropdown(options=["bf16", "fp8", "int8", "fp4", "fp32"], value="bf16", description="dtype"),
-    "log10_intensity": W.FloatSlider(value=1.0, min=-1, max=4, step=0.1, description="log10 I"),
-})
+roof_explorer = widgets.roofline_explorer()
 roof_explorer.widget
 
 # %% [markdown]

@@ -53,6 +53,9 @@ def check_answer(key: str, value, quiet: bool = False) -> bool | None:
     if value is None or value is Ellipsis:
         say(f"[{key}] not answered yet: replace the ... with your number (in {entry['unit']}) and run the cell again.")
         return None
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"[{key}] the answer must be a number in {entry['unit']}, got the text {value!r}: "
+                        "remove the quotes")
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         try:
             value = float(value)  # NumPy scalars, 0-d arrays

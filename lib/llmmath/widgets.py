@@ -1,9 +1,16 @@
 """Thin ipywidgets explorers over the library's pure functions.
 
-:func:`explorer` wires controls to a drawing function. Each slider move calls
-``draw(fig, **values)`` (which calls library functions and draws), renders the
-figure to PNG and swaps it into an ``ipywidgets.Image``; no compute happens here.
-The widget works in JupyterLab and builds headless (nbval) without a browser.
+An :class:`Explorer` has controls, a figure image and a text panel. Its axes,
+ticks, labels and grid are drawn **once** (``setup``), with fixed limits; each
+slider move calls ``draw(fig, **values)``, which calls library functions and
+returns the few artists that change (curves, markers) plus an HTML message.
+Only those artists are drawn onto the saved background (blitting), and the
+result is sent to an ``ipywidgets.Image`` as a PNG. A full Matplotlib redraw
+costs about 30 ms per log-scaled axes on a 2-core CPU; blitting keeps a slider
+answer within the course's 50 ms budget (see ``benchmarks/run.py``).
+
+No compute happens here beyond calling the library; the widget builds headless
+(nbval) without a browser.
 """
 
 from __future__ import annotations
@@ -12,23 +19,38 @@ import io
 import time
 from typing import Callable
 
-__all__ = ["explorer", "Explorer"]
+import numpy as np
+
+__all__ = ["Explorer", "explorer", "roofline_explorer", "decode_explorer"]
 
 
 class Explorer:
-    """Controls + a figure image + a text panel. ``.widget`` is what a notebook displays."""
+    """Controls + a figure image + a text panel. Display ``.widget`` (or the Explorer itself).
 
-    def __init__(self, draw: Callable, controls: dict, ncols: int = 1, width: float = 6.0, height: float = 3.6):
+    Args:
+        setup: ``setup(fig)`` draws the static part (axes with fixed limits, labels, grid).
+        draw: ``draw(fig, **values) -> (artists, html)``; the artists are added to the
+            axes for this frame only and removed after it is rendered.
+        controls: ``{name: ipywidget}``; each value is passed to ``draw`` by name.
+    """
+
+    def __init__(self, setup: Callable, draw: Callable, controls: dict, ncols: int = 1,
+                 width: float = 5.0, height: float = 3.6):
         import ipywidgets as W
-        import matplotlib
-
-        # A figure of its own, outside pyplot, so nothing is shown twice inline.
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
 
         self._draw = draw
         self.controls = controls
-        self.fig = Figure(figsize=(width * ncols, height), dpi=80)
+        self.fig = Figure(figsize=(width * ncols, height), dpi=80, layout="constrained")
         self.fig.subplots(1, ncols)
+        FigureCanvasAgg(self.fig)
+        setup(self.fig)
+        for ax in self.fig.axes:
+            ax.set_autoscale_on(False)
+        self.fig.canvas.draw()
+        self.fig.set_layout_engine("none")  # freeze the layout: the background must not move
+        self._background = self.fig.canvas.copy_from_bbox(self.fig.bbox)
         self.image = W.Image(format="png")
         self.text = W.HTML()
         self.last_update_s = float("nan")
@@ -36,23 +58,32 @@ class Explorer:
             c.observe(lambda _change: self.update(), names="value")
         self.widget = W.VBox([W.HBox(list(controls.values()), layout=W.Layout(flex_flow="row wrap")),
                               self.image, self.text])
-        self._matplotlib = matplotlib
         self.update()
 
     def values(self) -> dict:
         return {k: c.value for k, c in self.controls.items()}
 
     def update(self) -> float:
-        """Recompute and redraw; returns the seconds it took (also in ``last_update_s``)."""
+        """Recompute and redraw; returns the seconds it took (also kept in ``last_update_s``)."""
+        from PIL import Image
+
         t0 = time.perf_counter()
-        for ax in self.fig.axes:
-            ax.clear()
+        canvas = self.fig.canvas
+        canvas.restore_region(self._background)
+        artists = []
         try:
-            msg = self._draw(self.fig, **self.values())
-        except (ValueError, KeyError) as e:  # bad combination: say so instead of a traceback
+            artists, msg = self._draw(self.fig, **self.values())
+            for a in artists:
+                a.axes.draw_artist(a)
+        except (ValueError, KeyError) as e:  # an impossible combination: say so, no traceback
             msg = f"<b style='color:#b00'>{type(e).__name__}:</b> {e}"
+        finally:
+            for a in artists:
+                a.remove()
+        w, h = canvas.get_width_height()
         buf = io.BytesIO()
-        self.fig.savefig(buf, format="png", bbox_inches="tight")
+        Image.frombuffer("RGBA", (w, h), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
+            buf, format="png", compress_level=1)
         self.image.value = buf.getvalue()
         self.text.value = msg or ""
         self.last_update_s = time.perf_counter() - t0
@@ -62,6 +93,121 @@ class Explorer:
         return self.widget._repr_mimebundle_(**kwargs)
 
 
-def explorer(draw: Callable, controls: dict, ncols: int = 1, **kw) -> Explorer:
-    """Build an :class:`Explorer`: ``draw(fig, **values) -> optional HTML string``."""
-    return Explorer(draw, controls, ncols=ncols, **kw)
+def explorer(setup: Callable, draw: Callable, controls: dict, ncols: int = 1, **kw) -> Explorer:
+    """Build an :class:`Explorer` (see its docstring for ``setup`` and ``draw``)."""
+    return Explorer(setup, draw, controls, ncols=ncols, **kw)
+
+
+# ---------------------------------------------------------------------------
+# The course's standard explorers (chapters 0 and 1 use them; the benchmarks
+# time their slider answers).
+# ---------------------------------------------------------------------------
+
+_INTENSITY = np.logspace(-1, 4, 200)
+
+
+def _setup_roofline(fig):
+    ax = fig.axes[0]
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(_INTENSITY[0], _INTENSITY[-1])
+    ax.set_ylim(1e10, 3e16)
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("attainable FLOP/s")
+    ax.grid(True, alpha=0.3)
+
+
+def _draw_roofline(fig, chip, dtype, log10_intensity):
+    from . import hardware, roofline
+    from .units import fmt_flops_per_s
+
+    ax = fig.axes[0]
+    c = hardware.get(chip)
+    if dtype not in c.peak_flops_per_s:
+        return [], f"{chip} has no native {dtype}; it has {', '.join(c.peak_flops_per_s)}"
+    F, Wbw = c.flops_per_s(dtype), c.hbm_bytes_per_s
+    I = 10 ** log10_intensity
+    got = roofline.attainable_flops_per_s(I, F, Wbw)
+    artists = [*ax.plot(_INTENSITY, roofline.attainable_flops_per_s(_INTENSITY, F, Wbw), "C0-", lw=2),
+               *ax.plot([F / Wbw], [F], "C0o"), ax.axvline(I, color="gray", ls=":"), *ax.plot([I], [got], "ko")]
+    bound = "compute" if I >= F / Wbw else "memory"
+    return artists, (f"{chip} at {dtype}: ridge F/W = {F / Wbw:.0f} FLOP/byte; a kernel of intensity {I:.3g} is "
+                     f"<b>{bound}-bound</b> and can reach {fmt_flops_per_s(got)} = {got / F:.1%} of peak")
+
+
+def roofline_explorer(chip: str = "h100-sxm", dtype: str = "bf16", log10_intensity: float = 1.0) -> Explorer:
+    """Chip and precision dropdowns and an intensity slider over :func:`llmmath.roofline.attainable_flops_per_s`."""
+    import ipywidgets as W
+
+    from . import hardware
+
+    return explorer(_setup_roofline, _draw_roofline, {
+        "chip": W.Dropdown(options=hardware.names(), value=chip, description="chip"),
+        "dtype": W.Dropdown(options=["bf16", "fp8", "int8", "fp4", "fp32"], value=dtype, description="dtype"),
+        "log10_intensity": W.FloatSlider(value=log10_intensity, min=-1, max=4, step=0.1, description="log10 I"),
+    }, width=6.0)
+
+
+_BATCH = np.unique(np.round(np.logspace(0, 4.5, 100)))
+
+
+def _setup_decode(fig):
+    axc, axt = fig.axes
+    for ax, ylabel, ylim in ((axc, "cost per token (chip-seconds)", (1e-7, 1.0)),
+                             (axt, "decode step time (s)", (1e-5, 100.0))):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(_BATCH[0], _BATCH[-1])
+        ax.set_ylim(*ylim)
+        ax.set_xlabel("batch B (sequences per step)")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+    axc.set_title("cost per token; dotted: balance batch", fontsize=10)
+    axt.set_title("step time; dashed: does not fit in HBM", fontsize=10)
+
+
+def _draw_decode(fig, model, chip, log2_batch, context, n_chips, weight_dtype, kv_dtype):
+    from . import serving
+    from .units import fmt_seconds
+
+    axc, axt = fig.axes
+    B = 2.0 ** log2_batch
+    curve = serving.decode_step(model, chip, _BATCH, context, n_chips, weight_dtype, kv_dtype, check_capacity=False)
+    ok = np.asarray(serving.fits_in_hbm(model, chip, _BATCH, context, n_chips, weight_dtype, kv_dtype))
+    s = serving.decode_step(model, chip, B, context, n_chips, weight_dtype, kv_dtype, check_capacity=False)
+    bstar = serving.balance_batch(model, chip, context, weight_dtype, kv_dtype)
+    most = serving.max_batch(model, chip, context, n_chips, weight_dtype, kv_dtype)
+    artists = []
+    for ax, y, here in ((axc, curve.cost_chip_s_per_token, s.cost_chip_s_per_token), (axt, curve.time_s, s.time_s)):
+        artists += ax.plot(_BATCH[ok], y[ok], "C0-", lw=2)
+        artists += ax.plot(_BATCH[~ok], y[~ok], "C0--", alpha=0.5)
+        artists += ax.plot([B], [here], "ko")
+        if np.isfinite(bstar):
+            artists.append(ax.axvline(bstar, color="C0", ls=":"))
+    fits = serving.fits_in_hbm(model, chip, B, context, n_chips, weight_dtype, kv_dtype)
+    return artists, (
+        f"<b>{model}</b>, {weight_dtype} weights, {kv_dtype} KV, on {n_chips} x {chip}, context {context}:<br>"
+        f"B = {B:.0f}: step {fmt_seconds(s.time_s)} ({'compute' if s.compute_bound else 'memory'}-bound; "
+        f"compute {fmt_seconds(s.compute_s)}, weights {fmt_seconds(s.weight_s)}, KV {fmt_seconds(s.kv_s)}), "
+        f"{s.cost_chip_s_per_token:.3g} chip-s/token, MFU {s.mfu:.0%}.<br>Balance batch B* = "
+        f"{'none: KV-bound at this context' if not np.isfinite(bstar) else f'{bstar:.0f}'}; "
+        f"{'fits' if fits else '<b>does not fit</b>'} in HBM (largest batch that fits: {most:.0f}).")
+
+
+def decode_explorer(model: str = "llama-3.1-70b", chip: str = "h100-sxm", log2_batch: int = 6,
+                    context: int = 0, n_chips: int = 8) -> Explorer:
+    """Cost per token and step time against batch (from :func:`llmmath.serving.decode_step`), with
+    sliders for batch, context and chip count and dropdowns for model, chip and precisions."""
+    import ipywidgets as W
+
+    from . import hardware, models
+
+    return explorer(_setup_decode, _draw_decode, {
+        "model": W.Dropdown(options=models.names(), value=model, description="model"),
+        "chip": W.Dropdown(options=hardware.names(), value=chip, description="chip"),
+        "log2_batch": W.IntSlider(value=log2_batch, min=0, max=14, description="log2 B"),
+        "context": W.IntSlider(value=context, min=0, max=131072, step=1024, description="context L"),
+        "n_chips": W.IntSlider(value=n_chips, min=1, max=72, description="chips"),
+        "weight_dtype": W.Dropdown(options=["bf16", "fp8", "fp4"], value="bf16", description="weights"),
+        "kv_dtype": W.Dropdown(options=["bf16", "fp8"], value="bf16", description="KV"),
+    }, ncols=2)

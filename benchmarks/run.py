@@ -1,0 +1,153 @@
+"""Speed and fidelity of the course, measured on this machine; prints a table and saves it.
+
+Measures:
+1. each notebook's execution time (chapters, solutions, exercises), run through
+   nbval in a fresh pytest process (kernel start included);
+2. the batch sweep Y = X @ W: measured / predicted time per batch, and the
+   fraction of the measured copy bandwidth reached in the memory-bound region;
+3. the time of one 10^6-point ``decode_step_time_s`` sweep (target <= 0.2 s on 2 cores);
+4. the time the chapter-1 widget takes to answer a slider move, recompute and
+   redraw included (target <= 50 ms).
+
+Usage: ``python benchmarks/run.py [--skip-notebooks] [--out benchmarks/results/NAME.txt]``.
+
+On a GPU machine without Jupyter (the H200 the course is checked on), run
+``PYTHONPATH=lib python3 benchmarks/run.py --skip-notebooks --out $OUT/gpu-h200.txt``:
+the backend picks CuPy, the sweep uses H200 sizes (a 512 MiB fp16 weight, B up
+to 8192) and the table reports the weight-streaming rate against the measured
+copy bandwidth (target >= 70% in the memory-bound region).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "lib"))
+
+from llmmath import hardware, kernels, serving, widgets  # noqa: E402
+from llmmath.units import fmt_bytes_per_s, fmt_flops_per_s  # noqa: E402
+
+
+def notebook_times(lines: list[str]) -> None:
+    paths = [p for d in ("chapters", "solutions", "exercises") for p in sorted((ROOT / d).glob("[0-9][0-9]_*.py"))]
+    lines.append("## notebook execution (nbval, one fresh kernel each, kernel start included)")
+    for p in paths:
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:randomly", str(p.relative_to(ROOT))],
+                           cwd=ROOT, capture_output=True, text=True)
+        dt = time.perf_counter() - t0
+        status = "ok" if r.returncode == 0 else "FAILED"
+        lines.append(f"{str(p.relative_to(ROOT)):<36} {dt:6.1f} s  {status}")
+        print(lines[-1], flush=True)
+
+
+def product_correctness(lines: list[str]) -> None:
+    """The timed kernel computes the right thing: Y = X @ W against a float64 reference, output poisoned first."""
+    be = kernels.backend()
+    d, dtype, _ = kernels.default_sweep_sizes(be)
+    xp = be.xp
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((8, d)).astype(np.float32)
+    Wt = rng.standard_normal((d, 512)).astype(np.float32)  # a column slice of a d x d weight is enough
+    np_dtype = np.float16 if dtype == "fp16" else np.float32
+    Xd, Wd = xp.asarray(X.astype(np_dtype)), xp.asarray(Wt.astype(np_dtype))
+    Y = xp.full((8, 512), np.nan, dtype=Wd.dtype)
+    xp.matmul(Xd, Wd, out=Y)
+    got = be.to_numpy(Y).astype(np.float64)
+    ref = X.astype(np_dtype).astype(np.float64) @ Wt.astype(np_dtype).astype(np.float64)
+    rel = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+    ok = np.isfinite(got).all() and rel < (1e-2 if dtype == "fp16" else 1e-4)
+    lines.append(f"## correctness of the timed product ({dtype}, d={d}): every output written, "
+                 f"relative error {rel:.1e} vs float64 -> {'ok' if ok else 'FAILED'}")
+    if not ok:
+        raise SystemExit("\n".join(lines))
+
+
+def sweep_fidelity(lines: list[str]) -> None:
+    be = kernels.backend()
+    me = hardware.local()
+    lines.append(f"## batch sweep on {be.name}: {be.device_name}")
+    lines.append(f"measured ceilings: copy {fmt_bytes_per_s(me.hbm_bytes_per_s)}, "
+                 + ", ".join(f"{k} {fmt_flops_per_s(v)}" for k, v in me.peak_flops_per_s.items()))
+    s = kernels.batch_sweep(progress=True)
+    lines.append(s.table())
+    mem = s.memory_s >= s.compute_s
+    frac = s.achieved_bytes_per_s[mem] / me.hbm_bytes_per_s
+    lines.append(f"memory-bound region (B <= {int(s.batch[mem].max())}): weight streaming at "
+                 f"{frac.min():.0%} .. {frac.max():.0%} of the measured copy bandwidth (median {np.median(frac):.0%})")
+    lines.append(f"measured / predicted over all B: {s.measured_over_predicted.min():.2f} .. "
+                 f"{s.measured_over_predicted.max():.2f}")
+
+
+def sweep_speed(lines: list[str]) -> None:
+    B = np.arange(1, 1001, dtype=float)[:, None]
+    L = np.linspace(0, 131072, 1000)[None, :]
+    serving.decode_step_time_s("llama-3.1-70b", "h100-sxm", B, L, n_chips=8, check_capacity=False)  # warm
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        out = serving.decode_step_time_s("llama-3.1-70b", "h100-sxm", B, L, n_chips=8, check_capacity=False)
+        times.append(time.perf_counter() - t0)
+    assert out.size == 10**6
+    lines.append("## vectorized roofline")
+    lines.append(f"decode_step_time_s over 10^6 (batch, context) points: median {np.median(times) * 1e3:.1f} ms "
+                 f"(target <= 200 ms; {np.median(times) / 1e6 * 1e9:.0f} ns per point)")
+
+
+def widget_speed(lines: list[str]) -> None:
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        lines.append("## widget answer time: skipped (ipywidgets is not installed here)")
+        return
+    ex = widgets.decode_explorer()
+    slider = ex.controls["log2_batch"]
+    times = []
+    for v in list(range(0, 15)) * 2:
+        slider.value = v  # triggers update(): recompute + redraw + PNG encode
+        times.append(ex.last_update_s)
+    ctx = ex.controls["context"]
+    for v in (0, 8192, 32768, 131072) * 2:
+        ctx.value = v
+        times.append(ex.last_update_s)
+    lines.append("## widget answer time (chapter 1 decode explorer: recompute, redraw, PNG)")
+    lines.append(f"median {np.median(times) * 1e3:.0f} ms, max {np.max(times) * 1e3:.0f} ms over {len(times)} slider moves "
+                 f"(target <= 50 ms)")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--skip-notebooks", action="store_true")
+    ap.add_argument("--out", default=None, help="result file (default: benchmarks/results/<backend>-<cores>core.txt)")
+    args = ap.parse_args(argv)
+    be = kernels.backend()
+    lines = [f"# llmmath benchmarks, {datetime.date.today()}, {platform.python_version()}, numpy {np.__version__}",
+             f"# machine: {be.device_name}; {os.cpu_count()} CPU cores"]
+    if not args.skip_notebooks:
+        notebook_times(lines)
+    sweep_speed(lines)
+    widget_speed(lines)
+    product_correctness(lines)
+    sweep_fidelity(lines)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    out = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / (
+        f"{'gpu' if be.is_gpu else 'cpu'}-{os.cpu_count()}core.txt")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Backend selection, the timer, the batch-sweep demo and the widget helper (CPU)."""
+
+import numpy as np
+import pytest
+
+from llmmath import hardware, kernels, widgets
+
+
+@pytest.fixture
+def fresh_backend(monkeypatch):
+    kernels.backend.cache_clear()
+    yield monkeypatch
+    kernels.backend.cache_clear()
+
+
+def test_cpu_forced(fresh_backend):
+    fresh_backend.setenv("LLMMATH_DEVICE", "cpu")
+    be = kernels.backend()
+    assert be.name == "numpy" and not be.is_gpu and be.xp is np and be.memory_bytes > 0
+
+
+def test_bad_device_value(fresh_backend):
+    fresh_backend.setenv("LLMMATH_DEVICE", "tpu")
+    with pytest.raises(ValueError, match="cpu', 'gpu' or 'auto'"):
+        kernels.backend()
+
+
+def test_gpu_demanded_without_one_is_a_clear_error(fresh_backend):
+    fresh_backend.setenv("LLMMATH_DEVICE", "gpu")
+    fresh_backend.setattr(kernels, "_gpu_backend", lambda: None)
+    with pytest.raises(RuntimeError, match="no GPU answered"):
+        kernels.backend()
+
+
+def test_timer_counts_repeats_and_refuses_nonsense():
+    calls = []
+    t = kernels.time_fn(lambda: calls.append(1), warmup=2, repeats=5)
+    assert len(calls) == 7 and len(t.samples_s) == 5 and t.median_s >= 0
+    with pytest.raises(ValueError, match="repeats >= 1"):
+        kernels.time_fn(lambda: None, repeats=0)
+
+
+def test_timer_median_is_robust_to_one_outlier():
+    t = kernels.Timing((1.0, 1.1, 0.9, 50.0, 1.0))
+    assert t.median_s == 1.0 and t.min_s == 0.9
+
+
+def test_small_batch_sweep_matches_its_own_formula():
+    F, W = 1e11, 1e10
+    s = kernels.batch_sweep([1, 4, 64], d_model=256, dtype="fp32", flops_per_s=F, bytes_per_s=W,
+                            repeats=2, progress=False)
+    d = 256
+    assert np.allclose(s.compute_s, 2 * np.array([1, 4, 64]) * d * d / F)
+    assert np.allclose(s.memory_s, (d * d + 2 * np.array([1, 4, 64]) * d) * 4 / W)
+    assert np.all(s.measured_s > 0) and s.measured_s.shape == (3,)
+    # knee: 2 B d^2 / F = (d^2 + 2 B d) b / W  ->  B = d^2 b / W / (2 d^2 / F - 2 d b / W), by hand:
+    knee = d * d * 4 / W / (2 * d * d / F - 2 * d * 4 / W)
+    assert s.knee_batch == pytest.approx(knee)
+    assert "measured" in s.table()
+
+
+def test_batch_sweep_refuses_bad_sizes():
+    with pytest.raises(ValueError, match="batches >= 1"):
+        kernels.batch_sweep([0, 1], d_model=64, flops_per_s=1e9, bytes_per_s=1e9, progress=False)
+    with pytest.raises(ValueError, match="dtype"):
+        kernels.batch_sweep([1], d_model=64, dtype="int8", flops_per_s=1e9, bytes_per_s=1e9, progress=False)
+
+
+def test_local_chip_is_measured_and_plausible():
+    me = hardware.local()
+    assert me.key.startswith("local-")
+    assert 1e8 < me.hbm_bytes_per_s < 1e14       # 0.1 GB/s .. 100 TB/s
+    assert 1e8 < me.flops_per_s("fp32") < 1e16
+    assert hardware.local() is me                # measured once per process
+
+
+def test_explorer_redraws_only_what_changes_and_reports_errors_as_text():
+    import ipywidgets as W
+
+    seen = []
+
+    def setup(fig):
+        fig.axes[0].set_xlim(0, 1)
+        fig.axes[0].set_ylim(0, 5)
+
+    def draw(fig, x):
+        if x < 0:
+            raise ValueError("x must be >= 0")
+        seen.append(x)
+        return fig.axes[0].plot([0, 1], [0, x]), f"x = {x}"
+
+    slider = W.IntSlider(value=1, min=-1, max=5)
+    ex = widgets.explorer(setup, draw, {"x": slider})
+    first = ex.image.value
+    assert seen == [1] and ex.text.value == "x = 1" and first[:4] == b"\x89PNG"
+    slider.value = 3
+    assert seen == [1, 3] and ex.text.value == "x = 3" and ex.last_update_s > 0 and ex.image.value != first
+    assert len(ex.fig.axes[0].lines) == 0  # per-frame artists are removed after rendering
+    slider.value = -1
+    assert "ValueError" in ex.text.value and "x must be >= 0" in ex.text.value
+
+
+@pytest.mark.parametrize("make", [widgets.roofline_explorer, widgets.decode_explorer])
+def test_course_explorers_answer_every_control(make):
+    ex = make()
+    for name, control in ex.controls.items():
+        options = getattr(control, "options", None)
+        new = options[-1] if options else control.max
+        control.value = new
+        assert ex.text.value and "Traceback" not in ex.text.value, name

@@ -1,0 +1,39 @@
+"""The repository's own promises: two README commands, CI runs the test one, the claim map is current."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def run_tool(*args):
+    return subprocess.run([sys.executable, *map(str, args)], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_readme_has_exactly_two_commands_and_ci_runs_the_test_one():
+    assert sorted(re.findall(r"<!-- command:(\w+) -->", README)) == ["lab", "test"]
+    lab, test = (run_tool(ROOT / "tools" / "readme_command.py", k).stdout.strip() for k in ("lab", "test"))
+    assert "pip install -e" in lab and "jupyter lab" in lab
+    assert "pip install -e" in test and "pytest" in test
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "tools/readme_command.py test" in ci and "rm -rf .venv" in ci
+
+
+def test_readme_claim_map_matches_the_ledger():
+    r = run_tool(ROOT / "tools" / "claims_table.py", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert README.count("\n| ") >= 41  # header + 40 claims
+
+
+def test_no_notebook_outputs_are_committed():
+    files = subprocess.run(["git", "ls-files"], capture_output=True, text=True, cwd=ROOT).stdout.split()
+    assert not [f for f in files if f.endswith(".ipynb")]
+
+
+def test_every_chapter_has_solutions_and_exercises():
+    for p in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.py")):
+        assert (ROOT / "chapters" / p.name).exists(), f"solutions/{p.name} has no chapter"
+        assert (ROOT / "exercises" / p.name).exists(), f"solutions/{p.name} has no generated exercise"
