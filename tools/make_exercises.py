@@ -62,9 +62,10 @@ def strip_solutions(text: str, name: str = "") -> str:
     if in_block:
         raise ValueError(f"{name}: unclosed BEGIN SOLUTION")
     body = re.sub(r"\n{3,}", "\n\n", "".join(out))
-    # The notice goes at the end of the opening markdown cell's first paragraph.
-    first_blank = body.find("\n#\n")
-    if body.startswith("# %% [markdown]") and first_blank > 0:
+    # The notice goes under the title of the opening markdown cell (after any Jupytext header).
+    start = body.find("# %% [markdown]\n")
+    first_blank = body.find("\n#\n", start) if start >= 0 else -1
+    if first_blank > 0:
         return body[:first_blank + 1] + HEADER.format(name=name)[2:] + body[first_blank + 1:]
     return HEADER.format(name=name) + body
 

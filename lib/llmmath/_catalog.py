@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import sys
 from functools import lru_cache
 from importlib import resources
+from types import MappingProxyType
+from typing import Mapping
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -27,6 +30,37 @@ def lookup(table: dict, name: str, what: str):
     key = name.strip().lower()
     if key in table:
         return key, table[key]
-    close = difflib.get_close_matches(key, list(table), n=3, cutoff=0.4)
+    # names that start with what was typed first ('h100' -> h100-sxm, h100-pcie), then look-alikes
+    prefixed = [k for k in table if k.startswith(key)]
+    close = (prefixed + [k for k in difflib.get_close_matches(key, list(table), n=3, cutoff=0.4)
+                         if k not in prefixed])[:3]
     hint = f"; closest: {', '.join(close)}" if close else ""
     raise KeyError(f"unknown {what} {name!r}{hint}; all: {', '.join(sorted(table))}")
+
+
+def entries(filename: str, table: str, cls, convert=None) -> Mapping:
+    """Objects of dataclass ``cls`` built from ``[table."key"]`` rows of ``filename``, by key, in file order.
+
+    Keys the dataclass does not have (comments kept as fields in the TOML) are
+    dropped; ``sources`` becomes a read-only mapping and ``unverified`` a tuple.
+    ``convert(key, kwargs)`` may adjust the arguments first.
+    """
+    names = {f.name for f in dataclasses.fields(cls)}
+    out = {}
+    for key, row in load(filename)[table].items():
+        kw = {f: v for f, v in row.items() if f in names}
+        if "sources" in names:
+            kw["sources"] = MappingProxyType(dict(row.get("sources", {})))
+        if "unverified" in names:
+            kw["unverified"] = tuple(row.get("unverified", ()))
+        if convert is not None:
+            kw = convert(key, kw)
+        out[key] = cls(key=key, **kw)
+    return MappingProxyType(out)
+
+
+def resolve(name, cls, catalog: Mapping, what: str):
+    """An object of ``cls`` as is, or the catalog entry called ``name`` (KeyError with suggestions)."""
+    if isinstance(name, cls):
+        return name
+    return lookup(dict(catalog), name, what)[1]

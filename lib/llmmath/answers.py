@@ -51,12 +51,14 @@ def check_answer(key: str, value, quiet: bool = False) -> bool | None:
     entry = keys[key]
     say = (lambda *_: None) if quiet else print
     if value is None or value is Ellipsis:
-        say(f"[{key}] not answered yet: replace the ... with your number (in {entry['unit']}) and run the cell again.")
+        say(f"[{key}] not answered yet: replace the ... with your number ({entry['unit']}) and run the cell again.")
         return None
     if isinstance(value, (str, bytes)):
         raise TypeError(f"[{key}] the answer must be a number in {entry['unit']}, got the text {value!r}: "
                         "remove the quotes")
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if isinstance(value, bool):
+        raise TypeError(f"[{key}] the answer must be a number in {entry['unit']}, got {value!r} (a bool)")
+    if not isinstance(value, numbers.Real):
         try:
             value = float(value)  # NumPy scalars, 0-d arrays
         except (TypeError, ValueError):
@@ -72,13 +74,21 @@ def check_answer(key: str, value, quiet: bool = False) -> bool | None:
         return True
     if expected != 0 and value != 0 and (value > 0) == (expected > 0):
         ratio = value / expected
+        # A units slip shows as a ratio very close to a telltale factor; ordinary
+        # rounding (a few percent off) must not be mistaken for one.
+        slip_tol = max(rel_tol, 0.003)
         for factor, hint in _SLIPS:
+            if factor < 1.1 and not entry["unit"].startswith("bytes"):
+                continue  # KiB/GiB hints only make sense for answers in bytes
             for f, direction in ((factor, "too large"), (1 / factor, "too small")):
-                if math.isclose(ratio, f, rel_tol=max(rel_tol, 0.02)):
+                if math.isclose(ratio, f, rel_tol=slip_tol):
                     say(f"[{key}] not yet: {direction} by {hint}. Units: {entry['unit']}.")
                     return False
-        say(f"[{key}] not yet: {abs(ratio - 1):.0%} {'too large' if ratio > 1 else 'too small'}"
-            f" (need within {rel_tol:.0%}). Units: {entry['unit']}."
+        if 0.5 <= ratio <= 2:
+            how_far = f"{abs(ratio - 1):.0%} {'too large' if ratio > 1 else 'too small'}"
+        else:
+            how_far = f"{ratio:.3g}x too large" if ratio > 1 else f"{1 / ratio:.3g}x too small"
+        say(f"[{key}] not yet: {how_far} (need within {rel_tol:.0%}). Units: {entry['unit']}."
             + (f" Hint: {entry['hint']}" if entry.get("hint") else ""))
     else:
         say(f"[{key}] not yet: wrong sign or zero. Units: {entry['unit']}."

@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import _catalog, hardware, models, serving
+from . import _catalog, hardware, models, network, parallelism, serving
 
 __all__ = ["Claim", "Verdict", "ClaimCheckFailed", "get", "all_claims", "check", "ledger_table"]
 
@@ -144,6 +144,7 @@ _DATASHEET_BF16_FLOP_PER_BYTE = {
     "b200": 2.25e15 / 8.0e12,         # HGX B200: 4.5 PFLOPS bf16 sparse / 8 GPUs -> 2.25 dense per GPU; 8 TB/s
     "mi300x": 1307.4e12 / 5.3e12,     # MI300X datasheet: 1,307.4 TFLOPS bf16 dense, 5.3 TB/s
     "tpu-v5e": 197e12 / 819e9,        # Cloud TPU v5e: 197 TFLOPS bf16, 819 GB/s
+    "tpu-v6e": 918e12 / 1.638e12,     # Cloud TPU v6e (Trillium): 918 TFLOPS bf16, 1,638 GB/s
 }
 _CH1_CHIPS = tuple(_DATASHEET_BF16_FLOP_PER_BYTE)
 _CH1_DENSE = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-4b")
@@ -211,12 +212,13 @@ def _check_2() -> Verdict:
              f"unbatched penalty now spans {values.min():.0f}..{values.max():.0f}x, outside 'hundreds'")
     h100 = ratios[("h100-sxm", "llama-3.1-70b")]
     ds = ratios[("h100-sxm", "deepseek-v3")]
-    spk = _DATASHEET_BF16_FLOP_PER_BYTE["h100-sxm"] * models.get("deepseek-v3").sparsity
+    m_ds = models.get("deepseek-v3")
+    spk = _DATASHEET_BF16_FLOP_PER_BYTE["h100-sxm"] * m_ds.weights_read_params / m_ds.matmul_params_per_token
     return Verdict(2, "off by",
-                   f"right order of magnitude, about 3x too high: on the roofline the unbatched penalty is the "
-                   f"chip's F*b_w/(2W), {values.min():.0f}-{values.max():.0f}x across these chips at bf16 "
-                   f"(~{h100:.0f}x on an H100), for dense and MoE models alike -- an unbatched MoE reads only "
-                   f"its active experts, so its sparsity does not multiply the penalty",
+                   f"right order of magnitude, but high: on the roofline the unbatched penalty is the chip's "
+                   f"F*b_w/(2W), {values.min():.0f}-{values.max():.0f}x across these chips at bf16 (~{h100:.0f}x on "
+                   f"an H100, so 3x too high there; 1.8x on a TPU v6e), for dense and MoE models alike -- an "
+                   f"unbatched MoE reads only its active experts, so its sparsity does not multiply the penalty",
                    {"H100, Llama-3.1-70B": f"{h100:.0f}x", "H100, DeepSeek-V3": f"{ds:.0f}x",
                     "if batch 1 read every expert (speaker's model)": f"{spk:.0f}x",
                     "range over chips x models": f"{values.min():.0f}x .. {values.max():.0f}x"})
@@ -283,3 +285,263 @@ def _check_8() -> Verdict:
                    "reaches at the balance batch",
                    {"cost(B=1) / floor, dense models": f"{r.min():.0f}x .. {r.max():.0f}x",
                     "largest deviation from 1/B below B*": f"{worst_hyperbola:.1e}"})
+
+
+# ---------------------------------------------------------------------------
+# Chapter 5: experts on a rack
+# ---------------------------------------------------------------------------
+
+def moe_layer_all_to_all_s(model, system, ep: int, batch_per_rack, racks: int = 1, dispatch_bytes=1.0,
+                           combine_bytes=2.0):
+    """Dispatch + combine time of one MoE layer, ``batch_per_rack`` sequences on each rack's ``ep`` GPUs.
+
+    Each GPU sends its ``batch_per_rack / ep`` tokens' traffic
+    (:func:`llmmath.network.moe_all_to_all_bytes_per_token`), so the load per GPU
+    is the same however many racks the layer spans; spanning ``racks`` equal
+    racks, a fraction ``1 - 1/racks`` of it leaves the rack over the scale-out
+    NICs (:func:`llmmath.network.all_to_all_time_s`).
+    """
+    m, s_ = models.get(model), hardware.system(system)
+    n = ep * racks
+    per_gpu = batch_per_rack / ep * network.moe_all_to_all_bytes_per_token(m.d_model, m.experts_per_token, n,
+                                                                  dispatch_bytes, combine_bytes)
+    buffer = per_gpu * n / (n - 1)  # all_to_all_time_s takes the whole send buffer, 1/n of which stays local
+    f = 1.0 - 1.0 / racks
+    return network.all_to_all_time_s(buffer, n, s_.scale_up_bytes_per_s_per_package,
+                                     fraction_out_of_domain=f,
+                                     scale_out_bytes_per_s=s_.scale_out_bytes_per_s_per_package if f else None)
+
+
+@_registers(16)
+def _check_16() -> Verdict:
+    ds = models.get("deepseek-v3")
+    B, L = 4096, 4096
+    rows, slow = {}, {}
+    for key in ("gb200-nvl72", "gb300-nvl72"):
+        sy = hardware.system(key)
+        # GB300's per-GPU HBM bandwidth is GB200's 8 TB/s (systems.toml), so one chip entry serves both
+        step = serving.decode_step(ds, "gb200", B, L, n_chips=64, weight_dtype="fp8", check_capacity=False)
+        layer_s = step.time_s / ds.n_layers
+        one = moe_layer_all_to_all_s(ds, sy, 64, B, racks=1)
+        two = moe_layer_all_to_all_s(ds, sy, 64, B, racks=2)
+        # hand form of the slowdown: half the traffic at beta_out against all of it at beta_up
+        # (the (n-1)/n factors of 64 and 128 GPUs differ by 1%)
+        hand = 0.5 * sy.scale_up_over_scale_out
+        _require(abs(two / one / hand - 1) < 0.02, 16, f"{key}: 2-rack slowdown {two / one:.2f} vs hand {hand:.2f}")
+        _require(one < 0.25 * layer_s and two > 0.75 * layer_s, 16,
+                 f"{key}: all-to-all {one * 1e6:.0f}/{two * 1e6:.0f} us vs layer {layer_s * 1e6:.0f} us")
+        slow[key] = two / one
+        rows[f"{key}: per-layer decode floor / all-to-all in 1 rack / in 2 racks"] = (
+            f"{layer_s * 1e6:.0f} us / {one * 1e6:.0f} us / {two * 1e6:.0f} us")
+    h800 = parallelism.deployments()["deepseek-v3-report-decode"]
+    ratio_h800 = h800["scale_up_bytes_per_s"] / h800["scale_out_bytes_per_s"]
+    rows["DeepSeek's own decode (H800): EP / GPUs / NVLink:IB ratio"] = (
+        f"EP{h800['expert_parallel']} over {h800['nodes']} nodes of 8; ratio {ratio_h800:.1f}, "
+        f"so leaving the node costs only {0.5 * ratio_h800:.1f}x (2 domains) .. {ratio_h800 * (1 - 8 / 320):.1f}x (40)")
+    _require(h800["expert_parallel"] > h800["gpus_per_node"], 16, "DeepSeek's decode EP no longer spans nodes")
+    return Verdict(16, "holds if",
+                   "holds as a cost cliff, not a wall: on an NVL72, DeepSeek-V3's all-to-all fits under each "
+                   "layer's decode time inside one rack (a fifth of it) but takes 4.5-9x longer, as long as the "
+                   "layer itself or longer, once the layer spans two racks at the same load per GPU; practice does cross domains (DeepSeek's EP320 over InfiniBand) where "
+                   "the scale-up/scale-out ratio is small and communication is overlapped",
+                   {**rows, "2-rack slowdown, GB200 (CX-7) / GB300 (CX-8)":
+                    f"{slow['gb200-nvl72']:.1f}x / {slow['gb300-nvl72']:.1f}x",
+                    "batch, context, EP, weights": "4096 sequences, 4096 tokens, 64 GPUs per rack, fp8"})
+
+
+@_registers(17)
+def _check_17() -> Verdict:
+    gpu = {k: s.scale_up_over_scale_out for k, s in hardware.systems().items()
+           if s.vendor in ("NVIDIA", "AMD") and np.isfinite(s.scale_up_over_scale_out)}
+    tpu = {k: s.scale_up_over_scale_out for k, s in hardware.systems().items()
+           if s.vendor == "Google" and np.isfinite(s.scale_up_over_scale_out)}
+    # Hand anchors: HGX H100 450 GB/s NVLink per direction / 50 GB/s (400 Gb/s NIC) = 9;
+    # GB200 NVL72 900 / 50 = 18 (ConnectX-7); GB300 NVL72 900 / 100 = 9 (ConnectX-8).
+    for key, want in (("hgx-h100", 450 / 50), ("gb200-nvl72", 900 / 50), ("gb300-nvl72", 900 / 100)):
+        _require(abs(gpu[key] / want - 1) < 1e-9, 17, f"{key}: {gpu[key]:.2f} vs datasheet {want:.2f}")
+    v = np.array(list(gpu.values()))
+    med = float(np.median(v))
+    _require(6 <= med <= 12 and v.min() >= 3 and v.max() <= 20, 17,
+             f"GPU systems' scale-up/scale-out ratio now median {med:.1f}, range {v.min():.1f}..{v.max():.1f}")
+    h800 = parallelism.deployments()["deepseek-v3-report-decode"]
+    return Verdict(17, "holds",
+                   f"for GPU systems the per-GPU ratio is {v.min():.0f}-{v.max():.0f}x (median {med:.0f}x): ~9x when "
+                   "each GPU gets a NIC of its generation, 18x on GB200 racks wired with 400 Gb/s NICs; TPU pods "
+                   "(ICI vs data-center network) sit far higher, and export-limited H800s far lower",
+                   {"by system": ", ".join(f"{k} {r:.1f}" for k, r in gpu.items()),
+                    "TPU pods": ", ".join(f"{k} {r:.0f}" for k, r in tpu.items()),
+                    "H800 (DeepSeek-V3 report)": f"{h800['scale_up_bytes_per_s'] / h800['scale_out_bytes_per_s']:.1f}"})
+
+
+@_registers(18)
+def _check_18() -> Verdict:
+    a, b = hardware.system("gb200-nvl72"), hardware.system("rubin-ultra-nvl576")
+    pk, die, bw, cap = (b.packages / a.packages, b.dies / a.dies, b.hbm_bytes_per_s / a.hbm_bytes_per_s,
+                        b.hbm_bytes / a.hbm_bytes)
+    name = b.marketing_count / a.marketing_count
+    _require(pk == 2 and die == 4 and name == 8, 18, f"counts changed: packages {pk}, dies {die}, name {name}")
+    _require(bw >= 4, 18, f"aggregate HBM bandwidth grows only {bw:.1f}x")
+    return Verdict(18, "holds if",
+                   "holds if 'genuine' means compute dies or memory: NVL72 -> NVL576 is 8x by the name, but 2x in "
+                   "packages, 4x in dies and 8x in aggregate HBM bandwidth (roadmap figures); the package count, "
+                   "which is what the cabling constrains, only doubles",
+                   {"NVL72 -> Rubin Ultra NVL576": f"name {name:.0f}x, packages {pk:.0f}x, dies {die:.0f}x, "
+                    f"HBM bandwidth {bw:.0f}x, HBM capacity {cap:.1f}x",
+                    "caveat": "Rubin Ultra figures are 2025 roadmap numbers (see systems.toml 'unverified')"})
+
+
+@_registers(19)
+def _check_19() -> Verdict:
+    h, g = hardware.system("hgx-h100"), hardware.system("gb200-nvl72")
+    rows = {}
+    for n_tot in (1e12, 2e12, 5e12):
+        w = n_tot * 1.0  # fp8 bytes
+        rows[f"{n_tot / 1e12:.0f}T params, fp8"] = (
+            f"fits HGX H100: {w <= h.hbm_bytes}, NVL72: {w <= g.hbm_bytes}; weight-read floor "
+            f"{w / h.hbm_bytes_per_s * 1e3:.0f} ms on HGX H100 bandwidth vs {w / g.hbm_bytes_per_s * 1e3:.1f} ms on NVL72")
+    # The bound that survives pipelining: total params readable in a 20 ms step at fp8.
+    cap_h, cap_g = 0.02 * h.hbm_bytes_per_s / 1.0, 0.02 * g.hbm_bytes_per_s / 1.0
+    _require(cap_g / cap_h > 20 and g.hbm_bytes / h.hbm_bytes > 20, 19, "NVL72 no longer ~20x an HGX H100")
+    # Active params are priced by compute: chip-seconds per token = 2 N_act / F at saturation.
+    ds, k2 = models.get("deepseek-v3"), models.get("kimi-k2")
+    return Verdict(19, "holds if",
+                   "holds if 'limited by scale-up size' is read as limited by the domain's aggregate bandwidth "
+                   "(latency), as the speaker later refines: pipelining removes the capacity limit, but a step must "
+                   f"still read every weight, so at 20 ms per step an HGX H100 serves at most {cap_h / 1e12:.2f}T "
+                   f"fp8 parameters and an NVL72 {cap_g / 1e12:.1f}T; active parameters set compute cost per token",
+                   {**rows, "HBM: HGX H100 / NVL72": f"{h.hbm_bytes / 1e12:.2f} TB / {g.hbm_bytes / 1e12:.1f} TB",
+                    "largest published MoEs (total / active)": f"Kimi K2 {k2.total_params / 1e12:.2f}T / "
+                    f"{k2.active_params / 1e9:.0f}B, DeepSeek-V3 {ds.total_params / 1e12:.2f}T / {ds.active_params / 1e9:.0f}B"})
+
+
+@_registers(27)
+def _check_27() -> Verdict:
+    h, g = hardware.system("hgx-h100"), hardware.system("gb200-nvl72")
+    domain, per_gpu, total = g.packages / h.packages, g.hbm_bytes_per_s_per_package / h.hbm_bytes_per_s_per_package, \
+        g.hbm_bytes_per_s / h.hbm_bytes_per_s
+    # Hand: 72 x 8 TB/s = 576 TB/s against 8 x 3.35 TB/s = 26.8 TB/s.
+    _require(abs(total - 576 / 26.8) < 1e-9, 27, f"aggregate growth {total:.2f} vs hand 21.5")
+    _require(domain > per_gpu, 27, "per-GPU bandwidth outgrew the domain")
+    return Verdict(27, "holds",
+                   f"the domain grew {domain:.0f}x (8 -> 72 GPUs; the speaker's 'about 8x') while per-GPU HBM "
+                   f"bandwidth grew {per_gpu:.1f}x (3.35 -> 8 TB/s), so the bandwidth one model can stream grew "
+                   f"{total:.1f}x, cutting the weight-read latency floor by the same factor",
+                   {"HGX H100 -> GB200 NVL72": f"domain {domain:.0f}x x per-GPU {per_gpu:.2f}x = {total:.1f}x "
+                    f"({h.hbm_bytes_per_s / 1e12:.1f} -> {g.hbm_bytes_per_s / 1e12:.0f} TB/s)"})
+
+
+# ---------------------------------------------------------------------------
+# Chapter 6: pipelining
+# ---------------------------------------------------------------------------
+
+@_registers(20)
+def _check_20() -> Verdict:
+    rows = {}
+    need = {}
+    for key in ("hgx-h100", "gb200-nvl72", "gb300-nvl72"):
+        sy = hardware.system(key)
+        up, out = sy.scale_up_bytes_per_s_per_package, sy.scale_out_bytes_per_s_per_package
+        r = parallelism.boundary_traffic_ratio("deepseek-v3", np.arange(1, 9), 64, up, out)
+        # hand: 2 k layers beta_out / beta_up x (dispatch+combine bytes)/(2 x activation bytes) x 63/64
+        hand = 8 * 3 * 63 / 64 * np.arange(1, 9) * out / up / 2
+        _require(np.allclose(r, hand), 20, f"{key}: ratio {r[0]:.3f} vs hand {hand[0]:.3f}")
+        need[key] = int(np.argmax(r >= 1)) + 1
+        rows[f"{key} (scale-up/out {up / out:.0f}x)"] = f"ratio at 1 layer/stage {r[0]:.2f}; >= 1 from {need[key]} layers"
+    _require(max(need.values()) <= 4, 20, f"a stage now needs {max(need.values())} layers to hide its boundary")
+    return Verdict(20, "holds",
+                   "per token, a stage boundary carries one activation while every MoE layer inside the stage "
+                   "moves it to k experts and back; with DeepSeek-V3's k = 8 the in-rack traffic exceeds the "
+                   "boundary's (scaled by the ~9-18x bandwidth gap) with 1-2 layers per stage",
+                   rows)
+
+
+@_registers(21)
+def _check_21() -> Verdict:
+    one = serving.decode_step("deepseek-v3", "gb200", 2048, 8192, n_chips=64, weight_dtype="fp8", check_capacity=False)
+    for P in (2, 4, 8):
+        d = parallelism.pipelined_decode("deepseek-v3", "gb200", 64, P, 2048, 8192, weight_dtype="fp8")
+        _require(abs(d.stage_s * P / one.time_s - 1) < 1e-12, 21, "stages do not add up to the whole")
+        _require(abs(d.chip_s_per_token / one.cost_chip_s_per_token - 1) < 1e-12, 21, "cost per token changed")
+    return Verdict(21, "holds",
+                   "splitting the layers over P stages gives each stage 1/P of the FLOPs, weight bytes and KV bytes; "
+                   "summed over stages the work per token is unchanged, so chip-seconds per token are identical",
+                   {"DeepSeek-V3 fp8, 64 GB200 per stage, B=2048, L=8192": f"step {one.time_s * 1e3:.2f} ms = "
+                    f"P x stage time for P = 1, 2, 4, 8"})
+
+
+@_registers(22)
+def _check_22() -> Verdict:
+    rows = {}
+    for P in (1, 2, 4):
+        m = parallelism.memory_per_gpu("deepseek-v3", ep=64, pp=P, batch=64, context=32768, weight_dtype="fp8")
+        rows[f"P={P}: weights / KV per GPU"] = f"{m.weight_bytes / 1e9:.1f} GB / {m.kv_bytes / 1e9:.1f} GB"
+    w = [parallelism.memory_per_gpu("deepseek-v3", ep=64, pp=P, weight_dtype="fp8").weight_bytes for P in (1, 2, 4)]
+    _require(abs(w[0] / w[1] - 2) < 1e-9 and abs(w[0] / w[2] - 4) < 1e-9, 22, "weights per GPU do not fall as 1/P")
+    return Verdict(22, "holds if",
+                   "holds for the weights (per-GPU weight bytes fall as 1/P) but not for the KV cache, which stays "
+                   "constant (claim 25); note that with wide EP the replicated non-expert weights (17 GB at fp8 for "
+                   "DeepSeek-V3) outweigh each GPU's share of the experts",
+                   rows)
+
+
+@_registers(24)
+def _check_24() -> Verdict:
+    lat = parallelism.hop_latencies()
+    hop = lat["deepseek-ib-cross-leaf-64B"]["seconds"]
+    one = serving.decode_step("deepseek-v3", "gb200", 2048, 8192, n_chips=64, weight_dtype="fp8", check_capacity=False)
+    rows = {}
+    for P in (2, 4, 8):
+        d = parallelism.pipelined_decode("deepseek-v3", "gb200", 64, P, 2048, 8192, hop_latency_s=hop, weight_dtype="fp8")
+        extra = d.token_latency_s / one.time_s - 1
+        _require(extra < 0.05, 24, f"P={P}: hops add {extra:.1%} to the step")
+        rows[f"P={P}"] = f"latency {d.token_latency_s * 1e3:.3f} ms vs {one.time_s * 1e3:.3f} ms unpipelined (+{extra:.2%})"
+    # The speaker's guess of a few ms per hop would instead dominate:
+    guess = parallelism.pipelined_decode("deepseek-v3", "gb200", 64, 4, 2048, 8192, hop_latency_s=3e-3, weight_dtype="fp8")
+    return Verdict(24, "holds",
+                   f"forward-only pipelining with P micro-batches has no bubble, so per-token latency is the "
+                   f"unpipelined step plus P network hops; measured hops are microseconds ({hop * 1e6:.1f} us across "
+                   f"InfiniBand leaves), not the 'few ms' guessed, so the added latency is well under 1%",
+                   {**rows, "if a hop took 3 ms (the guess), P=4": f"{guess.token_latency_s * 1e3:.1f} ms",
+                    "hop source": lat["deepseek-ib-cross-leaf-64B"].get("source", "")[:90]})
+
+
+@_registers(25)
+def _check_25() -> Verdict:
+    b, L = 64, 65536
+    kv = [parallelism.memory_per_gpu("deepseek-v3", ep=64, pp=P, batch=b, context=L, weight_dtype="fp8").kv_bytes
+          for P in (1, 2, 4, 8)]
+    hand = b * L * 61 * (512 + 64) * 2 / 64  # b L beta / E, with MLA beta = 61 x 576 x 2 bytes
+    _require(np.allclose(kv, hand), 25, f"KV per GPU {kv} vs hand {hand}")
+    kv70 = [parallelism.memory_per_gpu("llama-3.1-70b", tp=8, pp=P, batch=16, context=L).kv_bytes for P in (1, 2, 4)]
+    _require(np.allclose(kv70, kv70[0]), 25, "dense GQA: KV per GPU depends on P")
+    return Verdict(25, "holds",
+                   "with P stages, P micro-batches must be in flight; each stage stores 1/P of the layers for P times "
+                   "the sequences, so KV bytes per GPU = b L beta / E, independent of P (shown for MLA and GQA)",
+                   {"DeepSeek-V3, b=64, L=65536, EP64": f"KV per GPU {hand / 1e9:.1f} GB for P = 1, 2, 4, 8",
+                    "Llama-3.1-70B, TP8, b=16, L=65536": f"{kv70[0] / 1e9:.1f} GB for P = 1, 2, 4"})
+
+
+@_registers(26)
+def _check_26() -> Verdict:
+    deps = parallelism.deployments()
+    pps = {k: d["pipeline_parallel"] for k, d in deps.items()}
+    _require(all(p == 1 for p in pps.values()), 26, f"a published layout now pipelines: {pps}")
+    # The scale-up domain each layout ran on: NVLink inside an 8-GPU H800/H100 node, a whole NVL72 rack for GB200.
+    domain = {k: (72 if "GB200" in d["gpu"] else d["gpus_per_node"]) for k, d in deps.items()}
+    beyond = {k: d["expert_parallel"] / domain[k] for k, d in deps.items()}
+    ds = models.get("deepseek-v3")
+    nvl = hardware.system("gb200-nvl72")
+    B, L = 4096, 16384  # sequences on the rack, tokens of context each
+    m = parallelism.memory_per_gpu(ds, ep=64, pp=1, batch=B, context=L, weight_dtype="fp8")
+    _require(m.total_bytes <= nvl.hbm_bytes_per_package, 26,
+             "DeepSeek-V3 at fp8 with 4096 x 16k-token sequences no longer fits one NVL72 without pipelining")
+    _require(all(r <= 1 for k, r in beyond.items() if domain[k] == 72), 26, "an NVL72 layout now exceeds its rack")
+    return Verdict(26, "holds if",
+                   "little pipelining: every published large-MoE layout uses PP = 1; 'EP up to the scale-up domain' "
+                   "is what NVL72 layouts do, but on 8-GPU boxes operators push EP 4-40x past the NVLink domain over "
+                   "InfiniBand (DeepSeek EP32-320, SGLang EP72) to give each expert a large enough batch",
+                   {"pipeline degrees": ", ".join(f"{k} {p}" for k, p in pps.items()),
+                    "EP / scale-up domain": ", ".join(f"{k} {r:.2g}x" for k, r in beyond.items()),
+                    "DeepSeek-V3 on one NVL72 (EP64, fp8, 4096 sequences x 16k tokens)":
+                    f"{m.weight_bytes / 1e9:.0f} GB weights + {m.kv_bytes / 1e9:.0f} GB KV per GPU "
+                    f"of {nvl.hbm_bytes_per_package / 1e9:.0f} GB"})

@@ -22,7 +22,7 @@ from typing import Mapping
 from . import _catalog
 from .units import DTYPE_BYTES, dtype_bytes
 
-__all__ = ["Chip", "get", "names", "catalog", "local"]
+__all__ = ["Chip", "get", "names", "catalog", "local", "System", "systems", "system"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,29 +114,22 @@ def default_compute_dtype(chip: Chip, weight_dtype: str) -> str:
     raise KeyError(f"{chip.key} has no peak FLOP/s for {weight_dtype} nor any fallback")
 
 
-_FIELDS = {f.name for f in dataclasses.fields(Chip)}
-
-
-def _chip_from_entry(key: str, entry: dict) -> Chip:
-    kwargs = {k: v for k, v in entry.items() if k in _FIELDS}
-    unknown_dtypes = set(entry["peak_flops_per_s"]) - set(DTYPE_BYTES)
+def _chip_kwargs(key: str, kw: dict) -> dict:
+    unknown_dtypes = set(kw["peak_flops_per_s"]) - set(DTYPE_BYTES)
     if unknown_dtypes:
         raise ValueError(f"hardware.toml: {key} has unknown dtypes {sorted(unknown_dtypes)}")
-    kwargs["peak_flops_per_s"] = MappingProxyType({k: float(v) for k, v in entry["peak_flops_per_s"].items()})
-    kwargs["sources"] = MappingProxyType(dict(entry.get("sources", {})))
-    kwargs["unverified"] = tuple(entry.get("unverified", ()))
+    kw["peak_flops_per_s"] = MappingProxyType({k: float(v) for k, v in kw["peak_flops_per_s"].items()})
     for f in ("hbm_bytes", "hbm_bytes_per_s", "scale_up_bytes_per_s", "scale_out_bytes_per_s", "tdp_watts"):
-        if f in kwargs:
-            kwargs[f] = float(kwargs[f])
-    kwargs.setdefault("scale_up_domain_dies", kwargs.get("scale_up_domain", 1))
-    return Chip(key=key, **kwargs)
+        if f in kw:
+            kw[f] = float(kw[f])
+    kw.setdefault("scale_up_domain_dies", kw.get("scale_up_domain", 1))
+    return kw
 
 
 @lru_cache(maxsize=None)
 def catalog() -> Mapping[str, Chip]:
     """Every chip in ``data/hardware.toml``, by key, in file order."""
-    table = _catalog.load("hardware.toml")["chips"]
-    return MappingProxyType({k: _chip_from_entry(k, v) for k, v in table.items()})
+    return _catalog.entries("hardware.toml", "chips", Chip, _chip_kwargs)
 
 
 def names() -> list[str]:
@@ -150,10 +143,7 @@ def get(name: str | Chip) -> Chip:
     Raises:
         KeyError: unknown name; the message names the closest entries.
     """
-    if isinstance(name, Chip):
-        return name
-    _, chip = _catalog.lookup(dict(catalog()), name, "chip")
-    return chip
+    return _catalog.resolve(name, Chip, catalog(), "chip")
 
 
 @lru_cache(maxsize=None)
@@ -190,3 +180,69 @@ def local() -> Chip:
         sources=MappingProxyType({"all": "measured by llmmath.kernels on this machine"}),
         note="achieved ceilings from a large copy and a large matmul, not datasheet peaks",
     )
+
+
+# ---------------------------------------------------------------------------
+# Scale-up systems: the domain a model is served in (data/systems.toml)
+# ---------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class System:
+    """One scale-up domain (an HGX board, an NVL72 rack, a TPU pod). Per-package values, SI units.
+
+    ``packages`` counts GPU packages; ``dies`` counts compute dies (2 per Blackwell
+    package); ``marketing_count`` is the number in the product name (NVL144 counted dies).
+    Bandwidths are per direction. NaN means the vendor publishes no figure.
+    """
+
+    key: str
+    name: str
+    vendor: str
+    year: int
+    chip: str
+    packages: int
+    dies: int
+    marketing_count: int
+    hbm_bytes_per_package: float
+    hbm_bytes_per_s_per_package: float
+    scale_up_bytes_per_s_per_package: float
+    scale_out_bytes_per_s_per_package: float
+    bf16_flops_per_s_per_package: float
+    scale_up_name: str = ""
+    scale_out_name: str = ""
+    sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    note: str = ""
+    unverified: tuple[str, ...] = ()
+
+    @property
+    def hbm_bytes(self) -> float:
+        """Aggregate HBM capacity of the domain, bytes."""
+        return self.packages * self.hbm_bytes_per_package
+
+    @property
+    def hbm_bytes_per_s(self) -> float:
+        """Aggregate HBM bandwidth of the domain: packages x per-package, bytes/s."""
+        return self.packages * self.hbm_bytes_per_s_per_package
+
+    @property
+    def scale_up_over_scale_out(self) -> float:
+        """Per-GPU scale-up bandwidth / per-GPU scale-out bandwidth (NaN if either is unknown)."""
+        return self.scale_up_bytes_per_s_per_package / self.scale_out_bytes_per_s_per_package
+
+    def __repr__(self) -> str:
+        return f"System({self.key!r})"
+
+
+@lru_cache(maxsize=None)
+def systems() -> Mapping[str, System]:
+    """Every scale-up system in ``data/systems.toml``, by key, in file order."""
+    return _catalog.entries("systems.toml", "systems", System)
+
+
+def system(name: str | System) -> System:
+    """The scale-up system called ``name`` (e.g. ``"gb200-nvl72"``).
+
+    Raises:
+        KeyError: unknown name; the message names the closest entries.
+    """
+    return _catalog.resolve(name, System, systems(), "system")

@@ -277,7 +277,7 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
     The prediction is ``max(2 B d^2 / F, (d^2 + 2 B d) b / W)``: every weight read
     once, X read and Y written once (b bytes per element). ``F`` and ``W`` default
     to this machine's measured ceilings (:func:`llmmath.hardware.local`).
-    Prints one line per batch as it goes when ``progress`` is true. ``repeats``
+    Shows its progress on one line when ``progress`` is true. ``repeats``
     (timed runs per batch, after one warm-up) defaults to 2 on a CPU, 10 on a GPU.
 
     Raises:
@@ -307,10 +307,11 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
         Y = be.xp.empty((int(B), d), dtype=W.dtype)
         t = time_fn(lambda: be.xp.matmul(X, W, out=Y), warmup=1, repeats=repeats, be=be)
         measured.append(t.median_s)
-        if progress:
-            pred = max(2 * B * d * d / flops_per_s, (d * d + 2 * B * d) * b / bytes_per_s)
-            print(f"  B={int(B):>5}: measured {t.median_s * 1e3:8.3f} ms, predicted {pred * 1e3:8.3f} ms",
-                  file=sys.stdout, flush=True)
+        if progress:  # one line, rewritten in place: the table comes at the end
+            print(f"\r  batch sweep on {be.name}: B = {int(B)} ({len(measured)}/{len(batches)}) ...",
+                  end="", file=sys.stdout, flush=True)
+    if progress:
+        print(f"\r  batch sweep on {be.name}: {len(batches)} batches done." + " " * 20, file=sys.stdout, flush=True)
     compute = 2.0 * batches * d * d / flops_per_s
     memory = (d * d + 2.0 * batches * d) * b / bytes_per_s
     return BatchSweep(batches.astype(float), np.asarray(measured), compute, memory, d, dtype,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 from functools import lru_cache
-from types import MappingProxyType
 from typing import Mapping
 
 import numpy as np
@@ -285,16 +284,10 @@ class Model:
         return f"Model({self.key!r})"
 
 
-_FIELDS = {f.name for f in dataclasses.fields(Model)}
-
-
 @lru_cache(maxsize=None)
 def catalog() -> Mapping[str, Model]:
     """Every model in ``data/models.toml``, by key, in file order."""
-    table = _catalog.load("models.toml")["models"]
-    return MappingProxyType(
-        {k: Model(key=k, **{f: v for f, v in e.items() if f in _FIELDS}) for k, e in table.items()}
-    )
+    return _catalog.entries("models.toml", "models", Model)
 
 
 def names() -> list[str]:
@@ -308,7 +301,4 @@ def get(name: str | Model) -> Model:
     Raises:
         KeyError: unknown name; the message names the closest entries.
     """
-    if isinstance(name, Model):
-        return name
-    _, model = _catalog.lookup(dict(catalog()), name, "model")
-    return model
+    return _catalog.resolve(name, Model, catalog(), "model")

@@ -102,26 +102,21 @@ def fmt_count(n: float, digits: int = 3) -> str:
 
 
 def fmt_seconds(seconds: float, digits: int = 3) -> str:
-    """``0.0213`` -> ``'21.3 ms'``; picks s, ms, us or ns."""
+    """``0.0213`` -> ``'21.3 ms'``; picks ns, us, ms, s, h, days or years."""
     s = float(seconds)
     if not math.isfinite(s):
         return f"{s} s"
-    if s != 0:
-        s = float(f"{s:.{digits}g}")
-    mag = abs(s)
-    if mag >= 86400 * 365:
-        return f"{s / (86400 * 365):.{digits}g} years"
-    if mag >= 86400:
-        return f"{s / 86400:.{digits}g} days"
-    if mag >= 3600:
-        return f"{s / 3600:.{digits}g} h"
-    if mag >= 1 or mag == 0:
-        return f"{s:.{digits}g} s"
-    if mag >= 1e-3:
-        return f"{s * 1e3:.{digits}g} ms"
-    if mag >= 1e-6:
-        return f"{s * 1e6:.{digits}g} us"
-    return f"{s * 1e9:.{digits}g} ns"
+    # choose the unit from the value as it will print (0.9999 s -> '1 s', not '1e+03 ms')
+    mag = abs(float(f"{s:.{digits}g}")) if s != 0 else 0.0
+    for scale, unit in ((86400 * 365, " years"), (86400, " days"), (3600, " h"), (1, " s"),
+                        (1e-3, " ms"), (1e-6, " us"), (1e-9, " ns")):
+        if mag >= scale or scale == 1e-9 or (scale == 1 and mag == 0):
+            value = s / scale
+            text = f"{value:.{digits}g}"
+            if scale < 1 and abs(float(text)) >= 1000:  # rounding carried into the next unit up
+                continue
+            return text + unit
+    return f"{s:.{digits}g} s"  # pragma: no cover
 
 
 def fmt_usd(dollars: float, digits: int = 3) -> str:

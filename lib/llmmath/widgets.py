@@ -21,7 +21,8 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["Explorer", "explorer", "roofline_explorer", "decode_explorer"]
+__all__ = ["Explorer", "explorer", "roofline_explorer", "decode_explorer", "expert_parallel_explorer",
+           "pipeline_explorer"]
 
 
 class Explorer:
@@ -211,3 +212,105 @@ def decode_explorer(model: str = "llama-3.1-70b", chip: str = "h100-sxm", log2_b
         "weight_dtype": W.Dropdown(options=["bf16", "fp8", "fp4"], value="bf16", description="weights"),
         "kv_dtype": W.Dropdown(options=["bf16", "fp8"], value="bf16", description="KV"),
     }, ncols=2)
+
+
+def _setup_expert_parallel(fig):
+    ax = fig.axes[0]
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(64, 65536)
+    ax.set_ylim(1e-6, 1e-2)
+    ax.set_xlabel("decode batch per rack (sequences)")
+    ax.set_ylabel("time per MoE layer (s)")
+    ax.grid(True, alpha=0.3)
+    ax.set_title("expert all-to-all vs the layer's decode floor", fontsize=10)
+
+
+_RACK_BATCH = np.logspace(np.log10(64), np.log10(65536), 60)
+
+
+def _draw_expert_parallel(fig, model, system, ep, racks, context, log2_batch):
+    from . import claims, hardware, models, serving
+
+    ax = fig.axes[0]
+    m, sy = models.get(model), hardware.system(system)
+    if not m.is_moe:
+        return [], f"{model} is dense: pick a mixture-of-experts model"
+    chip = sy.chip or "gb200"
+    layer = serving.decode_step(m, chip, _RACK_BATCH, context, n_chips=ep, weight_dtype="fp8",
+                                check_capacity=False).time_s / m.n_layers
+    one = claims.moe_layer_all_to_all_s(m, sy, ep, _RACK_BATCH, racks=1)
+    many = claims.moe_layer_all_to_all_s(m, sy, ep, _RACK_BATCH, racks=racks)
+    B = 2.0 ** log2_batch
+    b_one = claims.moe_layer_all_to_all_s(m, sy, ep, B, racks=racks)
+    b_layer = serving.decode_step(m, chip, B, context, n_chips=ep, weight_dtype="fp8", check_capacity=False).time_s / m.n_layers
+    artists = [*ax.plot(_RACK_BATCH, layer, "k-", lw=2), *ax.plot(_RACK_BATCH, one, "C0-"),
+               *ax.plot(_RACK_BATCH, many, "C3--"), *ax.plot([B], [b_one], "C3o"), *ax.plot([B], [b_layer], "ko")]
+    return artists, (f"black: one layer's decode floor on {ep} x {chip} (fp8 weights); blue: all-to-all inside one "
+                     f"rack; red: the layer spread over {racks} rack(s).<br>At B = {B:.0f} per rack: layer "
+                     f"{b_layer * 1e6:.0f} us, all-to-all {b_one * 1e6:.0f} us ({b_one / b_layer:.0%} of the layer); "
+                     f"{sy.name}: scale-up/scale-out = {sy.scale_up_over_scale_out:.0f}x")
+
+
+def expert_parallel_explorer(model: str = "deepseek-v3", system: str = "gb200-nvl72") -> Explorer:
+    """All-to-all time of one MoE layer against the layer's decode floor, for 1 or more racks."""
+    import ipywidgets as W
+
+    from . import hardware, models
+
+    moe = [k for k, m in models.catalog().items() if m.is_moe]
+    gpu_systems = [k for k, s in hardware.systems().items()
+                   if np.isfinite(s.scale_up_over_scale_out) and s.vendor in ("NVIDIA", "AMD")]
+    return explorer(_setup_expert_parallel, _draw_expert_parallel, {
+        "model": W.Dropdown(options=moe, value=model, description="model"),
+        "system": W.Dropdown(options=gpu_systems, value=system, description="system"),
+        "ep": W.IntSlider(value=64, min=8, max=128, step=8, description="GPUs/rack"),
+        "racks": W.IntSlider(value=2, min=1, max=8, description="racks"),
+        "context": W.IntSlider(value=4096, min=0, max=131072, step=4096, description="context"),
+        "log2_batch": W.IntSlider(value=12, min=6, max=16, description="log2 B/rack"),
+    }, width=7.0)
+
+
+def _setup_pipeline(fig):
+    ax = fig.axes[0]
+    ax.set_xlim(0, 1)
+    ax.set_ylim(8.5, -0.5)
+    ax.set_xlabel("time (fraction of the whole schedule)")
+    ax.set_ylabel("pipeline stage")
+    ax.set_yticks(range(8))
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def _draw_pipeline(fig, kind, stages, microbatches, backward_over_forward):
+    from . import parallelism
+
+    ax = fig.axes[0]
+    fwd_only = kind == "inference (forward only)"
+    ev = parallelism.pipeline_schedule(stages, microbatches, "gpipe" if kind == "GPipe" else "1f1b",
+                                       forward_s=1.0, backward_s=backward_over_forward, forward_only=fwd_only)
+    span = max(e[4] for e in ev)
+    artists = []
+    for phase, color in (("F", "C0"), ("B", "C1")):
+        for s in range(stages):
+            bars = [(e[3] / span, (e[4] - e[3]) / span) for e in ev if e[0] == s and e[2] == phase]
+            if bars:
+                artists.append(ax.broken_barh(bars, (s - 0.4, 0.8), facecolors=color, edgecolors="white", linewidth=0.5))
+    busy = sum(e[4] - e[3] for e in ev) / (stages * span)
+    formula = parallelism.bubble_fraction(stages, microbatches)
+    note = ("<br>This is one pass. In decode each micro-batch returns to stage 0 for its next token, so with "
+            "m >= p the fill and drain of consecutive passes interlock and the steady state has no bubble."
+            if fwd_only else "")
+    return artists, (f"{kind}: {stages} stages x {microbatches} micro-batches; blue = forward, orange = backward. "
+                     f"Idle (bubble) fraction simulated {1 - busy:.1%}; formula (p-1)/(m+p-1) = {formula:.1%}" + note)
+
+
+def pipeline_explorer() -> Explorer:
+    """A pipeline timeline (GPipe, 1F1B, or forward-only inference) from :func:`llmmath.parallelism.pipeline_schedule`."""
+    import ipywidgets as W
+
+    return explorer(_setup_pipeline, _draw_pipeline, {
+        "kind": W.Dropdown(options=["1F1B", "GPipe", "inference (forward only)"], value="1F1B", description="schedule"),
+        "stages": W.IntSlider(value=4, min=1, max=8, description="stages p"),
+        "microbatches": W.IntSlider(value=8, min=1, max=16, description="micro-batches m"),
+        "backward_over_forward": W.FloatSlider(value=2.0, min=1.0, max=3.0, step=0.5, description="t_B / t_F"),
+    }, width=7.0)

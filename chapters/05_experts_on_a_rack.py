@@ -1,0 +1,319 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 5 — Experts on a rack: scale-up, scale-out, and how big a model a domain can serve
+#
+# A mixture-of-experts layer scatters each token to a few experts that live on
+# other GPUs and gathers the results back: an **all-to-all**. Where that traffic
+# runs — the fast **scale-up** fabric inside a domain (NVLink, Infinity Fabric,
+# TPU ICI) or the slower **scale-out** network between domains — decides how
+# large an expert layer can usefully be. Five claims:
+#
+# | # | time | claim, in our words |
+# |---|---|---|
+# | 16 | 36:41 | one rack bounds the size of an expert layer, because its all-to-all needs the rack's fabric |
+# | 17 | 39:35 | per GPU, scale-out bandwidth is about 8× below scale-up bandwidth |
+# | 18 | 41:41 | of the jump from ~72 to ~500+ GPUs per domain, at least ~4× is real, bought with a harder rack |
+# | 19 | 47:02 | compute cost bounds the active parameters; the scale-up domain bounds the total |
+# | 27 | 1:18:23 | since Hopper, the bandwidth one model can stream grew fastest, because the domain grew ~8× |
+#
+# **After this chapter you can** compute the bytes and FLOPs of an expert
+# layer's all-to-all, time it inside one domain and across two, measure real
+# collectives with MPI and fit their latency and bandwidth, and read a system's
+# spec sheet as the three numbers that bound the model it can serve.
+
+# %%
+import numpy as np
+import matplotlib.pyplot as plt
+
+from llmmath import claims, hardware, models, mpi_bench, network, parallelism, plots, serving, widgets
+
+# %% [markdown]
+# ## The systems
+#
+# A scale-up **domain** is the set of GPUs that reach each other through the
+# fast fabric: 8 on an HGX board, 72 in an NVL72 rack, thousands in a TPU pod.
+# The catalog (`lib/llmmath/data/systems.toml`, every figure sourced) counts
+# them three ways — **packages** (what you cable), **dies** (a Blackwell package
+# holds two) and the number in the product's **name** — and gives per-GPU
+# bandwidths *per direction*. Derived columns: the domain's total HBM and total
+# HBM bandwidth, and the scale-up ÷ scale-out ratio per GPU.
+
+# %%
+print(f"{'system':<19} {'year':>4} {'pkgs':>5} {'dies':>5} {'name':>5} {'HBM/GPU':>8} {'up GB/s':>8} "
+      f"{'out GB/s':>8} {'up/out':>6} {'domain HBM':>10} {'domain TB/s':>11}")
+for s in hardware.systems().values():
+    print(f"{s.key:<19} {s.year:>4} {s.packages:>5} {s.dies:>5} {s.marketing_count:>5} "
+          f"{s.hbm_bytes_per_package / 1e9:>6.0f}GB {s.scale_up_bytes_per_s_per_package / 1e9:>8.0f} "
+          f"{s.scale_out_bytes_per_s_per_package / 1e9:>8.1f} {s.scale_up_over_scale_out:>6.1f} "
+          f"{s.hbm_bytes / 1e12:>8.1f}TB {s.hbm_bytes_per_s / 1e12:>11.0f}")
+
+# %% [markdown]
+# Entries for 2025–2027 systems (GB300, Vera Rubin, Rubin Ultra, MI355X,
+# Helios) are announced figures; `systems.toml` lists which fields no stored
+# vendor page confirmed (`unverified`).
+#
+# ## Claim 16 (36:41) — one rack bounds an expert layer
+#
+# *Claim, paraphrased:* with experts spread over GPUs (expert parallelism, EP),
+# every token must reach GPUs all over the domain, and only inside one rack is
+# that all-to-all fast; so a rack caps the expert layer.
+#
+# **Derivation.** Per MoE layer, each token is **dispatched** to its $k$ experts
+# ($d$ values each, fp8 in DeepSeek-V3: $b_\text{disp} = 1$ byte) and the results
+# are **combined** back (bf16, $b_\text{comb} = 2$). With $E$ GPUs and uniform
+# placement, $(E-1)/E$ of those copies leave the GPU:
+#
+# $$\text{bytes per token per layer} = k\,d\,(b_\text{disp} + b_\text{comb})\,\frac{E-1}{E}.$$
+#
+# Each routed copy costs the expert $6\,d\,d_\text{ff}$ FLOPs (three matrices of a
+# SwiGLU), so the expert does
+#
+# $$\frac{\text{expert FLOPs}}{\text{all-to-all bytes}} = \frac{6\,d_\text{ff}}{b_\text{disp} + b_\text{comb}}$$
+#
+# per byte moved — $6 \cdot 2048 / 3 = 4096$ FLOP/byte for DeepSeek-V3 — whatever
+# $k$ and $d$ are. Compare it with the chip's FLOP/s per link byte/s:
+
+# %%
+ratio = network.expert_flops_per_all_to_all_byte(2048)
+print(f"DeepSeek-V3 expert: {ratio:.0f} FLOP per all-to-all byte")
+print(f"{'system':<14} {'F / scale-up':>13} {'F / scale-out':>14}   (bf16 dense FLOP/s per link byte/s)")
+for key in ("hgx-h100", "hgx-b200", "gb200-nvl72", "mi300x-8"):
+    s = hardware.system(key)
+    print(f"{key:<14} {s.bf16_flops_per_s_per_package / s.scale_up_bytes_per_s_per_package:>13.0f} "
+          f"{s.bf16_flops_per_s_per_package / s.scale_out_bytes_per_s_per_package:>14.0f}")
+
+# %% [markdown]
+# Over the scale-up fabric the expert does more work per byte than the link can
+# feed the chip at full speed (4096 > 2,200–2,800): the all-to-all can hide
+# behind the experts' compute. Over scale-out the link would need 20,000–50,000
+# FLOP per byte: it is 5–12× too slow.
+#
+# In **decode** the experts are memory-bound (each sees a small batch), so the
+# better yardstick is the layer's whole decode floor. Put $B$ sequences on each
+# rack's 64 GPUs (the speaker's DeepSeek-on-NVL72 layout: 256 experts, 4 per
+# GPU). Inside one rack the all-to-all rides NVLink. Spread the layer over two
+# racks at the same load per GPU and half of every GPU's traffic must leave
+# through its NIC: the time becomes $\max\big(\tfrac12 s/\beta_\text{up},\ \tfrac12 s/\beta_\text{out}\big)$,
+# i.e. $\tfrac12\,\beta_\text{up}/\beta_\text{out}$ times the one-rack time — 9× on a GB200 rack.
+
+# %%
+fig, ax = plots.new_axes(width=7, height=4.2)
+ds = models.get("deepseek-v3")
+B = np.logspace(np.log10(64), np.log10(65536), 60)
+layer = serving.decode_step(ds, "gb200", B, 4096, n_chips=64, weight_dtype="fp8", check_capacity=False).time_s / ds.n_layers
+ax.loglog(B, layer, "k-", lw=2, label="one layer's decode floor (64 x GB200, fp8, L=4096)")
+for racks, style in ((1, "-"), (2, "--"), (4, ":")):
+    ax.loglog(B, claims.moe_layer_all_to_all_s(ds, "gb200-nvl72", 64, B, racks=racks), style, color="C3",
+              label=f"all-to-all, layer over {racks} rack(s)")
+ax.set_xlabel("decode batch per rack (sequences)"); ax.set_ylabel("time per MoE layer (s)")
+ax.set_title("DeepSeek-V3 on GB200 NVL72: leaving the rack costs ~9x"); ax.grid(True, which="both", alpha=0.3)
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# **Explore.** Change the system (its scale-up/scale-out ratio), the racks the
+# layer spans, the GPUs per rack, the context and the batch.
+
+# %%
+ep_explorer = widgets.expert_parallel_explorer()
+ep_explorer.widget
+
+# %% [markdown]
+# **Practice.** DeepSeek serves V3 with EP320 across 40 nodes of 8 H800s (its
+# report, section 3.4) — far past an 8-GPU NVLink domain. It can, because the
+# H800's export-limited NVLink (160 GB/s) is only 3.2× its InfiniBand (50 GB/s),
+# so leaving the node costs little extra, and because it overlaps the
+# all-to-all of one micro-batch with the compute of another. The bound is a cost
+# cliff whose height is $\beta_\text{up}/\beta_\text{out}$, not a wall.
+
+# %%
+v16 = claims.check(16)
+assert v16.verdict == "holds if"
+
+# %% [markdown]
+# ### Measured: real collectives and the alpha–beta model
+#
+# The all-to-all times above come from the **alpha–beta model**: a message of
+# $n$ bytes costs $\alpha + n/\beta$, and for $p$ ranks the standard algorithms cost
+#
+# | collective | time |
+# |---|---|
+# | all-gather, reduce-scatter (ring) | $(p-1)\alpha + \frac{p-1}{p}\,n/\beta$ |
+# | all-reduce (ring) | $2(p-1)\alpha + 2\frac{p-1}{p}\,n/\beta$ |
+# | all-to-all (pairwise) | $(p-1)\alpha + \frac{p-1}{p}\,n/\beta$ |
+#
+# Here is the model against real MPI collectives (mpi4py over MPICH from PyPI),
+# on 2 processes of this machine: $\alpha$ and $\beta$ are fitted from a
+# ping-pong sweep, then every collective is *predicted* from them. On one
+# machine the "network" is shared memory, so $\beta$ is a memory-copy speed. The
+# same call runs on real nodes: `mpi_bench.run(n_procs=16, hostfile="hosts")`
+# (or launch `python -m llmmath.mpi_collectives` with your own `mpiexec`/`srun`
+# and load its JSON with `mpi_bench.CollectiveResults.from_json`).
+
+# %%
+mpi = mpi_bench.run(n_procs=2)
+alpha, beta = mpi.fit()
+print(f"fitted from ping-pong: alpha = {alpha * 1e6:.1f} us, beta = {beta / 1e9:.1f} GB/s; "
+      f"local vector add gamma = {mpi.reduce_bytes_per_s / 1e9:.1f} GB/s")
+# measured / predicted, median over the three largest messages of each collective
+big = {op: float(np.median(mpi.ops[op][1][-3:] / mpi.predicted(op)[-3:])) for op in ("allreduce", "allgather", "alltoall")}
+print("large messages, measured / predicted:", ", ".join(f"{k} {v:.2f}" for k, v in big.items()))
+
+# %%
+fig, ax = plots.new_axes(width=7, height=4.5)
+mpi_bench.plot(mpi, ax=ax)
+plt.show()
+
+# %% [markdown]
+# Ping-pong follows the model closely, as it must (it was fitted to it). The
+# collectives land within a small factor of a prediction made from ping-pong
+# alone: all-gather and all-to-all within about 1.5×; all-reduce within 2–3×
+# even after adding its arithmetic, $(p-1)/p \cdot n/\gamma$ with $\gamma$ the
+# measured speed of adding two vectors — on 2 cores both ranks also compete
+# for one memory bus while they add. That is the alpha–beta model's usual
+# accuracy: good for deciding which term dominates, not for the last 2×.
+# **Check:** every collective's large messages are within 6× of the model
+# (the bound is loose because CI runs other notebooks on the same 2 cores),
+# and bandwidth-bound collectives grow with size.
+
+# %%
+assert alpha >= 0 and beta > 0
+assert all(0.25 < v < 6 for v in big.values()), big
+for op in ("allreduce", "allgather", "alltoall"):
+    n, t = mpi.ops[op]
+    assert t[-1] > t[len(t) // 2], f"{op}: large messages should take longer than mid-size ones"
+
+# %% [markdown]
+# ## Claim 17 (39:35) — scale-out is ~8× slower than scale-up
+#
+# *Claim, paraphrased:* per GPU, the link to the data-center network carries
+# roughly an eighth of what the in-rack fabric carries.
+#
+# **Derivation.** Divide the per-GPU scale-up bandwidth by the per-GPU NIC
+# bandwidth, both per direction. HGX H100: 450 GB/s NVLink over one 400 Gb/s
+# (50 GB/s) NIC = 9. GB200 NVL72: 900 GB/s over the same 400 Gb/s NIC = 18;
+# GB300 doubles the NIC (800 Gb/s) and returns to 9.
+
+# %%
+gpu_sys = [s for s in hardware.systems().values() if s.vendor in ("NVIDIA", "AMD") and np.isfinite(s.scale_up_over_scale_out)]
+fig, ax = plots.new_axes(width=8, height=3.8)
+ax.bar([s.key for s in gpu_sys], [s.scale_up_over_scale_out for s in gpu_sys], color="C0")
+ax.axhline(8, color="C3", ls="--", label="the claim: 8x")
+ax.set_ylabel("scale-up / scale-out bandwidth per GPU")
+ax.set_title("Per-GPU scale-up over scale-out, per direction"); ax.legend()
+ax.tick_params(axis="x", rotation=45, labelsize=8); ax.grid(True, axis="y", alpha=0.3)
+plt.show()
+
+# %%
+v17 = claims.check(17)
+assert v17.verdict == "holds"
+
+# %% [markdown]
+# ## Claim 18 (41:41) — bigger domains: at least 4× is real
+#
+# *Claim, paraphrased:* NVIDIA's domains went from 8 (Hopper) to 72 (Blackwell)
+# mostly by packaging choice, and the next jump, to "500-something", is partly a
+# change in how GPUs are counted; but at least a 4× gain is real, won by a much
+# harder rack design.
+#
+# **Derivation.** Count each domain three ways. NVL72 holds 72 packages with
+# 144 dies; Rubin Ultra "NVL576" holds 144 packages with 4 dies each — 576 dies.
+# So the name grows 8×, the dies 4×, the packages (what must be cabled) 2×.
+
+# %%
+keys = ["hgx-h100", "gb200-nvl72", "vr200-nvl144", "rubin-ultra-nvl576"]
+fig, ax = plots.new_axes(width=7, height=3.8)
+x = np.arange(len(keys))
+for i, (attr, label) in enumerate((("packages", "packages"), ("dies", "dies"), ("marketing_count", "number in the name"))):
+    ax.bar(x + (i - 1) * 0.27, [getattr(hardware.system(k), attr) for k in keys], 0.27, label=label)
+ax.set_xticks(x, keys); ax.set_yscale("log"); ax.set_ylabel("count in one scale-up domain")
+ax.set_title("Domain size, counted three ways"); ax.legend(fontsize=8); ax.grid(True, axis="y", alpha=0.3)
+plt.show()
+
+# %%
+v18 = claims.check(18)
+assert v18.verdict == "holds if"
+
+# %% [markdown]
+# ## Claim 19 (47:02) — active parameters by compute, total by the domain
+#
+# *Claim, paraphrased:* how many parameters a token uses is limited by what the
+# FLOPs cost; how many parameters the model has in total is limited by the size
+# of the scale-up domain.
+#
+# **Derivation.** At saturation, cost per token is $2N_\text{act}/F$
+# chip-seconds (chapter 1): active parameters are priced by compute. Total
+# parameters must (a) fit in the domain's HBM, unless pipelined over several
+# domains (chapter 6 shows pipelining removes that limit), and (b) be read
+# once per step: $t \ge N_\text{tot} b_w / W_\text{domain}$. (b) survives
+# pipelining, because the stages run one after another. So at a step-time
+# target $t^*$ a domain can serve at most $N_\text{tot} \le t^* W_\text{domain}/b_w$.
+
+# %%
+fig, ax = plots.new_axes(width=7.5, height=4)
+t_star = 0.02
+sys_keys = ["hgx-a100", "hgx-h100", "hgx-h200", "hgx-b200", "mi300x-8", "gb200-nvl72", "vera-rubin-nvl72"]
+cap = [hardware.system(k).hbm_bytes / 1.0 for k in sys_keys]
+bw = [t_star * hardware.system(k).hbm_bytes_per_s / 1.0 for k in sys_keys]
+x = np.arange(len(sys_keys))
+ax.bar(x - 0.2, np.array(cap) / 1e12, 0.4, label="fits in HBM (fp8), T params")
+ax.bar(x + 0.2, np.array(bw) / 1e12, 0.4, label="readable in a 20 ms step (fp8), T params")
+for name, m in (("DeepSeek-V3", "deepseek-v3"), ("Kimi K2", "kimi-k2")):
+    ax.axhline(models.get(m).total_params / 1e12, ls=":", color="gray")
+    ax.text(len(sys_keys) - 0.5, models.get(m).total_params / 1e12, f" {name}", va="bottom", fontsize=8)
+ax.set_xticks(x, sys_keys, rotation=30, fontsize=8); ax.set_yscale("log"); ax.set_ylabel("total parameters (T)")
+ax.set_title("What one domain can hold, and what it can read per step"); ax.legend(fontsize=8)
+ax.grid(True, axis="y", alpha=0.3)
+plt.show()
+
+# %%
+v19 = claims.check(19)
+assert v19.verdict == "holds if"
+
+# %% [markdown]
+# ## Claim 27 (1:18:23) — the domain's bandwidth grew fastest
+#
+# *Claim, paraphrased:* what matters about a big domain is the HBM bandwidth it
+# can apply to one model, and that has grown fastest since Hopper: the domain
+# grew ~8× while each GPU's bandwidth grew only 1.5–2× per generation.
+#
+# **Derivation.** $W_\text{domain} = \text{packages} \times W_\text{GPU}$. From
+# HGX H100 to GB200 NVL72: $72/8 = 9\times$ in packages, $8/3.35 = 2.39\times$ per
+# GPU, so $576/26.8 = 21.5\times$ in all — and the weight-read latency floor of
+# a model that fills the domain falls by the same factor.
+
+# %%
+fig, ax = plots.new_axes(width=7, height=4)
+nv = ["hgx-a100", "hgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "gb300-nvl72", "vera-rubin-nvl72", "rubin-ultra-nvl576"]
+years = [hardware.system(k).year for k in nv]
+ax.semilogy(years, [hardware.system(k).hbm_bytes_per_s / 1e12 for k in nv], "o-", label="domain HBM bandwidth (TB/s)")
+ax.semilogy(years, [hardware.system(k).hbm_bytes_per_s_per_package / 1e12 for k in nv], "s--", label="per-GPU HBM bandwidth (TB/s)")
+for k, yv in zip(nv, years):
+    ax.annotate(k, (yv, hardware.system(k).hbm_bytes_per_s / 1e12), fontsize=7, rotation=20)
+ax.set_xlabel("year"); ax.set_ylabel("TB/s"); ax.set_title("NVIDIA scale-up domains: the domain outgrew the chip")
+ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
+plt.show()
+
+# %%
+v27 = claims.check(27)
+assert v27.verdict == "holds"
+
+# %% [markdown]
+# ## Summary
+#
+# | # | time | claim | verdict |
+# |---|---|---|---|
+# | 16 | 36:41 | a rack bounds an expert layer | **holds if** read as a cost cliff: crossing racks multiplies the all-to-all by ½·β_up/β_out (9× on GB200); DeepSeek crosses nodes anyway where that ratio is 3.2 |
+# | 17 | 39:35 | scale-out ≈ 8× slower | **holds**: 6–18× across GPU systems, median 9× |
+# | 18 | 41:41 | ≥ 4× of the domain jump is real | **holds if** counted in dies or bandwidth (4×, 8×); in packages it is 2× |
+# | 19 | 47:02 | active by compute, total by the domain | **holds if** "domain" means its bandwidth: capacity is lifted by pipelining, the read-time floor is not |
+# | 27 | 1:18:23 | domain bandwidth grew fastest | **holds**: 9× domain × 2.4× per GPU = 21.5× (HGX H100 → NVL72) |
+#
+# Exercises: `exercises/05_experts_on_a_rack.py`.

@@ -1,0 +1,252 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 6 — Pipelining: what it saves, what it cannot, and how models are actually laid out
+#
+# **Pipeline parallelism** (PP) cuts a model's layers into $P$ consecutive
+# **stages** on different domains and streams **micro-batches** through them.
+# Six claims about what that buys in serving:
+#
+# | # | time | claim, in our words |
+# |---|---|---|
+# | 20 | 52:56 | a stage boundary on the slow network is harmless if the in-stage expert traffic per token is ~8× the boundary's |
+# | 21 | 55:35 | in inference, pipelining saves neither memory time nor compute time |
+# | 22 | 56:04 | pipelining greatly relieves the per-rack memory capacity limit |
+# | 24 | 1:00:59 | in inference, pipelining is neutral for batch size and latency |
+# | 25 | 1:12:51 | the KV cache cannot be sharded away by pipeline stages |
+# | 26 | 1:13:10 | serve with expert parallelism up to the scale-up domain, and little pipelining |
+#
+# **After this chapter you can** draw a pipeline schedule and its bubble,
+# compute per-GPU weight and KV memory under expert, pipeline and tensor
+# parallelism, and decide when a pipeline boundary on the slow network costs
+# anything.
+
+# %%
+import numpy as np
+import matplotlib.pyplot as plt
+
+from llmmath import claims, hardware, models, parallelism, plots, serving, widgets
+
+# %% [markdown]
+# ## Schedules and the bubble
+#
+# In **training**, each micro-batch goes forward through the stages and then
+# backward. The first stage waits $p-1$ slots before the pipeline is full and the
+# last finishes $p-1$ slots early, so with $m$ micro-batches a fraction
+#
+# $$\text{bubble} = \frac{p-1}{m+p-1}$$
+#
+# of every stage's time is idle — for GPipe (all forwards, then all backwards)
+# and 1F1B (alternate one forward, one backward) alike; 1F1B's gain is memory:
+# a stage holds at most $p$ micro-batches' activations instead of $m$. The
+# timelines below come from a small simulator (`parallelism.pipeline_schedule`),
+# and its idle fraction matches the formula.
+
+# %%
+fig, axes = plots.new_axes(3, width=4.6, height=3.0)
+for ax, (kind, fwd_only, title) in zip(axes, (("gpipe", False, "GPipe (training)"), ("1f1b", False, "1F1B (training)"),
+                                             ("gpipe", True, "forward only (one inference pass)"))):
+    ev = parallelism.pipeline_schedule(4, 8, kind, forward_s=1, backward_s=2, forward_only=fwd_only)
+    for s in range(4):
+        for phase, color in (("F", "C0"), ("B", "C1")):
+            bars = [(e[3], e[4] - e[3]) for e in ev if e[0] == s and e[2] == phase]
+            ax.broken_barh(bars, (s - 0.4, 0.8), facecolors=color, edgecolors="white", linewidth=0.5)
+    span = max(e[4] for e in ev)
+    idle = 1 - sum(e[4] - e[3] for e in ev) / (4 * span)
+    ax.set_title(f"{title}\nidle {idle:.0%}", fontsize=9)
+    ax.set_ylim(3.6, -0.6); ax.set_yticks(range(4)); ax.set_xlabel("time (forward = 1)"); ax.set_ylabel("stage")
+plt.show()
+print(f"bubble formula for p=4, m=8: {parallelism.bubble_fraction(4, 8):.1%}")
+
+# %% [markdown]
+# **Explore** the schedules: stages, micro-batches, and the backward/forward
+# time ratio. (In decode, micro-batches loop back for their next token, so with
+# $m \ge p$ one pass's drain overlaps the next pass's fill: no bubble.)
+
+# %%
+pipe_explorer = widgets.pipeline_explorer()
+pipe_explorer.widget
+
+# %%
+fig, ax = plots.new_axes(width=6, height=3.6)
+m = np.arange(1, 65)
+for p in (2, 4, 8, 16):
+    ax.plot(m, parallelism.bubble_fraction(p, m), label=f"p = {p} stages")
+ax.set_xlabel("micro-batches m"); ax.set_ylabel("idle fraction (p-1)/(m+p-1)"); ax.set_xscale("log", base=2)
+ax.set_title("Training bubble: more micro-batches per batch shrink it"); ax.grid(True, alpha=0.3); ax.legend()
+plt.show()
+
+# %% [markdown]
+# ## Claim 20 (52:56) — when a boundary on the slow network is harmless
+#
+# *Claim, paraphrased:* put a pipeline cut between racks and the slow
+# scale-out link carries the cut's traffic; that is fine as long as, per token,
+# the in-rack expert traffic exceeds the boundary traffic by the bandwidth gap,
+# about 8×. Experts per token, layers per stage and the factor 2 of dispatch
+# plus combine multiply up to that easily.
+#
+# **Derivation.** Per token, the boundary carries one activation, $d\,b_\text{act}$
+# bytes, over $\beta_\text{out}$. Inside a stage of $\ell$ MoE layers, each layer
+# dispatches the token to $k$ experts and combines $k$ results over $\beta_\text{up}$:
+# $\ell\,k\,d\,(b_\text{disp}+b_\text{comb})\frac{E-1}{E}$ bytes. The boundary is
+# the less busy link when
+#
+# $$\frac{\ell\,k\,d\,(b_\text{disp}+b_\text{comb})\,\tfrac{E-1}{E}\,/\,\beta_\text{up}}{d\,b_\text{act}/\beta_\text{out}} \;\ge\; 1
+# \quad\Longleftrightarrow\quad 2k\ell \gtrsim \frac{\beta_\text{up}}{\beta_\text{out}}\ \ (\text{all } b \text{ equal}).$$
+#
+# With DeepSeek-V3's $k = 8$ routed experts (the speaker guessed 16–32),
+# $2k = 16$ already beats a 9× gap with one layer per stage, and two layers beat
+# the 18× of a GB200 rack wired with 400 Gb/s NICs.
+
+# %%
+fig, ax = plots.new_axes(width=6.5, height=3.8)
+layers = np.arange(1, 17)
+for key in ("hgx-h100", "gb200-nvl72", "gb300-nvl72", "tpu-v5p-pod"):
+    sy = hardware.system(key)
+    r = parallelism.boundary_traffic_ratio("deepseek-v3", layers, 64, sy.scale_up_bytes_per_s_per_package,
+                                           sy.scale_out_bytes_per_s_per_package)
+    ax.semilogy(layers, r, "o-", ms=3, label=f"{key} (up/out {sy.scale_up_over_scale_out:.0f}x)")
+ax.axhline(1, color="k", ls="--", lw=1)
+ax.set_xlabel("MoE layers per pipeline stage"); ax.set_ylabel("in-stage all-to-all time / boundary time")
+ax.set_title("DeepSeek-V3: above 1, the boundary is not the bottleneck"); ax.grid(True, which="both", alpha=0.3)
+ax.legend(fontsize=8)
+plt.show()
+
+# %%
+v20 = claims.check(20)
+assert v20.verdict == "holds"
+
+# %% [markdown]
+# ## Claim 21 (55:35) — no saving in memory time or compute time
+#
+# *Claim, paraphrased:* in inference, pipelining does not reduce the time spent
+# reading weights or doing arithmetic; it moves that work to other racks.
+#
+# **Derivation.** A stage holding $1/P$ of the layers does $1/P$ of the FLOPs and
+# reads $1/P$ of the weight and KV bytes for its micro-batch: its floor is
+# $t_\text{step}/P$. A token visits all $P$ stages in turn, so its step still
+# takes $P \cdot t_\text{step}/P = t_\text{step}$, and the chip-seconds per token
+# are the same: $P$ stages of $n$ chips produce $P$ micro-batches per $t_\text{step}$.
+
+# %%
+print(f"{'P':>3} {'stage floor':>12} {'token latency':>14} {'chips':>6} {'chip-s/token':>13}")
+for P in (1, 2, 4, 8):
+    d = parallelism.pipelined_decode("deepseek-v3", "gb200", 64, P, 2048, 8192, weight_dtype="fp8")
+    print(f"{P:>3} {d.stage_s * 1e3:>10.3f}ms {d.token_latency_s * 1e3:>12.3f}ms {d.n_chips:>6} {d.chip_s_per_token:>13.4g}")
+
+# %%
+v21 = claims.check(21)
+assert v21.verdict == "holds"
+
+# %% [markdown]
+# ## Claims 22 (56:04) and 25 (1:12:51) — weights shrink per GPU, the KV cache does not
+#
+# *Claim 22, paraphrased:* pipelining lets each rack hold only its share of the
+# layers, which greatly eases the per-rack memory limit.
+# *Claim 25, paraphrased:* it cannot do the same for the KV cache.
+#
+# **Derivation.** Per GPU, with expert parallelism $E$ inside a stage, $P$
+# stages and micro-batches of $b$ sequences (routed experts spread over the $E$
+# GPUs; attention and other dense weights replicated on each):
+#
+# $$\text{weights} = \frac{1}{P}\Big(\frac{N_\text{routed}}{E} + N_\text{other}\Big) b_w .$$
+#
+# For the KV cache, decode needs $P$ micro-batches in flight to keep $P$ stages
+# busy, so $P\,b$ sequences hold a cache, and each stage keeps $1/P$ of the
+# layers of each, spread over its $E$ GPUs:
+#
+# $$\text{KV} = \frac{(P\,b)\,L\,\beta}{P\,E} = \frac{b\,L\,\beta}{E}\quad\text{— the } P \text{ cancels.}$$
+
+# %%
+fig, axes = plots.new_axes(2, width=5.0, height=3.8)
+P = np.array([1, 2, 4, 8])
+for ax, (model, kw, L, title) in zip(axes, (
+        ("deepseek-v3", dict(ep=64, weight_dtype="fp8", batch=64), 131072, "DeepSeek-V3, EP64, fp8, b=64, L=128k"),
+        ("llama-3.1-405b", dict(tp=8, batch=8), 131072, "Llama-3.1-405B, TP8, bf16, b=8, L=128k"))):
+    mem = [parallelism.memory_per_gpu(model, pp=int(p), context=L, **kw) for p in P]
+    w = np.array([x.weight_bytes for x in mem]) / 1e9
+    kv = np.array([x.kv_bytes for x in mem]) / 1e9
+    ax.bar(P.astype(str), w, label="weights")
+    ax.bar(P.astype(str), kv, bottom=w, label="KV cache")
+    ax.set_xlabel("pipeline stages P"); ax.set_ylabel("GB per GPU"); ax.set_title(title, fontsize=9); ax.legend(fontsize=8)
+plt.show()
+
+# %%
+v22 = claims.check(22)
+assert v22.verdict == "holds if"
+v25 = claims.check(25)
+assert v25.verdict == "holds"
+
+# %% [markdown]
+# ## Claim 24 (1:00:59) — neutral for batch size and latency
+#
+# *Claim, paraphrased:* in inference, pipelining neither helps nor hurts the
+# batch size you need or the latency you get; it only uses less memory per rack.
+#
+# **Derivation.** Forward-only with $m = P$ micro-batches has no bubble
+# (above). Each micro-batch still needs the balance batch $b \approx B^*$ of
+# chapter 1 to amortize its stage's weights, and its token latency is the
+# unpipelined step plus one network hop per stage:
+# $t = t_\text{step} + P\,t_\text{hop}$. The speaker guessed a hop at "a few
+# milliseconds, maybe off by 10×"; hops across InfiniBand are **microseconds**
+# — DeepSeek's ISCA 2025 paper reports 2.8–3.7 µs for 64-byte messages (our
+# catalog marks that table `unverified`: no stored copy reached it), and the
+# usual NIC and switch figures below agree — so the added latency is a fraction
+# of a percent. (The tens to hundreds of µs of an EP all-to-all are another
+# matter: that is chapter 5's traffic, not a pipeline hop.)
+
+# %%
+print("published per-hop latencies:")
+for k, v in parallelism.hop_latencies().items():
+    print(f"  {k:<34} {v['seconds'] * 1e6:>8.2f} us  ({v.get('kind', '')})")
+
+# %%
+v24 = claims.check(24)
+assert v24.verdict == "holds"
+
+# %% [markdown]
+# ## Claim 26 (1:13:10) — wide expert parallelism, little pipelining
+#
+# *Claim, paraphrased:* to serve a large MoE, spread experts over the whole
+# scale-up domain and pipeline little or not at all — only enough to make the
+# weights fit.
+#
+# **Evidence.** The published layouts (`lib/llmmath/data/deployments.toml`):
+
+# %%
+print(f"{'deployment':<28} {'phase':<8} {'GPUs':>5} {'EP':>4} {'attn TPxDP':>10} {'PP':>3} {'GPU':>6}")
+for k, d in parallelism.deployments().items():
+    print(f"{k:<28} {d['phase']:<8} {d['gpus']:>5} {d['expert_parallel']:>4} "
+          f"{d['attention_tensor_parallel']:>4}x{d['attention_data_parallel']:<5} {d['pipeline_parallel']:>3} {d['gpu']:>6}")
+
+# %% [markdown]
+# Every layout uses $P = 1$. On GB200 NVL72 racks, EP stays inside the rack.
+# On 8-GPU H800/H100 nodes, operators push EP far past the NVLink domain (to
+# 320 GPUs) over InfiniBand: each expert then sees a batch large enough to
+# amortize its weights (chapter 3), and on the H800 the NVLink/IB gap is only
+# 3.2×. And would DeepSeek-V3 fit one NVL72 without pipelining? At fp8 with 4,096
+# sequences of 16k tokens: 27 GB of weights and 74 GB of KV per GPU, of 186 GB.
+
+# %%
+v26 = claims.check(26)
+assert v26.verdict == "holds if"
+
+# %% [markdown]
+# ## Summary
+#
+# | # | time | claim | verdict |
+# |---|---|---|---|
+# | 20 | 52:56 | boundary harmless if in-stage traffic ≳ 8× | **holds**: $2k\ell$ vs $\beta_\text{up}/\beta_\text{out}$; 1–2 DeepSeek layers per stage suffice |
+# | 21 | 55:35 | no saving in memory or compute time | **holds**: stages add up to the whole step |
+# | 22 | 56:04 | relieves per-rack memory | **holds if** "memory" means weights (÷P); the KV cache does not shrink |
+# | 24 | 1:00:59 | neutral for batch and latency | **holds**: + P hops of a few µs (not ms) |
+# | 25 | 1:12:51 | KV cannot be sharded by stages | **holds**: $P\,b\,L\beta/(PE) = bL\beta/E$ |
+# | 26 | 1:13:10 | EP to the domain, little PP | **holds if** the domain is a rack; on 8-GPU nodes practice goes past it over InfiniBand; PP = 1 everywhere |
+#
+# Exercises: `exercises/06_pipelining.py`.

@@ -1,0 +1,257 @@
+"""Placing a model on many chips: expert, pipeline and tensor parallelism.
+
+Layout assumed throughout (the DeepSeek-V3 / wide-EP style of serving):
+
+* ``ep`` GPUs form one pipeline stage; the routed experts of each MoE layer are
+  spread over them (``n_experts / ep`` per GPU), while attention, dense MLPs,
+  shared experts, embeddings and norms are *replicated* on each of them
+  (data-parallel attention: each GPU serves its own sequences);
+* ``pp`` stages each hold ``n_layers / pp`` consecutive layers;
+* ``tp`` splits every matrix (and the KV heads) further over ``tp`` GPUs.
+
+Total GPUs = ``ep * pp * tp``. Sources: DeepSeek-V3 Technical Report
+(arXiv:2412.19437) section 3.4; GPipe (Huang et al., 2019) and PipeDream-1F1B
+(Narayanan et al., 2019/2021) for pipeline schedules; Megatron-LM (Shoeybi et
+al., 2019) for tensor parallelism.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import _catalog, hardware, models, network, serving
+from ._validate import non_negative, positive, positive_int, result
+from .units import dtype_bytes
+
+__all__ = [
+    "bubble_fraction", "pipeline_schedule", "MemoryPerGPU", "memory_per_gpu", "check_placement",
+    "boundary_traffic_ratio", "PipelinedDecode", "pipelined_decode", "deployments", "hop_latencies",
+]
+
+
+def deployments() -> dict:
+    """Published serving layouts (``data/deployments.toml``): GPUs, EP, attention TP x DP, PP, links, source."""
+    return dict(_catalog.load("deployments.toml")["deployments"])
+
+
+def hop_latencies() -> dict:
+    """Published per-hop latencies (``data/deployments.toml``, ``[latency]``): seconds, kind, what, source."""
+    return dict(_catalog.load("deployments.toml")["latency"])
+
+
+def bubble_fraction(stages, microbatches):
+    """Idle fraction of a synchronous training pipeline (GPipe or 1F1B): ``(p-1) / (m+p-1)``.
+
+    Both schedules share it: the first stage waits ``p-1`` slots to start and the
+    last finishes ``p-1`` slots early (Huang et al. 2019, section 2.2;
+    Narayanan et al. 2021, section 2.2). Broadcasts over arrays.
+
+    Raises:
+        ValueError: stages or microbatches < 1.
+    """
+    p = positive("stages", stages)
+    m = positive("microbatches", microbatches)
+    if np.any(p < 1) or np.any(m < 1):
+        raise ValueError(f"stages and microbatches must be >= 1, got {stages!r} and {microbatches!r}")
+    return result((p - 1) / (m + p - 1))
+
+
+def pipeline_schedule(stages: int, microbatches: int, kind: str = "1f1b",
+                      forward_s: float = 1.0, backward_s: float = 2.0, forward_only: bool = False):
+    """Simulate a pipeline and return its events ``(stage, microbatch, phase, start_s, end_s)``.
+
+    ``kind="gpipe"``: all forwards, then all backwards (in reverse). ``kind="1f1b"``:
+    after ``p - s - 1`` warm-up forwards, stage ``s`` alternates one forward and
+    one backward. ``forward_only`` (inference) drops the backwards. Each event
+    starts when its stage is free and its input has arrived from the previous
+    (forward) or next (backward) stage. Communication is taken as free.
+
+    Raises:
+        ValueError: unknown ``kind``, stages/microbatches < 1, non-positive times.
+    """
+    p = positive_int("stages", stages)
+    m = positive_int("microbatches", microbatches)
+    tf, tb = float(positive("forward_s", forward_s)), float(positive("backward_s", backward_s))
+    if kind not in ("gpipe", "1f1b"):
+        raise ValueError(f"kind must be 'gpipe' or '1f1b', got {kind!r}")
+    # The order in which each stage runs its work items.
+    orders = []
+    for s in range(p):
+        fwd = [("F", i) for i in range(m)]
+        bwd = [] if forward_only else [("B", i) for i in range(m)]
+        if kind == "gpipe" or forward_only:
+            orders.append(fwd + bwd)
+        else:
+            warm = min(p - s - 1, m)
+            seq = fwd[:warm]
+            f_left, b_left = fwd[warm:], list(bwd)
+            while f_left or b_left:
+                if f_left:
+                    seq.append(f_left.pop(0))
+                if b_left:
+                    seq.append(b_left.pop(0))
+            orders.append(seq)
+    done: dict[tuple, float] = {}
+    events = []
+    free = [0.0] * p
+    pos = [0] * p
+    remaining = sum(len(o) for o in orders)
+    while remaining:
+        progressed = False
+        for s in range(p):
+            if pos[s] == len(orders[s]):
+                continue
+            phase, i = orders[s][pos[s]]
+            if phase == "F":
+                dep = done.get(("F", s - 1, i), None) if s > 0 else 0.0
+            else:
+                dep = done.get(("B", s + 1, i), None) if s < p - 1 else done.get(("F", s, i), None)
+            if dep is None:
+                continue
+            start = max(free[s], dep)
+            end = start + (tf if phase == "F" else tb)
+            done[(phase, s, i)] = end
+            free[s] = end
+            events.append((s, i, phase, start, end))
+            pos[s] += 1
+            remaining -= 1
+            progressed = True
+        if not progressed:  # pragma: no cover - the orders above never deadlock
+            raise RuntimeError("pipeline schedule deadlocked")
+    return events
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryPerGPU:
+    """HBM bytes one GPU holds under a placement (arrays broadcast over batch x context)."""
+
+    weight_bytes: float | np.ndarray
+    kv_bytes: float | np.ndarray
+    n_gpus: int
+
+    @property
+    def total_bytes(self):
+        return self.weight_bytes + self.kv_bytes
+
+
+def check_placement(model, ep: int = 1, pp: int = 1, tp: int = 1) -> None:
+    """Refuse impossible placements with a message that says what is allowed.
+
+    Raises:
+        ValueError: ``pp`` > layers; ``ep`` > 1 on a dense model; ``ep`` not dividing
+            the routed experts; ``tp`` not dividing the attention heads (or, for
+            GQA, the KV heads).
+    """
+    m = models.get(model)
+    ep, pp, tp = positive_int("ep", ep), positive_int("pp", pp), positive_int("tp", tp)
+    if pp > m.n_layers:
+        raise ValueError(f"pp={pp} stages but {m.key} has only {m.n_layers} layers; allowed: 1..{m.n_layers}")
+    if ep > 1 and not m.is_moe:
+        raise ValueError(f"{m.key} is dense: expert parallelism needs experts (use ep=1, or tp/pp)")
+    if m.is_moe and m.n_experts % ep:
+        divisors = [d for d in range(1, m.n_experts + 1) if m.n_experts % d == 0]
+        raise ValueError(f"ep={ep} does not divide {m.key}'s {m.n_experts} routed experts; allowed: {divisors}")
+    if m.n_heads % tp or (not m.is_mla and m.n_kv_heads % tp):
+        raise ValueError(f"tp={tp} must divide {m.key}'s {m.n_heads} heads"
+                         + ("" if m.is_mla else f" and {m.n_kv_heads} KV heads"))
+
+
+def memory_per_gpu(model, ep: int = 1, pp: int = 1, tp: int = 1, batch=1, context=0, microbatches=None,
+                   weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> MemoryPerGPU:
+    """Weights and KV cache one GPU must hold (bytes).
+
+    Weights: routed experts ``/ (ep * pp * tp)``; everything else ``/ (pp * tp)``
+    (replicated over the ``ep`` GPUs of a stage).
+
+    KV: ``batch`` is the micro-batch, the sequences one stage works on at a time.
+    To keep ``pp`` stages busy in decode, ``microbatches`` (default ``pp``) of
+    them are in flight, so ``microbatches * batch`` sequences hold a cache; each
+    stage stores only its ``1/pp`` of the layers, spread over its ``ep`` GPUs
+    (``tp`` splits the KV heads; MLA's shared latent cannot be split by ``tp``)::
+
+        kv per GPU = (microbatches * b) * L * beta / (pp * ep * tp_kv) = b L beta / (ep tp_kv)   (microbatches = pp)
+
+    The pipeline depth cancels: stages shrink the weights per GPU, not the KV.
+
+    Raises:
+        ValueError: impossible placement (see :func:`check_placement`), bad batch/context.
+    """
+    m = models.get(model)
+    check_placement(m, ep, pp, tp)
+    B = positive("batch", batch)
+    L = non_negative("context", context)
+    mb = pp if microbatches is None else positive_int("microbatches", microbatches)
+    routed = m.n_moe_layers * m.n_experts * m.expert_params
+    other = m.total_params - routed
+    weights = (routed / (ep * pp * tp) + other / (pp * tp)) * dtype_bytes(weight_dtype)
+    tp_kv = 1 if m.is_mla else tp
+    kv = mb * B * L * m.kv_bytes_per_token(kv_dtype) / (pp * ep * tp_kv)
+    weights, kv = np.broadcast_arrays(np.asarray(weights, dtype=float), kv)
+    return MemoryPerGPU(result(weights), result(kv), ep * pp * tp)
+
+
+def boundary_traffic_ratio(model, layers_per_stage, ep: int, scale_up_bytes_per_s, scale_out_bytes_per_s,
+                           dispatch_bytes: float = 1.0, combine_bytes: float = 2.0, activation_bytes: float = 2.0):
+    """In-stage all-to-all time per token / pipeline-boundary time per token.
+
+    A token crosses a stage boundary once (``d * b_act`` bytes over the scale-out
+    link) but, inside the stage, every MoE layer sends it to its ``k`` experts
+    and back over the scale-up link (:func:`llmmath.network.moe_all_to_all_bytes_per_token`)::
+
+        ratio = (layers_per_stage * k d (b_disp + b_comb) (ep-1)/ep / beta_up) / (d b_act / beta_out)
+              ~ 2 k * layers_per_stage * beta_out / beta_up      (b's equal, ep large)
+
+    Above 1, the boundary is less busy than the scale-up fabric and is not the
+    bottleneck: the speaker's condition "k x layers x 2 > bandwidth ratio (~8)".
+    Broadcasts over ``layers_per_stage``.
+    """
+    m = models.get(model)
+    if not m.is_moe:
+        raise ValueError(f"{m.key} is dense: it has no expert all-to-all")
+    Ls = positive("layers_per_stage", layers_per_stage)
+    inside = Ls * network.moe_all_to_all_bytes_per_token(m.d_model, m.experts_per_token, ep,
+                                                          dispatch_bytes, combine_bytes)
+    inside_s = inside / positive("scale_up_bytes_per_s", scale_up_bytes_per_s)
+    boundary_s = m.d_model * positive("activation_bytes", activation_bytes) / positive(
+        "scale_out_bytes_per_s", scale_out_bytes_per_s)
+    return result(inside_s / boundary_s)
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelinedDecode:
+    """One decode cycle of a forward-only pipeline (seconds; tokens per second)."""
+
+    stage_s: float | np.ndarray          # one stage's roofline floor for one micro-batch
+    token_latency_s: float | np.ndarray  # a micro-batch's round trip through all stages (+ hops)
+    tokens_per_s: float | np.ndarray     # all stages together, micro-batches = stages
+    chip_s_per_token: float | np.ndarray
+    n_chips: int
+
+
+def pipelined_decode(model, chip, chips_per_stage: int, stages: int, batch, context=0, hop_latency_s=0.0,
+                     weight_dtype="bf16", kv_dtype="bf16") -> PipelinedDecode:
+    """Decode with ``stages`` pipeline stages of ``chips_per_stage`` chips each, ``stages`` micro-batches in flight.
+
+    Each stage holds ``1/stages`` of the layers: its floor for a micro-batch of
+    ``batch`` sequences is the whole model's floor on ``chips_per_stage`` chips
+    divided by ``stages`` (1/P of the FLOPs, of the weight bytes and of the KV
+    bytes). A token's round trip visits every stage and crosses ``stages`` links
+    (the last one back to the first stage), so::
+
+        latency = stages * stage_s + stages * hop     (= the one-stage step time, plus hops)
+        tokens/s = stages * batch / latency           (every stage busy, no bubble)
+
+    With ``stages = 1`` and no hop this is :func:`llmmath.serving.decode_step`.
+    Capacity is not checked here (see :func:`memory_per_gpu`).
+    """
+    P = positive_int("stages", stages)
+    n = positive_int("chips_per_stage", chips_per_stage)
+    hop = non_negative("hop_latency_s", hop_latency_s)
+    whole = serving.decode_step(model, chip, batch, context, n_chips=n, weight_dtype=weight_dtype,
+                                kv_dtype=kv_dtype, check_capacity=False)
+    stage = np.asarray(whole.time_s) / P
+    latency = P * stage + P * hop
+    tps = P * np.asarray(whole.batch) / latency
+    return PipelinedDecode(result(stage), result(latency), result(tps), result(n * P / tps), n * P)

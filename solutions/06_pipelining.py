@@ -1,0 +1,144 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 6 — Exercises: pipelining
+#
+# Six problems on bubbles, stage boundaries and per-GPU memory under expert,
+# tensor and pipeline parallelism. Work each by hand, put your number in
+# `answer`, run the cell.
+
+# %%
+from llmmath import check_answer, parallelism
+
+# %% [markdown]
+# ### Problem 1 — a training bubble
+# A training pipeline has 8 stages and runs 32 micro-batches per step. What
+# fraction of each stage's time is idle?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # fraction
+answer = (8 - 1) / (32 + 8 - 1)
+# END SOLUTION
+ok = check_answer("06.1", answer)
+# BEGIN SOLUTION
+assert ok
+assert abs(parallelism.bubble_fraction(8, 32) - answer) < 1e-12
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** $(p-1)/(m+p-1) = 7/39 = 17.9\%$, the same for GPipe and 1F1B.
+
+# %% [markdown]
+# ### Problem 2 — a pipeline boundary between GB200 racks
+# Kimi K2 has DeepSeek-V3's shape where it matters here: $d = 7168$, 8 routed
+# experts per token. It is pipelined across GB200 NVL72 racks (NVLink 900 GB/s,
+# NIC 50 GB/s per GPU, per direction) with 2 MoE layers per stage and EP64.
+# Dispatch fp8, combine bf16, boundary activations bf16. What is the ratio of
+# the in-stage all-to-all time per token to the boundary time per token?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # ratio
+inside_bytes = 2 * 8 * 7168 * (1 + 2) * 63 / 64
+answer = (inside_bytes / 900e9) / (7168 * 2 / 50e9)
+# END SOLUTION
+ok = check_answer("06.2", answer)
+# BEGIN SOLUTION
+assert ok
+assert abs(parallelism.boundary_traffic_ratio("kimi-k2", 2, 64, 900e9, 50e9) / answer - 1) < 1e-12
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** In-stage: $2 \cdot 8 \cdot 7168 \cdot 3 \cdot 63/64 = 338{,}688$ bytes
+# at 900 GB/s = 376 ns. Boundary: 14,336 bytes at 50 GB/s = 287 ns. Ratio 1.31 > 1: the
+# boundary is the less busy link, as claim 20 says — with one layer per stage it would be 0.66.
+
+# %% [markdown]
+# ### Problem 3 — weights per GPU with wide EP and two stages
+# DeepSeek-V3 in fp8 on EP32 × PP2 (64 GPUs). Routed experts: 58 MoE layers ×
+# 256 experts × $3 \cdot 7168 \cdot 2048$ parameters; everything else (attention,
+# dense layers, shared experts, embeddings: the rest of 671,026,419,200) is
+# replicated on each GPU of a stage. How many bytes of weights does each GPU hold?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # bytes
+routed = 58 * 256 * 3 * 7168 * 2048
+rest = 671_026_419_200 - routed
+answer = (routed / 32 + rest) / 2 * 1
+# END SOLUTION
+ok = check_answer("06.3", answer)
+# BEGIN SOLUTION
+assert ok
+assert abs(parallelism.memory_per_gpu("deepseek-v3", ep=32, pp=2, weight_dtype="fp8").weight_bytes / answer - 1) < 1e-12
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** Routed: 653.9B params / 32 = 20.4 GB; the rest, 17.1 GB, is
+# replicated; halved by the two stages: 18.8 GB per GPU. The replicated part is
+# almost half: widening EP alone cannot shrink it.
+
+# %% [markdown]
+# ### Problem 4 — KV cache per GPU under pipelining
+# Llama-3.1-70B (KV: 327,680 bytes per token in bf16) with TP8 and PP4, decode
+# micro-batches of 16 sequences at 32,768 tokens, 4 micro-batches in flight. How
+# many bytes of KV cache does each GPU hold?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # bytes
+answer = (4 * 16) * 32768 * 327680 / (4 * 8)
+# END SOLUTION
+ok = check_answer("06.4", answer)
+# BEGIN SOLUTION
+assert ok
+assert abs(parallelism.memory_per_gpu("llama-3.1-70b", tp=8, pp=4, batch=16, context=32768).kv_bytes / answer - 1) < 1e-12
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** $(P b) L \beta / (P \cdot \text{TP}) = 16 \cdot 32768 \cdot 327680 / 8 = 21.5$ GB —
+# exactly what PP1 would need. The four stages cancel (claim 25).
+
+# %% [markdown]
+# ### Problem 5 — latency of a pipelined decode step
+# Unpipelined, a decode step takes 20 ms. The model is pipelined over 4 racks,
+# with 4 micro-batches in flight; each rack-to-rack hop takes 5 µs. What is the
+# per-token latency, in seconds?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # seconds
+answer = 0.020 + 4 * 5e-6
+# END SOLUTION
+ok = check_answer("06.5", answer)
+# BEGIN SOLUTION
+assert ok
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** Four stages of 5 ms each, plus 4 hops (the last back to
+# stage 0): 20.02 ms. The 0.1% added is why claim 24 calls pipelining latency-neutral.
+
+# %% [markdown]
+# ### Problem 6 — enough micro-batches
+# A training pipeline has 8 stages. What is the smallest number of micro-batches
+# that keeps the bubble at or below 5%?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # micro-batches
+import math
+answer = math.ceil((8 - 1) / 0.05 - (8 - 1))
+# END SOLUTION
+ok = check_answer("06.6", answer)
+# BEGIN SOLUTION
+assert ok
+assert parallelism.bubble_fraction(8, answer) <= 0.05 < parallelism.bubble_fraction(8, answer - 1)
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** $7/(m+7) \le 0.05 \Rightarrow m \ge 133$. With a global batch of,
+# say, 1024 sequences that is micro-batches of under 8: the bubble pushes toward
+# more, smaller micro-batches, and small micro-batches run matmuls below the
+# balance point — one reason pipelining is "a massive hassle".

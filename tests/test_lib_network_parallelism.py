@@ -1,0 +1,165 @@
+"""Collectives (alpha-beta), MoE traffic, and placements: hand derivations and properties."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from llmmath import network as N, parallelism as P
+
+
+# ---- collectives -------------------------------------------------------------------------
+
+def test_ring_all_reduce_by_hand():
+    # 1 GB over 8 GPUs at 450 GB/s, 5 us per step: 2*7*5us + 2*7/8 * 1e9/450e9
+    t = N.all_reduce_time_s(1e9, 8, 450e9, latency_s=5e-6)
+    assert t == pytest.approx(14 * 5e-6 + 1.75e9 / 450e9)
+
+
+def test_all_reduce_is_reduce_scatter_plus_all_gather():
+    for p in (2, 3, 8, 72):
+        ar = N.all_reduce_time_s(3e8, p, 1e11, 1e-6)
+        assert ar == pytest.approx(N.reduce_scatter_time_s(3e8, p, 1e11, 1e-6) + N.all_gather_time_s(3e8, p, 1e11, 1e-6))
+
+
+def test_recursive_halving_has_log_latency_and_same_bandwidth_term():
+    t = N.all_reduce_time_s(0, 64, 1e11, latency_s=1e-6, algorithm="recursive_halving")
+    assert t == pytest.approx(2 * 6 * 1e-6)
+    big = N.all_reduce_time_s(1e10, 64, 1e11, algorithm="recursive_halving")
+    assert big == pytest.approx(N.all_reduce_time_s(1e10, 64, 1e11))
+
+
+def test_all_to_all_across_two_domains_is_set_by_the_slow_link():
+    # half the traffic crosses at 50 GB/s, half stays at 450 GB/s: the slow half wins
+    s = 1e9 * 63 / 64
+    t = N.all_to_all_time_s(1e9, 64, 450e9, fraction_out_of_domain=0.5, scale_out_bytes_per_s=50e9)
+    assert t == pytest.approx(0.5 * s / 50e9)
+    assert t / N.all_to_all_time_s(1e9, 64, 450e9) == pytest.approx(0.5 * 450 / 50)
+
+
+def test_one_rank_communicates_nothing():
+    assert N.all_reduce_time_s(1e9, 1, 1e9, 1e-3) == 0.0
+    assert N.all_to_all_time_s(1e9, 1, 1e9, 1e-3) == 0.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(1, 1e10), st.integers(2, 512), st.floats(1e8, 1e13), st.floats(0, 1e-4))
+def test_collectives_grow_with_bytes_and_all_reduce_costs_two_all_gathers(n, p, bw, lat):
+    assert N.all_gather_time_s(2 * n, p, bw, lat) > N.all_gather_time_s(n, p, bw, lat)
+    assert N.all_reduce_time_s(n, p, bw, lat) == pytest.approx(2 * N.all_gather_time_s(n, p, bw, lat))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: N.all_reduce_time_s(-1, 8, 1e9), "n_bytes"),
+    (lambda: N.all_reduce_time_s(1, 0, 1e9), "n_ranks"),
+    (lambda: N.all_reduce_time_s(1, 8, 0), "bytes_per_s"),
+    (lambda: N.all_reduce_time_s(1, 8, 1e9, latency_s=-1), "latency_s"),
+    (lambda: N.all_reduce_time_s(1, 8, 1e9, algorithm="tree"), "algorithm"),
+    (lambda: N.all_to_all_time_s(1, 8, 1e9, fraction_out_of_domain=0.5), "scale_out_bytes_per_s"),
+    (lambda: N.all_to_all_time_s(1, 8, 1e9, fraction_out_of_domain=1.5, scale_out_bytes_per_s=1), r"\[0, 1\]"),
+    (lambda: N.fit_alpha_beta([1], [1]), ">= 2 distinct"),
+    (lambda: N.fit_alpha_beta([1, 2, 3], [3, 2, 1]), "does not grow"),
+])
+def test_bad_network_inputs(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_fit_recovers_alpha_and_beta():
+    n = np.logspace(1, 8, 20)
+    t = 2e-6 + n / 5e9
+    alpha, beta = N.fit_alpha_beta(n, t)
+    assert alpha == pytest.approx(2e-6, rel=1e-6) and beta == pytest.approx(5e9, rel=1e-6)
+
+
+def test_moe_traffic_by_hand():
+    # DeepSeek-V3: d=7168, k=8, fp8 dispatch + bf16 combine, EP64: 8*7168*3*63/64
+    assert N.moe_all_to_all_bytes_per_token(7168, 8, 64) == pytest.approx(8 * 7168 * 3 * 63 / 64)
+    # FLOPs per all-to-all byte: 6 * 2048 / 3 = 4096 for a SwiGLU expert of width 2048
+    assert N.expert_flops_per_all_to_all_byte(2048) == pytest.approx(4096)
+
+
+# ---- pipelines ---------------------------------------------------------------------------
+
+def test_bubble_fraction_by_hand():
+    assert P.bubble_fraction(4, 4) == pytest.approx(3 / 7)
+    assert P.bubble_fraction(1, 10) == 0.0
+    with pytest.raises(ValueError, match="stages"):
+        P.bubble_fraction(0, 4)
+
+
+@pytest.mark.parametrize("kind", ["gpipe", "1f1b"])
+@pytest.mark.parametrize("p, m", [(2, 2), (4, 8), (3, 5), (8, 8)])
+def test_simulated_schedules_match_the_bubble_formula(kind, p, m):
+    ev = P.pipeline_schedule(p, m, kind, forward_s=1.0, backward_s=2.0)
+    makespan = max(e[4] for e in ev)
+    assert makespan == pytest.approx((m + p - 1) * 3.0)  # ideal: m*(tf+tb) plus (p-1) slots of fill and drain
+    busy = sum(e[4] - e[3] for e in ev)
+    assert 1 - busy / (p * makespan) == pytest.approx(P.bubble_fraction(p, m))
+    for s in range(p):  # a stage never runs two things at once
+        spans = sorted((e[3], e[4]) for e in ev if e[0] == s)
+        assert all(a[1] <= b[0] + 1e-12 for a, b in zip(spans, spans[1:]))
+
+
+def test_1f1b_holds_fewer_activations_than_gpipe():
+    def peak_in_flight(ev, stage):
+        t = sorted((e[3], +1 if e[2] == "F" else -1) for e in ev if e[0] == stage)
+        level = peak = 0
+        for _, d in t:
+            level += d
+            peak = max(peak, level)
+        return peak
+    g, o = P.pipeline_schedule(4, 8, "gpipe"), P.pipeline_schedule(4, 8, "1f1b")
+    assert peak_in_flight(g, 0) == 8 and peak_in_flight(o, 0) == 4
+
+
+# ---- placements --------------------------------------------------------------------------
+
+def test_placement_errors():
+    with pytest.raises(ValueError, match="only 61 layers"):
+        P.check_placement("deepseek-v3", pp=62)
+    with pytest.raises(ValueError, match="does not divide"):
+        P.check_placement("deepseek-v3", ep=72)
+    with pytest.raises(ValueError, match="dense"):
+        P.check_placement("llama-3.1-70b", ep=8)
+    with pytest.raises(ValueError, match="KV heads"):
+        P.check_placement("llama-3.1-70b", tp=16)
+
+
+def test_weights_per_gpu_by_hand_deepseek_ep64_fp8():
+    # routed experts: 58 layers x 256 x 3*7168*2048 params; the rest replicated on each GPU
+    routed = 58 * 256 * 3 * 7168 * 2048
+    rest = 671_026_419_200 - routed
+    m = P.memory_per_gpu("deepseek-v3", ep=64, pp=1, weight_dtype="fp8")
+    assert m.weight_bytes == pytest.approx(routed / 64 + rest)
+    m2 = P.memory_per_gpu("deepseek-v3", ep=64, pp=2, weight_dtype="fp8")
+    assert m2.weight_bytes == pytest.approx((routed / 64 + rest) / 2)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([1, 2, 4, 8, 61]), st.integers(1, 256), st.integers(0, 200_000))
+def test_kv_per_gpu_does_not_depend_on_pipeline_depth(pp, b, L):
+    base = P.memory_per_gpu("deepseek-v3", ep=32, pp=1, batch=b, context=L).kv_bytes
+    assert P.memory_per_gpu("deepseek-v3", ep=32, pp=pp, batch=b, context=L).kv_bytes == pytest.approx(base)
+    # by hand: b * L * 61 * (512 + 64) * 2 / 32
+    assert base == pytest.approx(b * L * 61 * 576 * 2 / 32)
+
+
+def test_boundary_ratio_by_hand():
+    # k=8, d=7168, ep=64, 1 layer: 8*7168*3*(63/64)/900e9  over  7168*2/100e9
+    want = (8 * 7168 * 3 * 63 / 64 / 900e9) / (7168 * 2 / 100e9)
+    assert P.boundary_traffic_ratio("deepseek-v3", 1, 64, 900e9, 100e9) == pytest.approx(want)
+    with pytest.raises(ValueError, match="dense"):
+        P.boundary_traffic_ratio("llama-3.1-70b", 1, 8, 900e9, 100e9)
+
+
+def test_pipelining_leaves_latency_and_cost_unchanged_without_hops():
+    from llmmath import serving
+    one = serving.decode_step("deepseek-v3", "gb200", 2048, 4096, n_chips=64, weight_dtype="fp8", check_capacity=False)
+    for stages in (1, 2, 4, 8):
+        d = P.pipelined_decode("deepseek-v3", "gb200", 64, stages, 2048, 4096, weight_dtype="fp8")
+        assert d.token_latency_s == pytest.approx(one.time_s)
+        assert d.chip_s_per_token == pytest.approx(one.cost_chip_s_per_token)
+    hop = P.pipelined_decode("deepseek-v3", "gb200", 64, 4, 2048, 4096, hop_latency_s=1e-3, weight_dtype="fp8")
+    assert hop.token_latency_s == pytest.approx(one.time_s + 4e-3)
