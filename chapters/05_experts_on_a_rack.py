@@ -179,16 +179,24 @@ plt.show()
 # measured speed of adding two vectors — on 2 cores both ranks also compete
 # for one memory bus while they add. That is the alpha–beta model's usual
 # accuracy: good for deciding which term dominates, not for the last 2×.
-# **Check:** every collective's large messages are within 6× of the model
-# (the bound is loose because CI runs other notebooks on the same 2 cores),
-# and bandwidth-bound collectives grow with size.
+#
+# **Check** — on the model's two regimes, which survive a busy machine (CI runs
+# other notebooks on the same 2 cores, which can slow every collective several
+# times): small messages cost about the latency whatever their size, and large
+# ones grow in proportion to their size, as $\alpha + n/\beta$ says. The ratio to
+# the model is only bounded loosely.
 
 # %%
 assert alpha >= 0 and beta > 0
-assert all(0.25 < v < 6 for v in big.values()), big
 for op in ("allreduce", "allgather", "alltoall"):
     n, t = mpi.ops[op]
-    assert t[-1] > t[len(t) // 2], f"{op}: large messages should take longer than mid-size ones"
+    small = t[:3].max() / t[:3].min()                   # 8 B .. 128 B: latency-bound
+    large = n >= 64 * 1024                              # bandwidth-bound sizes
+    slope = np.polyfit(np.log(n[large]), np.log(t[large]), 1)[0]  # log-log slope, ideally 1
+    print(f"{op:<10} small-message spread {small:.2f}x; log-log slope over messages >= 64 KiB {slope:.2f}")
+    assert small < 3, f"{op}: tiny messages should all cost about alpha"
+    assert 0.5 < slope < 2.0, f"{op}: large messages should take time in proportion to their size (slope 1)"
+assert all(v < 30 for v in big.values()), big
 
 # %% [markdown]
 # ## Claim 17 (39:35) — scale-out is ~8× slower than scale-up

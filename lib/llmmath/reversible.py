@@ -1,0 +1,176 @@
+"""Reversible (RevNet) coupling blocks in NumPy: exact inverse, and backprop that recomputes activations.
+
+A block maps ``(x1, x2)`` to ``y1 = x1 + F(x2)``, ``y2 = x2 + G(y1)``; it is
+inverted by ``x2 = y2 - G(y1)``, ``x1 = y1 - F(x2)`` whatever ``F`` and ``G``
+are (the Feistel construction, with addition for xor). So the backward pass can
+rebuild every block's input from its output instead of storing it (Gomez,
+Ren, Urtasun & Grosse, "The Reversible Residual Network", NeurIPS 2017,
+Algorithm 1; used in transformers by Reformer, Kitaev et al. 2020).
+
+Here ``F`` and ``G`` are ``tanh(x W + b)`` on half the width; a network is a
+stack of blocks followed by a linear read-out and softmax cross-entropy. Three
+backward modes: ``"store"`` (keep every block input), ``"recompute"`` (keep
+none: invert block by block) and ``"checkpoint"`` (keep every k-th input and
+recompute each segment forward).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ._validate import positive_int
+
+__all__ = ["RevNet", "init_revnet", "reconstruction_error", "loss_and_grads"]
+
+
+@dataclasses.dataclass
+class RevNet:
+    """``blocks``: list of ``(Wf, bf, Wg, bg)`` (half-width square matrices); read-out ``Wo``, ``bo``."""
+
+    blocks: list
+    Wo: np.ndarray
+    bo: np.ndarray
+
+    @property
+    def depth(self) -> int:
+        return len(self.blocks)
+
+    def params(self) -> list:
+        return [p for blk in self.blocks for p in blk] + [self.Wo, self.bo]
+
+
+def init_revnet(width: int, depth: int, n_classes: int = 10, gain: float = 1.0, seed: int = 0,
+                dtype=np.float64) -> RevNet:
+    """A RevNet of ``depth`` blocks on inputs of even ``width``; weights ~ N(0, gain^2 / (width/2))."""
+    width, depth = positive_int("width", width), positive_int("depth", depth)
+    if width % 2:
+        raise ValueError(f"width must be even (the input is split in two halves), got {width}")
+    h = width // 2
+    rng = np.random.default_rng(seed)
+    blocks = [(rng.normal(0, gain / np.sqrt(h), (h, h)).astype(dtype), np.zeros(h, dtype),
+               rng.normal(0, gain / np.sqrt(h), (h, h)).astype(dtype), np.zeros(h, dtype)) for _ in range(depth)]
+    Wo = rng.normal(0, 1 / np.sqrt(width), (width, n_classes)).astype(dtype)
+    return RevNet(blocks, Wo, np.zeros(n_classes, dtype))
+
+
+def _f(x, W, b):
+    return np.tanh(x @ W + b)
+
+
+def _block_forward(x1, x2, blk):
+    """One block forward; also returns the two tanh outputs that the backward pass needs."""
+    Wf, bf, Wg, bg = blk
+    tf = _f(x2, Wf, bf)
+    y1 = x1 + tf
+    tg = _f(y1, Wg, bg)
+    return y1, x2 + tg, tf, tg
+
+
+def _block_inverse(y1, y2, blk):
+    """One block backwards: the inputs, and the same tanh outputs, rebuilt from the outputs."""
+    Wf, bf, Wg, bg = blk
+    tg = _f(y1, Wg, bg)
+    x2 = y2 - tg
+    tf = _f(x2, Wf, bf)
+    return y1 - tf, x2, tf, tg
+
+
+def forward(net: RevNet, x):
+    """Output halves ``(y1, y2)`` after all blocks."""
+    h = x.shape[1] // 2
+    a, b = x[:, :h], x[:, h:]
+    for blk in net.blocks:
+        a, b, _, _ = _block_forward(a, b, blk)
+    return a, b
+
+
+def inverse(net: RevNet, y1, y2):
+    """Input ``x`` rebuilt from the output halves by running the blocks backwards."""
+    for blk in reversed(net.blocks):
+        y1, y2, _, _ = _block_inverse(y1, y2, blk)
+    return np.concatenate([y1, y2], axis=1)
+
+
+def reconstruction_error(net: RevNet, x) -> float:
+    """``||inverse(forward(x)) - x|| / ||x||``: the floating-point drift of going there and back."""
+    y1, y2 = forward(net, x)
+    return float(np.linalg.norm(inverse(net, y1, y2) - x) / np.linalg.norm(x))
+
+
+def _tanh_vjp(x, W, b, t, g):
+    """For t = tanh(x W + b) and upstream g: (dx, dW, db)."""
+    da = g * (1.0 - t * t)
+    return da @ W.T, x.T @ da, da.sum(axis=0)
+
+
+def _block_backward(x2, y1, tf, tg, blk, dy1, dy2):
+    """Gradients through one block from its saved or rebuilt values; returns dx1, dx2 and parameter grads."""
+    Wf, bf, Wg, bg = blk
+    dz, dWg, dbg = _tanh_vjp(y1, Wg, bg, tg, dy2)
+    dy1 = dy1 + dz                    # y1 feeds G
+    dx2f, dWf, dbf = _tanh_vjp(x2, Wf, bf, tf, dy1)
+    return dy1, dy2 + dx2f, (dWf, dbf, dWg, dbg)
+
+
+def loss_and_grads(net: RevNet, x, y, mode: str = "recompute", segment: int | None = None):
+    """Softmax cross-entropy of the read-out and the gradients of every parameter.
+
+    ``mode``: ``"store"`` keeps every block's input (memory grows with depth),
+    ``"recompute"`` keeps only the output and rebuilds inputs by inversion
+    (constant memory, about one extra forward), ``"checkpoint"`` keeps every
+    ``segment``-th input (default ``ceil(sqrt(depth))``) and recomputes each
+    segment forward (memory ~ depth/segment + segment).
+
+    Returns ``(loss, grads)`` with grads in the order of :meth:`RevNet.params`.
+    """
+    if mode not in ("store", "recompute", "checkpoint"):
+        raise ValueError(f"mode must be 'store', 'recompute' or 'checkpoint', got {mode!r}")
+    h = x.shape[1] // 2
+    a, b = x[:, :h], x[:, h:]
+    n = net.depth
+    k = segment or int(np.ceil(np.sqrt(n)))
+    saved = {}
+    for i, blk in enumerate(net.blocks):
+        a_in, b_in = a, b
+        a, b, tf, tg = _block_forward(a, b, blk)
+        if mode == "store":
+            saved[i] = (a_in, b_in, tf, tg)
+        elif mode == "checkpoint" and i % k == 0:
+            saved[i] = (a_in, b_in)
+    out = np.concatenate([a, b], axis=1)
+    z = out @ net.Wo + net.bo
+    z = z - z.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(axis=1, keepdims=True)
+    m = x.shape[0]
+    loss = float(-np.mean(np.log(p[np.arange(m), y] + 1e-300)))
+    dz = p
+    dz[np.arange(m), y] -= 1.0
+    dz /= m
+    dWo, dbo = out.T @ dz, dz.sum(axis=0)
+    dout = dz @ net.Wo.T
+    dy1, dy2 = dout[:, :h], dout[:, h:]
+    y1, y2 = a, b
+    grads = [None] * n
+    seg_cache: dict = {}
+    for i in range(n - 1, -1, -1):
+        blk = net.blocks[i]
+        if mode == "store":
+            x1, x2, tf, tg = saved.pop(i)
+        elif mode == "recompute":
+            x1, x2, tf, tg = _block_inverse(y1, y2, blk)
+        else:
+            if i not in seg_cache:  # recompute this segment's values from its checkpoint
+                start = (i // k) * k
+                seg_cache = {}
+                c1, c2 = saved.pop(start)
+                for j in range(start, i + 1):
+                    n1, n2, tf_j, tg_j = _block_forward(c1, c2, net.blocks[j])
+                    seg_cache[j] = (c1, c2, tf_j, tg_j)
+                    c1, c2 = n1, n2
+            x1, x2, tf, tg = seg_cache.pop(i)
+        dy1, dy2, grads[i] = _block_backward(x2, x1 + tf, tf, tg, blk, dy1, dy2)
+        y1, y2 = x1, x2
+    return loss, [g for blk in grads for g in blk] + [dWo, dbo]
