@@ -1,0 +1,101 @@
+"""Sphinx configuration of the course book (``python tools/build_book.py`` runs it).
+
+The source directory is the repository root and this directory is only the
+configuration directory (``sphinx-build -c book . OUT``), so the chapters are
+read in place: ``chapters/NN_*.py`` (and ``solutions/NN_*.py`` unless this is a
+student build, ``-t student``) are Jupytext py:percent notebooks that myst-nb
+reads through ``jupytext.reads`` and executes at build time. Nothing else in
+the tree (``lib/``, ``tests/``, ``tools/``, config files) is a page.
+
+Everything the pages load at view time is served from ``_static``: MathJax 3,
+require.js and the Jupyter widgets HTML manager are vendored from npm into
+``build/book-vendor`` by ``tools/build_book.py`` (no CDN at build or view time).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+STUDENT = tags.has("student")  # noqa: F821  (``tags`` is injected by Sphinx)
+VENDOR = Path(os.environ.get("LLMMATH_BOOK_VENDOR", ROOT / "build" / "book-vendor"))
+
+project = "llmmath — the math of LLM training and serving"
+author = "the llmmath authors"
+copyright = "the llmmath authors, MIT licence"
+
+extensions = ["myst_nb"]
+root_doc = "book/index"
+
+# Only these are pages; everything else under the repository root is ignored.
+include_patterns = ["book/*.md", "book/_generated/*.md", "chapters/[0-9][0-9]_*.py"]
+if not STUDENT:
+    include_patterns.append("solutions/[0-9][0-9]_*.py")
+exclude_patterns = ["build", ".venv", "**/.ipynb_checkpoints", "book/conf.py"]
+
+# --- notebooks: Jupytext .py (percent) files, executed at build time ------------------------
+nb_custom_formats = {".py": ["jupytext.reads", {"fmt": "py:percent"}]}
+nb_execution_mode = "force"
+nb_execution_timeout = 600
+nb_execution_raise_on_error = True  # a chapter that fails to run fails the build
+nb_execution_show_tb = True
+nb_merge_streams = True
+nb_output_stderr = "remove-warn"
+# The widget snapshot (the state nbclient saves after execution) is rendered by the
+# Jupyter widgets HTML manager; both it and require.js are served from _static.
+nb_ipywidgets_js = {
+    "require.min.js": {},
+    "html-manager/embed-amd.js": {},
+}
+myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 3
+suppress_warnings = ["mystnb.unknown_mime_type", "myst.header"]
+
+# --- math: MathJax 3 from npm, served locally ---------------------------------------------
+mathjax_path = "mathjax/tex-mml-chtml.js"
+mathjax3_config = {"tex": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]]},
+                   "options": {"processHtmlClass": "tex2jax_process|mathjax_process|math|output_area"}}
+mathjax4_config = None
+
+# --- HTML --------------------------------------------------------------------------------
+html_theme = "sphinx_book_theme"
+html_title = "llmmath" + (" (student edition)" if STUDENT else "")
+html_static_path = [str(VENDOR), str(HERE / "_static")]
+# after MathJax (priority 500): lets the widget manager typeset labels through MathJax 3
+html_js_files = [("mathjax2-shim.js", {"defer": "defer", "priority": 900})]
+html_extra_path = [str(HERE / "_extra")]
+html_theme_options = {
+    "show_toc_level": 2,
+    "home_page_in_toc": True,
+    "use_download_button": False,
+    "use_fullscreen_button": False,
+    "navigation_with_keys": False,
+}
+html_last_updated_fmt = None
+html_copy_source = False
+html_show_sourcelink = False
+
+
+def _solutions_toc(app, docname, source):
+    """In ``book/index`` replace the solutions marker by their toctree (none in a student build)."""
+    if docname != root_doc:
+        return
+    toc = "" if STUDENT else (
+        "```{toctree}\n:caption: Worked solutions\n:glob:\n:maxdepth: 1\n\n/solutions/*\n```\n")
+    source[0] = source[0].replace("<!-- solutions-toc -->", toc)
+
+
+def _claims_page(app):
+    import claims_page  # tools/claims_page.py: generated from llmmath.claims at every build
+
+    claims_page.write(HERE / "_generated" / "claims.md")
+
+
+def setup(app):
+    app.connect("builder-inited", _claims_page)
+    app.connect("source-read", _solutions_toc)
