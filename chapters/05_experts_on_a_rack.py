@@ -6,7 +6,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 5 — Experts on a rack: scale-up, scale-out, and how big a model a domain can serve
 #
 # A mixture-of-experts layer scatters each token to a few experts that live on
@@ -34,7 +34,7 @@ import matplotlib.pyplot as plt
 
 from llmmath import claims, hardware, models, mpi_bench, network, parallelism, plots, serving, widgets
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## The systems
 #
 # A scale-up **domain** is the set of GPUs that reach each other through the
@@ -54,7 +54,7 @@ for s in hardware.systems().values():
           f"{s.scale_out_bytes_per_s_per_package / 1e9:>8.1f} {s.scale_up_over_scale_out:>6.1f} "
           f"{s.hbm_bytes / 1e12:>8.1f}TB {s.hbm_bytes_per_s / 1e12:>11.0f}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # Entries for 2025–2027 systems (GB300, Vera Rubin, Rubin Ultra, MI355X,
 # Helios) are announced figures; `systems.toml` lists which fields no stored
 # vendor page confirmed (`unverified`).
@@ -103,14 +103,14 @@ for key in ("hgx-h100", "hgx-b200", "gb200-nvl72", "mi300x-8"):
 # through its NIC: the time becomes $\max\big(\tfrac12 s/\beta_\text{up},\ \tfrac12 s/\beta_\text{out}\big)$,
 # i.e. $\tfrac12\,\beta_\text{up}/\beta_\text{out}$ times the one-rack time — 9× on a GB200 rack.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=7, height=4.2)
 ds = models.get("deepseek-v3")
 B = np.logspace(np.log10(64), np.log10(65536), 60)
 layer = serving.decode_step(ds, "gb200", B, 4096, n_chips=64, weight_dtype="fp8", check_capacity=False).time_s / ds.n_layers
 ax.loglog(B, layer, "k-", lw=2, label="one layer's decode floor (64 x GB200, fp8, L=4096)")
 for racks, style in ((1, "-"), (2, "--"), (4, ":")):
-    ax.loglog(B, claims.moe_layer_all_to_all_s(ds, "gb200-nvl72", 64, B, racks=racks), style, color="C3",
+    ax.loglog(B, parallelism.moe_layer_all_to_all_s(ds, "gb200-nvl72", 64, B, racks=racks), style, color="C3",
               label=f"all-to-all, layer over {racks} rack(s)")
 ax.set_xlabel("decode batch per rack (sequences)"); ax.set_ylabel("time per MoE layer (s)")
 ax.set_title("DeepSeek-V3 on GB200 NVL72: leaving the rack costs ~9x"); ax.grid(True, which="both", alpha=0.3)
@@ -121,7 +121,7 @@ plt.show()
 # **Explore.** Change the system (its scale-up/scale-out ratio), the racks the
 # layer spans, the GPUs per rack, the context and the batch.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 ep_explorer = widgets.expert_parallel_explorer()
 ep_explorer.widget
 
@@ -137,7 +137,7 @@ ep_explorer.widget
 v16 = claims.check(16)
 assert v16.verdict == "holds if"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Measured: real collectives and the alpha–beta model
 #
 # The all-to-all times above come from the **alpha–beta model**: a message of
@@ -166,7 +166,7 @@ print(f"fitted from ping-pong: alpha = {alpha * 1e6:.1f} us, beta = {beta / 1e9:
 big = {op: float(np.median(mpi.ops[op][1][-3:] / mpi.predicted(op)[-3:])) for op in ("allreduce", "allgather", "alltoall")}
 print("large messages, measured / predicted:", ", ".join(f"{k} {v:.2f}" for k, v in big.items()))
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=7, height=4.5)
 mpi_bench.plot(mpi, ax=ax)
 plt.show()
@@ -198,7 +198,7 @@ for op in ("allreduce", "allgather", "alltoall"):
     assert 0.5 < slope < 2.0, f"{op}: large messages should take time in proportion to their size (slope 1)"
 assert all(v < 30 for v in big.values()), big
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 17 (39:35) — scale-out is ~8× slower than scale-up
 #
 # *Claim, paraphrased:* per GPU, the link to the data-center network carries
@@ -209,7 +209,7 @@ assert all(v < 30 for v in big.values()), big
 # (50 GB/s) NIC = 9. GB200 NVL72: 900 GB/s over the same 400 Gb/s NIC = 18;
 # GB300 doubles the NIC (800 Gb/s) and returns to 9.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 gpu_sys = [s for s in hardware.systems().values() if s.vendor in ("NVIDIA", "AMD") and np.isfinite(s.scale_up_over_scale_out)]
 fig, ax = plots.new_axes(width=8, height=3.8)
 ax.bar([s.key for s in gpu_sys], [s.scale_up_over_scale_out for s in gpu_sys], color="C0")
@@ -223,7 +223,7 @@ plt.show()
 v17 = claims.check(17)
 assert v17.verdict == "holds"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 18 (41:41) — bigger domains: at least 4× is real
 #
 # *Claim, paraphrased:* NVIDIA's domains went from 8 (Hopper) to 72 (Blackwell)
@@ -235,7 +235,7 @@ assert v17.verdict == "holds"
 # 144 dies; Rubin Ultra "NVL576" holds 144 packages with 4 dies each — 576 dies.
 # So the name grows 8×, the dies 4×, the packages (what must be cabled) 2×.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 keys = ["hgx-h100", "gb200-nvl72", "vr200-nvl144", "rubin-ultra-nvl576"]
 fig, ax = plots.new_axes(width=7, height=3.8)
 x = np.arange(len(keys))
@@ -249,7 +249,7 @@ plt.show()
 v18 = claims.check(18)
 assert v18.verdict == "holds if"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 19 (47:02) — active parameters by compute, total by the domain
 #
 # *Claim, paraphrased:* how many parameters a token uses is limited by what the
@@ -264,7 +264,7 @@ assert v18.verdict == "holds if"
 # pipelining, because the stages run one after another. So at a step-time
 # target $t^*$ a domain can serve at most $N_\text{tot} \le t^* W_\text{domain}/b_w$.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=7.5, height=4)
 t_star = 0.02
 sys_keys = ["hgx-a100", "hgx-h100", "hgx-h200", "hgx-b200", "mi300x-8", "gb200-nvl72", "vera-rubin-nvl72"]
@@ -285,7 +285,7 @@ plt.show()
 v19 = claims.check(19)
 assert v19.verdict == "holds if"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 27 (1:18:23) — the domain's bandwidth grew fastest
 #
 # *Claim, paraphrased:* what matters about a big domain is the HBM bandwidth it
@@ -297,7 +297,7 @@ assert v19.verdict == "holds if"
 # GPU, so $576/26.8 = 21.5\times$ in all — and the weight-read latency floor of
 # a model that fills the domain falls by the same factor.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=7, height=4)
 nv = ["hgx-a100", "hgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "gb300-nvl72", "vera-rubin-nvl72", "rubin-ultra-nvl576"]
 years = [hardware.system(k).year for k in nv]
@@ -313,7 +313,7 @@ plt.show()
 v27 = claims.check(27)
 assert v27.verdict == "holds"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # | # | time | claim | verdict |

@@ -1,6 +1,6 @@
 """Answer checking for the exercises: right, how far off, and a units hint.
 
-The answer key (``data/answers.toml``) holds each problem's value, tolerance
+The answer key (``data/answers/NN.toml``, one file per chapter) holds each problem's value, tolerance
 and unit. :func:`check_answer` compares a reader's number with it and says
 *right*, or *how far off* and in which direction, with a hint when the miss
 looks like a units slip (a factor of 1000, 1024, 8, 2 ...). It never prints
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from importlib import resources
 
 from . import _catalog
 
@@ -31,8 +32,13 @@ _SLIPS = [
 
 
 def answer_keys() -> dict:
-    """The whole answer key (for tests; readers should not need it)."""
-    return dict(_catalog.load("answers.toml")["answers"])
+    """The whole answer key, all chapters (for tests; readers should not need it)."""
+    keys: dict = {}
+    folder = resources.files("llmmath.data").joinpath("answers")
+    for f in sorted(folder.iterdir(), key=lambda p: p.name):
+        if f.name.endswith(".toml"):
+            keys.update(_catalog.load(f"answers/{f.name}")["answers"])
+    return keys
 
 
 def check_answer(key: str, value, quiet: bool = False) -> bool | None:

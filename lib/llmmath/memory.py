@@ -27,7 +27,6 @@ import numpy as np
 from . import hardware, models
 from ._validate import positive, positive_int, result
 from .hardware import default_compute_dtype
-from .units import dtype_bytes
 
 __all__ = ["activation_bytes_per_layer", "kv_read_vs_recompute_s"]
 

@@ -28,6 +28,7 @@ from .units import dtype_bytes
 __all__ = [
     "bubble_fraction", "pipeline_schedule", "MemoryPerGPU", "memory_per_gpu", "check_placement",
     "boundary_traffic_ratio", "PipelinedDecode", "pipelined_decode", "deployments", "hop_latencies",
+    "moe_layer_all_to_all_s",
 ]
 
 
@@ -255,3 +256,25 @@ def pipelined_decode(model, chip, chips_per_stage: int, stages: int, batch, cont
     latency = P * stage + P * hop
     tps = P * np.asarray(whole.batch) / latency
     return PipelinedDecode(result(stage), result(latency), result(tps), result(n * P / tps), n * P)
+
+
+def moe_layer_all_to_all_s(model, system, ep: int, batch_per_rack, racks: int = 1, dispatch_bytes=1.0,
+                           combine_bytes=2.0):
+    """Dispatch + combine time of one MoE layer, ``batch_per_rack`` sequences on each rack's ``ep`` GPUs.
+
+    Each GPU sends its ``batch_per_rack / ep`` tokens' traffic
+    (:func:`llmmath.network.moe_all_to_all_bytes_per_token`), so the load per GPU
+    is the same however many racks the layer spans; spanning ``racks`` equal
+    racks, a fraction ``1 - 1/racks`` of it leaves the rack over the scale-out
+    NICs (:func:`llmmath.network.all_to_all_time_s`).
+    """
+    m, s_ = models.get(model), hardware.system(system)
+    n = ep * racks
+    per_gpu = batch_per_rack / ep * network.moe_all_to_all_bytes_per_token(
+        m.d_model, m.experts_per_token, n, dispatch_bytes, combine_bytes)
+    buffer = per_gpu * n / (n - 1)  # all_to_all_time_s takes the whole send buffer, 1/n of which stays local
+    f = 1.0 - 1.0 / racks
+    return network.all_to_all_time_s(buffer, n, s_.scale_up_bytes_per_s_per_package,
+                                     fraction_out_of_domain=f,
+                                     scale_out_bytes_per_s=s_.scale_out_bytes_per_s_per_package if f else None)
+

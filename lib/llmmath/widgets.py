@@ -230,7 +230,7 @@ _RACK_BATCH = np.logspace(np.log10(64), np.log10(65536), 60)
 
 
 def _draw_expert_parallel(fig, model, system, ep, racks, context, log2_batch):
-    from . import claims, hardware, models, serving
+    from . import hardware, models, parallelism, serving
 
     ax = fig.axes[0]
     m, sy = models.get(model), hardware.system(system)
@@ -239,10 +239,10 @@ def _draw_expert_parallel(fig, model, system, ep, racks, context, log2_batch):
     chip = sy.chip or "gb200"
     layer = serving.decode_step(m, chip, _RACK_BATCH, context, n_chips=ep, weight_dtype="fp8",
                                 check_capacity=False).time_s / m.n_layers
-    one = claims.moe_layer_all_to_all_s(m, sy, ep, _RACK_BATCH, racks=1)
-    many = claims.moe_layer_all_to_all_s(m, sy, ep, _RACK_BATCH, racks=racks)
+    one = parallelism.moe_layer_all_to_all_s(m, sy, ep, _RACK_BATCH, racks=1)
+    many = parallelism.moe_layer_all_to_all_s(m, sy, ep, _RACK_BATCH, racks=racks)
     B = 2.0 ** log2_batch
-    b_one = claims.moe_layer_all_to_all_s(m, sy, ep, B, racks=racks)
+    b_one = parallelism.moe_layer_all_to_all_s(m, sy, ep, B, racks=racks)
     b_layer = serving.decode_step(m, chip, B, context, n_chips=ep, weight_dtype="fp8", check_capacity=False).time_s / m.n_layers
     artists = [*ax.plot(_RACK_BATCH, layer, "k-", lw=2), *ax.plot(_RACK_BATCH, one, "C0-"),
                *ax.plot(_RACK_BATCH, many, "C3--"), *ax.plot([B], [b_one], "C3o"), *ax.plot([B], [b_layer], "ko")]
