@@ -6,7 +6,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 0 — Rooflines: the two times behind every number in this course
 #
 # **How to use the course.** Each chapter is a notebook you run top to bottom.
@@ -30,7 +30,7 @@ import llmmath as lm
 from llmmath import hardware, roofline, kernels, plots, widgets
 from llmmath.units import fmt_bytes, fmt_bytes_per_s, fmt_flops_per_s, fmt_seconds
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1. The two times
 #
 # A chip does two things for a kernel: arithmetic and data movement from its
@@ -67,7 +67,7 @@ print(f"H100: t_compute = {flops:.3g} / {F:.3g} = {fmt_seconds(flops / F)}; "
 print(f"floor = {fmt_seconds(roofline.roofline_time_s(flops, n_bytes, F, Wbw))}; "
       f"balance point F/W = {roofline.balance_point(F, Wbw):.0f} FLOP/byte -> memory-bound")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Takeaway:** a matmul against a weight matrix is memory-bound until its batch
 # reaches the chip's $F/W$ — about 300 on an H100.
 #
@@ -109,7 +109,7 @@ print(f"C/W over the catalog: {drain.min() * 1e3:.1f} .. {drain.max() * 1e3:.1f}
 assert abs(hardware.get("h100-sxm").balance_flops_per_byte("bf16") - 989.5e12 / 3.35e12) < 1e-6
 assert 100 < ridge.min() and ridge.max() < 1000, "a catalog ridge point left the 100-1000 FLOP/byte band"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3. The roofline picture
 #
 # Plotting attainable FLOP/s $= \min(F,\; I\cdot W)$ against intensity $I$ on log
@@ -117,24 +117,24 @@ assert 100 < ridge.min() and ridge.max() < 1000, "a catalog ridge point left the
 # (compute-bound) at the balance point. The vertical lines are the intensities of
 # a bf16 matmul against a weight at a few batch sizes ($I \approx B$).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=7, height=4.5)
 plots.roofline_plot(["a100-80gb", "h100-sxm", "b200", "mi300x", "tpu-v5e", "tpu-v6e"], "bf16", ax=ax,
                     mark={"B=1": 1, "B=16": 16, "B=256": 256, "B=4096": 4096})
 plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Explore: where does a kernel land?
 # Pick a chip, a precision and a kernel intensity; the panel says which bound
 # applies and what fraction of peak the kernel can reach. (The explorer is
 # `llmmath.widgets.roofline_explorer`: it draws with `plots.roofline_plot` and
 # computes with `roofline.attainable_flops_per_s`.)
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 roof_explorer = widgets.roofline_explorer()
 roof_explorer.widget
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. This machine as a chip
 #
 # `hardware.local()` measures the machine you are on: the bandwidth of a large
@@ -174,7 +174,7 @@ for name, fl, by, t in rows:
     pred = roofline.roofline_time_s(fl, by, F_me, W_me)
     print(f"{name:<14} {fl / by:>9.3g} {fmt_seconds(pred):>11} {fmt_seconds(t):>11} {t / pred:>9.2f}")
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=7, height=4.5)
 I = np.logspace(-2, 3, 200)
 ax.loglog(I, roofline.attainable_flops_per_s(I, F_me, W_me), "k-", label="this machine's roofline (measured ceilings)")
@@ -200,7 +200,7 @@ assert axpy_flops / t_axpy < 0.2 * F_me, "the streaming kernel should be memory-
 assert me.balance_flops_per_byte("fp32") > 1, "this machine should do more than 1 FLOP per byte it reads"
 print("chapter 0 checks passed")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # | idea | formula | where it returns |

@@ -6,7 +6,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 1 — Batch size: why serving one user at a time is ruinous
 #
 # This chapter checks four claims from the interview, all about the same
@@ -32,7 +32,7 @@ import ipywidgets as W
 from llmmath import claims, hardware, kernels, models, plots, serving, widgets
 from llmmath.units import fmt_count, fmt_seconds
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## The model: one decode step on the roofline
 #
 # In **decode**, each of $B$ sequences appends one token. Every weight multiplies
@@ -78,7 +78,7 @@ for i, b in enumerate(B):
           f"{fmt_seconds(step.kv_s[i]):>10} {fmt_seconds(step.time_s[i]):>10} {step.cost_chip_s_per_token[i]:>13.3g} "
           f"{'compute' if step.compute_bound[i] else 'memory':>8}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # Read the table down: the weight time is the same 5 ms at every batch (the
 # weights are read once), compute grows with $B$, and so does the KV time —
 # which, for this model at 2048 tokens of context, outgrows the compute before
@@ -137,7 +137,7 @@ for m, c in pairs:
 # line is $B^*$. DeepSeek-V3 is shown in fp8, as it is usually served (its bf16
 # weights, 1.34 TB, do not fit on 8 H200s).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, (axc, axt) = plots.new_axes(2, width=5.5)
 for m, c, n, wd in (("llama-3.1-70b", "h100-sxm", 2, "bf16"), ("llama-3.1-70b", "b200", 1, "bf16"),
                     ("deepseek-v3", "h200", 8, "fp8"), ("deepseek-v3", "b200", 8, "fp8")):
@@ -154,7 +154,7 @@ plt.show()
 # the plots gives the step's parts, its bound, the balance batch and whether the
 # KV cache fits. (`llmmath.widgets.decode_explorer` over `serving.decode_step`.)
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 decode_explorer = widgets.decode_explorer(model="llama-3.1-70b", chip="h100-sxm", n_chips=8)
 decode_explorer.widget
 
@@ -168,7 +168,7 @@ decode_explorer.widget
 v1 = claims.check(1)
 assert v1.verdict == "holds"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 2 (4:39) — not batching costs ~1000×
 #
 # *Claim, paraphrased:* a provider that runs each user alone, instead of
@@ -205,7 +205,7 @@ print(f"\nif an unbatched DeepSeek-V3 token had to read all {fmt_count(ds.total_
 # Context makes the penalty smaller, not larger: KV reads are per sequence and
 # cannot be shared by batching, so they raise the batched cost too.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, (ax1, ax2) = plots.new_axes(2, width=5.5)
 L = np.linspace(0, 32768, 200)
 for m in ("llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"):
@@ -225,7 +225,7 @@ plt.show()
 v2 = claims.check(2)
 assert v2.verdict == "off by"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # **Verdict.** The right order of magnitude, but high: the roofline puts the
 # unbatched penalty at the chip's $R$, 150–560× across the catalog at bf16 —
 # ~300× on an H100 (the claim is 3× high there), 560× on a TPU v6e (1.8× high) —
@@ -262,7 +262,7 @@ for m in ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "deepseek-v3"):
         t1 = serving.decode_step_time_s(m, c, 1, 0, n_chips=n)
         print(f"{m:<15} {f'{n} x {c}':>12} {fmt_seconds(f):>18} {fmt_seconds(t1):>12} {1 / t1:>17,.0f}")
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=6.5)
 n = np.arange(1, 73)
 for m in ("llama-3.1-70b", "llama-3.1-405b"):
@@ -280,7 +280,7 @@ plt.show()
 v4 = claims.check(4)
 assert v4.verdict == "holds if"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 8 (15:04) — small batches waste the weight reads
 #
 # *Claim, paraphrased:* at batch 1 the cost per token is enormous — the speaker
@@ -293,7 +293,7 @@ assert v4.verdict == "holds if"
 # server runs. Above $B^*$ it is flat at $2N_\text{mm}/F$ (plus per-sequence KV
 # reads at long context, which batching cannot amortize).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=6.5)
 m, c = "llama-3.1-8b", "h100-sxm"
 mm, cc = models.get(m), hardware.get(c)
@@ -311,7 +311,7 @@ plt.show()
 v8 = claims.check(8)
 assert v8.verdict == "holds"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Measured: the flat region and the knee on this machine
 #
 # The claims rest on one physical fact: multiplying a batch of activations by a
@@ -327,7 +327,7 @@ sweep = kernels.batch_sweep()
 print(sweep.table())
 print(f"predicted knee: B = {sweep.knee_batch:.0f}")
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, (ax1, ax2) = plots.new_axes(2, width=5.5)
 plots.batch_sweep_plot(sweep, ax=ax1)
 ax2.loglog(sweep.batch, sweep.measured_s / sweep.batch, "o-", label="measured time per row")
@@ -367,7 +367,7 @@ assert ratio.min() > 0.3, (f"a product ran {1 / ratio.min():.1f}x faster than it
                            f"(F = {sweep.flops_per_s:.3g} FLOP/s, W = {sweep.bytes_per_s:.3g} B/s): ceilings mismeasured")
 assert amortization > 3, f"batching should amortize the weight reads; cost per row fell only {amortization:.1f}x"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # | # | time | claim | verdict |

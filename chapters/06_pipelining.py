@@ -6,7 +6,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 6 — Pipelining: what it saves, what it cannot, and how models are actually laid out
 #
 # **Pipeline parallelism** (PP) cuts a model's layers into $P$ consecutive
@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt
 
 from llmmath import claims, hardware, models, parallelism, plots, serving, widgets
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Schedules and the bubble
 #
 # In **training**, each micro-batch goes forward through the stages and then
@@ -48,7 +48,7 @@ from llmmath import claims, hardware, models, parallelism, plots, serving, widge
 # timelines below come from a small simulator (`parallelism.pipeline_schedule`),
 # and its idle fraction matches the formula.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, axes = plots.new_axes(3, width=4.6, height=3.0)
 for ax, (kind, fwd_only, title) in zip(axes, (("gpipe", False, "GPipe (training)"), ("1f1b", False, "1F1B (training)"),
                                              ("gpipe", True, "forward only (one inference pass)"))):
@@ -69,11 +69,11 @@ print(f"bubble formula for p=4, m=8: {parallelism.bubble_fraction(4, 8):.1%}")
 # time ratio. (In decode, micro-batches loop back for their next token, so with
 # $m \ge p$ one pass's drain overlaps the next pass's fill: no bubble.)
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 pipe_explorer = widgets.pipeline_explorer()
 pipe_explorer.widget
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=6, height=3.6)
 m = np.arange(1, 65)
 for p in (2, 4, 8, 16):
@@ -82,7 +82,7 @@ ax.set_xlabel("micro-batches m"); ax.set_ylabel("idle fraction (p-1)/(m+p-1)"); 
 ax.set_title("Training bubble: more micro-batches per batch shrink it"); ax.grid(True, alpha=0.3); ax.legend()
 plt.show()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 20 (52:56) — when a boundary on the slow network is harmless
 #
 # *Claim, paraphrased:* put a pipeline cut between racks and the slow
@@ -104,7 +104,7 @@ plt.show()
 # $2k = 16$ already beats a 9× gap with one layer per stage, and two layers beat
 # the 18× of a GB200 rack wired with 400 Gb/s NICs.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=6.5, height=3.8)
 layers = np.arange(1, 17)
 for key in ("hgx-h100", "gb200-nvl72", "gb300-nvl72", "tpu-v5p-pod"):
@@ -122,7 +122,7 @@ plt.show()
 v20 = claims.check(20)
 assert v20.verdict == "holds"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 21 (55:35) — no saving in memory time or compute time
 #
 # *Claim, paraphrased:* in inference, pipelining does not reduce the time spent
@@ -144,7 +144,7 @@ for P in (1, 2, 4, 8):
 v21 = claims.check(21)
 assert v21.verdict == "holds"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claims 22 (56:04) and 25 (1:12:51) — weights shrink per GPU, the KV cache does not
 #
 # *Claim 22, paraphrased:* pipelining lets each rack hold only its share of the
@@ -163,7 +163,7 @@ assert v21.verdict == "holds"
 #
 # $$\text{KV} = \frac{(P\,b)\,L\,\beta}{P\,E} = \frac{b\,L\,\beta}{E}\quad\text{— the } P \text{ cancels.}$$
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, axes = plots.new_axes(2, width=5.0, height=3.8)
 P = np.array([1, 2, 4, 8])
 for ax, (model, kw, L, title) in zip(axes, (
@@ -183,7 +183,7 @@ assert v22.verdict == "holds if"
 v25 = claims.check(25)
 assert v25.verdict == "holds"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 24 (1:00:59) — neutral for batch size and latency
 #
 # *Claim, paraphrased:* in inference, pipelining neither helps nor hurts the
@@ -210,7 +210,7 @@ for k, v in parallelism.hop_latencies().items():
 v24 = claims.check(24)
 assert v24.verdict == "holds"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 26 (1:13:10) — wide expert parallelism, little pipelining
 #
 # *Claim, paraphrased:* to serve a large MoE, spread experts over the whole
@@ -237,7 +237,7 @@ for k, d in parallelism.deployments().items():
 v26 = claims.check(26)
 assert v26.verdict == "holds if"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # | # | time | claim | verdict |

@@ -80,7 +80,7 @@ def vendor(dest: Path, *, reveal: bool = False) -> Path:
     if not _disarm(dest / "html-manager" / "embed-amd.js"):
         raise SystemExit("html-manager: expected its CDN fallback for widget modules; has the package changed?")
     for path in dest.rglob("*"):
-        if path.suffix in (".js", ".css"):
+        if path.is_file() and path.suffix in (".js", ".css"):
             _disarm(path)
     return dest
 

@@ -33,10 +33,11 @@ def check(page_path: Path, shot: Path, *, widgets: int = 1, slides: bool = False
     url = page_path.resolve().as_uri()
     blocked, errors = [], []
     with tempfile.TemporaryDirectory() as profile, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + [f"--user-data-dir={profile}"]
-                                    if False else CHROMIUM_ARGS, timeout=timeout_s * 1000)
+        browser = p.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
+            viewport={"width": 1280, "height": 900}, timeout=timeout_s * 1000)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page = browser.new_page()
             page.set_default_timeout(timeout_s * 1000)
 
             def route(r):
@@ -48,6 +49,7 @@ def check(page_path: Path, shot: Path, *, widgets: int = 1, slides: bool = False
 
             page.route("**/*", route)
             page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("requestfailed", lambda r: errors.append(f"failed to load {r.url}") if r.url not in blocked else None)
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.goto(url, wait_until="load")
             page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0")
@@ -71,7 +73,19 @@ def check(page_path: Path, shot: Path, *, widgets: int = 1, slides: bool = False
             shot.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(shot))
             info["screenshots"] = [str(shot)]
-            if widgets:
+            if widgets and slides:  # go to the (sub)slide that holds the first slider
+                hv = page.evaluate("""() => {
+                    const s = document.querySelector('.widget-slider, .widget-hslider').closest('section');
+                    const outer = s.parentElement.closest('section') || s;
+                    const h = [...outer.parentElement.children].indexOf(outer);
+                    const v = outer === s ? 0 : [...outer.children].filter(e => e.tagName === 'SECTION').indexOf(s);
+                    return [h, v]; }""")
+                page.evaluate(f"() => {{ location.hash = '#/{hv[0]}/{hv[1]}'; }}")
+                page.wait_for_timeout(1500)
+                wshot = shot.with_name(shot.stem + "-widget.png")
+                page.screenshot(path=str(wshot))
+                info["screenshots"].append(str(wshot))
+            elif widgets:
                 w = page.locator(".widget-vbox, .jupyter-widgets.widget-container").filter(
                     has=page.locator(".widget-slider, .widget-hslider")).first
                 w.scroll_into_view_if_needed()
