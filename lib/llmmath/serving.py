@@ -35,6 +35,7 @@ from .units import dtype_bytes, fmt_bytes
 __all__ = [
     "DecodeStep", "decode_step", "decode_step_time_s", "decode_cost_per_token",
     "latency_floor_s", "balance_batch", "max_batch", "fits_in_hbm", "cost_ratio_unbatched",
+    "prefill_step", "prefill_cost_per_token", "context_attention_flops_per_token", "attention_crossover_context",
 ]
 
 
@@ -208,32 +209,58 @@ def latency_floor_s(model, chip, n_chips=1, weight_dtype="bf16", check_capacity=
     return m.weights_read_params * dtype_bytes(weight_dtype) / (n * c.hbm_bytes_per_s)
 
 
-def balance_batch(model, chip, context=0, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None):
+def balance_batch(model, chip, context=0, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None, *,
+                  sparsity="total", attention_flops=True):
     """B*: the batch at which a decode step's compute time equals its memory time.
 
+    Two meanings of "balanced", chosen by ``sparsity`` (chapter 3):
+
+    ``sparsity="total"`` (the default): the **whole step** balances -- the time
+    to read every weight once equals the time to do every token's arithmetic.
     Setting ``B (2 N_mm + a L) / F = (P_read b_w + B L beta + B d b_w) / W`` and solving::
 
         B* = (P_read b_w / W) / ((2 N_mm + a L) / F - L beta / W - d b_w / W)
 
     (the last term: each sequence reads its own row of an untied input embedding;
-    it shifts B* by about 0.02%).
+    it shifts B* by about 0.02%). At ``L = 0`` this is ``R * P_read / N_mm`` with
+    R = F b_w / (2 W): the chip's balance ratio times the parameter sparsity
+    N_tot/N_act (~300 x sparsity on an H100 at bf16). It assumes every expert is
+    read (the large-batch regime) and does not depend on ``n_chips``.
 
-    At ``L = 0`` this is ``R * P_read / N_mm`` with R = F b_w / (2 W): the chip's
-    balance ratio times the model's sparsity (~300 x sparsity on an H100 at bf16).
-    It uses total-parameter sparsity N_tot/N_act (all experts read, the large-batch
-    regime), and does not depend on ``n_chips`` (F and W scale together).
+    ``sparsity="expert"``: **each routed expert's own matmul** balances -- an
+    expert sees on average ``B k / E`` tokens, and its weight read
+    ``P_e b_w / W`` equals its arithmetic ``(B k / E) 2 P_e / F`` at::
+
+        B*_expert = R * E / k
+
+    (R for a dense model). An expert reads no KV cache, so ``context`` does not
+    enter; the result is broadcast to its shape. For DeepSeek-V3 E/k = 256/8 = 32
+    while N_tot/N_act = 17.9: every expert compute-bound needs ~1.8x the batch
+    that balances the step as a whole.
+
+    ``attention_flops=False`` drops the attention FLOPs ``a L`` from the compute
+    side (the speaker's form at 20:15, which counts KV reads but not the
+    arithmetic done on them); default True.
 
     Returns ``inf`` where the KV reads of one sequence already take longer than its
     compute (``L beta / W >= (2 N_mm + a L) / F``): no batch balances, decode stays
     memory-bound. Broadcasts over ``context``.
 
     Raises:
-        ValueError: negative or NaN context. KeyError: unknown model, chip or dtype.
+        ValueError: negative or NaN context; ``sparsity`` not 'total' or 'expert'.
+        KeyError: unknown model, chip or dtype.
     """
+    if sparsity not in ("total", "expert"):
+        raise ValueError(f"sparsity must be 'total' (N_tot/N_act: the whole step balances) or 'expert' "
+                         f"(E/k: each expert's matmul balances), got {sparsity!r}")
     m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
     L = non_negative("context", context)
     W = c.hbm_bytes_per_s
-    per_seq_compute = (2.0 * m.matmul_params_per_token + m.attention_flops_per_token(L)) / F
+    if sparsity == "expert":
+        out = np.broadcast_to(F * b_w / (2.0 * W) * m.expert_sparsity, np.shape(L)).astype(float)
+        return result(out)
+    attn = m.attention_flops_per_token(L) if attention_flops else 0.0 * L
+    per_seq_compute = (2.0 * m.matmul_params_per_token + attn) / F
     per_seq_kv = L * m.kv_bytes_per_token(kv_dtype) / W
     # An untied input embedding is not read whole: each sequence reads its one row.
     per_seq_row = (0 if m.tied_embeddings else m.d_model) * b_w / W
@@ -259,3 +286,152 @@ def cost_ratio_unbatched(model, chip, context=0, weight_dtype="bf16", kv_dtype="
     per_token_compute = (2.0 * m.matmul_params_per_token + m.attention_flops_per_token(L)) / F
     per_token_kv = L * m.kv_bytes_per_token(kv_dtype) / c.hbm_bytes_per_s
     return result(one / np.maximum(per_token_compute, per_token_kv))
+
+
+# ---------------------------------------------------------------------------
+# Prefill, and where attention's context-dependent FLOPs catch up (chapter 8)
+# ---------------------------------------------------------------------------
+
+def prefill_step(model, chip, prompt_tokens, batch=1, n_chips=1, weight_dtype="bf16", kv_dtype="bf16",
+                 compute_dtype=None, overlap="max"):
+    """Roofline floor of prefilling ``batch`` prompts of ``prompt_tokens`` tokens each in one pass.
+
+    Compute: ``B (T * 2 N_mm + causal attention)``, where causal attention over
+    a prompt of T tokens costs ``attention_flops_per_token(T (T-1) / 2)`` (token i
+    attends to i earlier ones). Memory: the weights once (all the experts the
+    ``B T`` tokens touch) plus the new KV cache written, ``B T beta``; the prompt's
+    own K and V are reused from on-chip memory (FlashAttention-style), not re-read.
+    Returns a :class:`DecodeStep` whose ``batch`` counts tokens (``B T``), so its
+    ``cost_chip_s_per_token`` and ``mfu`` read per prompt token. Capacity is not checked.
+
+    Raises:
+        ValueError: non-positive prompt length or batch, n_chips < 1, unknown overlap.
+    """
+    m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
+    T = positive("prompt_tokens", prompt_tokens)
+    B = positive("batch", batch)
+    n = positive_int("n_chips", n_chips)
+    if overlap not in ("max", "sum"):
+        raise ValueError(f"overlap must be 'max' or 'sum', got {overlap!r}")
+    tokens = B * T
+    attn = np.asarray(m.attention_flops_per_token(T * (T - 1) / 2.0))
+    compute = B * (T * 2.0 * m.matmul_params_per_token + attn) / (n * F)
+    W = n * c.hbm_bytes_per_s
+    weight = np.asarray(m.expected_params_read(tokens)) * b_w / W
+    kv = tokens * m.kv_bytes_per_token(kv_dtype) / W
+    compute, weight, kv, tokens = np.broadcast_arrays(compute, weight, kv, tokens)
+    total = np.maximum(compute, weight + kv) if overlap == "max" else compute + weight + kv
+    return DecodeStep(result(compute), result(weight), result(kv), result(total), result(tokens), n)
+
+
+def prefill_cost_per_token(model, chip, prompt_tokens, batch=1, n_chips=1, **kw):
+    """Chip-seconds per prompt token of :func:`prefill_step` (``n * t / (B T)``)."""
+    return prefill_step(model, chip, prompt_tokens, batch, n_chips, **kw).cost_chip_s_per_token
+
+
+def context_attention_flops_per_token(model, context, window=None, global_every: int = 1, topk=None,
+                                      indexer_flops_per_position: float = 0.0):
+    """Context-dependent FLOPs of one new token, for full, local/global and top-k attention.
+
+    Per layer the model's own per-position cost ``c`` (see
+    :meth:`~llmmath.models.Model.attention_flops_per_token`) is paid over:
+
+    * ``context`` positions in a global layer (every ``global_every``-th layer);
+    * ``min(context, window)`` positions in the others (sliding-window layers);
+    * ``min(context, topk)`` positions everywhere when ``topk`` is set (top-k
+      sparse attention), plus ``indexer_flops_per_position * context`` per layer
+      for the cheap indexer that picks them (DeepSeek-V3.2's lightning indexer).
+
+    Broadcasts over ``context``. Raises ValueError for a window, top-k or
+    ``global_every`` below 1.
+    """
+    m = models.get(model)
+    L = non_negative("context", context)
+    g = positive_int("global_every", global_every)
+    per_layer = np.asarray(m.attention_flops_per_token(1.0)) / m.n_layers
+    if topk is not None:
+        k = positive("topk", topk)
+        if np.any(k < 1):
+            raise ValueError(f"topk must be >= 1, got {topk!r}")
+        seen = np.minimum(L, k) * m.n_layers
+        idx = non_negative("indexer_flops_per_position", indexer_flops_per_position) * L * m.n_layers
+        return result(per_layer * seen + idx)
+    n_global = int(np.ceil(m.n_layers / g))
+    n_local = m.n_layers - n_global
+    if n_local and window is None:
+        raise ValueError(f"global_every={g} leaves {n_local} local layers: give their window")
+    local = np.minimum(L, positive("window", window)) if n_local else 0.0
+    return result(per_layer * (n_global * L + n_local * local))
+
+
+def attention_crossover_context(model, window=None, global_every: int = 1, topk=None,
+                                indexer_flops_per_position: float = 0.0, max_context: float = 1e12):
+    """Context L at which a token's attention FLOPs equal its weight FLOPs ``2 N_mm``.
+
+    Full attention: ``L* = 2 N_mm / a`` in closed form; with windows, top-k or an
+    indexer, the (monotone) cost is solved by bisection. Returns ``inf`` when the
+    attention cost never reaches ``2 N_mm`` below ``max_context`` (top-k with no
+    indexer saturates at k positions).
+    """
+    m = models.get(model)
+    target = 2.0 * m.matmul_params_per_token
+
+    def cost(L):
+        return context_attention_flops_per_token(m, L, window, global_every, topk, indexer_flops_per_position)
+
+    if cost(max_context) < target:
+        return float("inf")
+    lo, hi = 0.0, float(max_context)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if cost(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 0.5:
+            break
+    return hi
+
+
+def kv_limit_context(model, chip, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None, *, attention_flops=True):
+    """The context L at which the balance batch diverges: no batch makes decode compute-bound beyond it (tokens).
+
+    From :func:`balance_batch` (``sparsity="total"``): the denominator vanishes where one
+    sequence's KV read time equals its compute time::
+
+        L_max = (2 N_mm / F - d b_w / W) / (beta / W - a / F)
+
+    Returns ``inf`` when ``beta / W <= a / F``: the attention arithmetic per KV byte
+    (``a / beta``) is at least the chip's F/W, so attention is itself compute-bound and
+    KV reads never outgrow the compute (DeepSeek-V3's absorbed MLA, 242 FLOP per
+    cached byte at bf16, on an H200 whose F/W is 206). ``attention_flops=False``
+    drops ``a`` (the speaker's form). Source: chapter 3, claim 11.
+
+    Raises:
+        KeyError: unknown model, chip or dtype.
+    """
+    m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
+    W = c.hbm_bytes_per_s
+    a = m.attention_flops_per_token(1.0) if attention_flops else 0.0
+    slope = m.kv_bytes_per_token(kv_dtype) / W - a / F
+    head = 2.0 * m.matmul_params_per_token / F - (0 if m.tied_embeddings else m.d_model) * b_w / W
+    return float(head / slope) if slope > 0 else float("inf")
+
+
+def utilization_vs_balance(batch_over_balance, overlap="max"):
+    """Fraction of peak FLOP/s a decode step reaches at ``x = B / B*`` (short context, weights only).
+
+    ``overlap="max"`` (compute and weight reads fully overlapped, the roofline floor):
+    ``min(x, 1)``. ``overlap="sum"`` (no overlap, one after the other): the step takes
+    ``t_c + t_w`` with ``t_c / t_w = x``, so utilization is ``x / (1 + x)``: 50% at
+    B*, 67% at 2 B*, 75% at 3 B*. A real kernel sits between the two. Broadcasts.
+
+    Raises:
+        ValueError: ``x`` not > 0, or ``overlap`` not 'max' or 'sum'.
+    """
+    x = positive("batch_over_balance", batch_over_balance)
+    if overlap == "max":
+        return result(np.minimum(x, 1.0))
+    if overlap == "sum":
+        return result(x / (1.0 + x))
+    raise ValueError(f"overlap must be 'max' or 'sum', got {overlap!r}")

@@ -1,0 +1,294 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 8 — Long context: prefill, decode, and the memory wall
+#
+# Six claims about what long contexts cost and why:
+#
+# | # | time | claim, in our words |
+# |---|---|---|
+# | 32 | 1:45:11 | prefill is compute-bound; decode is memory-bandwidth-bound |
+# | 33 | 1:52:24 | attention's context-dependent FLOPs only become noticeable at millions of tokens |
+# | 34 | 1:53:02 | memory bandwidth and capacity, not attention compute, limit long contexts |
+# | 35 | 1:54:23 | windows settled near 100–200k tokens because going far beyond costs too much |
+# | 36 | 1:54:40 | HBM is not getting much better, so it will not rescue long context |
+# | 37 | 1:54:55 | sparse attention helps, but too much sparsity costs quality |
+#
+# **After this chapter you can** compute prefill and decode costs per token,
+# the context at which attention FLOPs rival the weights' FLOPs for any
+# attention design, the batch that fits at a given context, and read a price
+# sheet's long-context tier as a statement about HBM.
+
+# %%
+import numpy as np
+import matplotlib.pyplot as plt
+
+from llmmath import _catalog, claims, hardware, kernels, models, plots, serving, sparse_attention, widgets
+
+# %% [markdown]
+# ## Claim 32 (1:45:11) — prefill is compute-bound, decode memory-bound
+#
+# *Claim, paraphrased:* processing a prompt, many tokens in one pass, is
+# limited by arithmetic; generating, one token per sequence per step, by
+# memory bandwidth.
+#
+# **Derivation.** A prefill of $T$ prompt tokens reads each weight once and
+# multiplies it $T$ times: intensity $\approx T$ FLOP/byte at bf16 — above the
+# chips' balance points (150–560) once $T$ is a few hundred. Its KV writes,
+# $T\beta$ bytes, are small next to $2TN_\text{mm}$ FLOPs. A decode step at batch
+# $B$ has intensity $\approx B$, and each sequence also reads its whole KV
+# cache. Per token, prefill costs $\approx 2N_\text{mm}/F$; decode costs
+# $\max\big(2N_\text{mm}/F,\ (P_\text{read}b_w/B + L\beta)/W\big)$.
+
+# %%
+T = np.unique(np.round(np.logspace(0, 5, 60)))
+fig, ax = plots.new_axes(width=6.5, height=4)
+for m, c, n in (("llama-3.1-70b", "h100-sxm", 8), ("llama-3.1-8b", "h100-sxm", 1)):
+    pre = serving.prefill_step(m, c, T, n_chips=n)
+    ax.loglog(T, pre.cost_chip_s_per_token, "-", label=f"{m}: prefill, prompt of T tokens")
+    for B, style in ((1, ":"), (64, "--")):
+        dec = serving.decode_step(m, c, B, T, n_chips=n, check_capacity=False)
+        ax.loglog(T, dec.cost_chip_s_per_token, style, color=ax.lines[-1].get_color(),
+                  label=f"{m}: decode at B={B}, context T")
+ax.set_xlabel("tokens T (prompt length, or decode context)"); ax.set_ylabel("chip-seconds per token")
+ax.set_title("Per token: prefill falls to the compute floor, decode does not"); ax.grid(True, which="both", alpha=0.3)
+ax.legend(fontsize=7)
+plt.show()
+
+# %% [markdown]
+# **Measured.** The same weights, run for $T$ tokens at once (one product
+# $X_{T\times d}W_{d\times d}$) and one token at a time ($T$ products with a
+# single row), timed on this machine beside the roofline from its measured
+# ceilings:
+
+# %%
+sweep = kernels.batch_sweep()
+T_meas = sweep.batch
+per_token_prefill = sweep.measured_s / T_meas
+per_token_decode = sweep.measured_s[0]  # one row per product, whatever T
+fig, ax = plots.new_axes(width=6.5, height=4)
+ax.loglog(T_meas, per_token_prefill, "o-", label="prefill: one product of T rows, time / T")
+ax.loglog(T_meas, np.full_like(T_meas, per_token_decode), "s-", label="decode: T products of one row, time / T")
+ax.loglog(T_meas, sweep.predicted_s / T_meas, "k--", label="roofline, prefill")
+ax.set_xlabel("tokens T"); ax.set_ylabel("seconds per token"); ax.grid(True, which="both", alpha=0.3)
+ax.set_title(f"Prefill vs decode through one {sweep.d_model}x{sweep.d_model} {sweep.dtype} layer ({kernels.backend().name})")
+ax.legend(fontsize=8)
+plt.show()
+gain = per_token_decode / per_token_prefill[-1]
+print(f"per token, prefill of {int(T_meas[-1])} tokens is {gain:.0f}x cheaper than decode "
+      f"(roofline: {sweep.predicted_s[0] / (sweep.predicted_s[-1] / T_meas[-1]):.0f}x)")
+assert gain > 5, "prefill should amortize the weight reads that decode pays per token"
+
+# %%
+v32 = claims.check(32)
+assert v32.verdict == "holds"
+
+# %% [markdown]
+# Price sheets agree in direction: output tokens (decode) typically cost 4–8×
+# input tokens (prefill) — the check above finds decode 4–7× prefill's machine
+# cost per token for a 70B model at batches 64–256 and 4k context.
+#
+# ## Claim 33 (1:52:24) — when attention's context term becomes noticeable
+#
+# *Claim, paraphrased:* the part of a token's compute that grows with context
+# (attention) is so small per context token that it only shows up at millions
+# of tokens.
+#
+# **Derivation.** Per new token, the weights cost $2N_\text{mm}$ FLOPs;
+# attention costs $aL$ with, per layer, $4 n_h d_h$ FLOPs per context position
+# for standard attention (scores and values, 2 FLOPs per multiply-add) and
+# $2 n_h (2 r_{kv} + d_\text{rope})$ for latent attention with absorbed
+# projections. They are equal at
+#
+# $$L^* = \frac{2 N_\text{mm}}{a} \qquad\text{(Llama-3.1-70B: } \frac{2\times 69.5\times 10^{9}}{80\times 4\times 64\times 128} = 53{,}000 \text{ tokens).}$$
+#
+# Sliding-window layers see at most $W$ positions; top-k attention at most $k$
+# (plus its indexer's cost over all $L$).
+
+# %%
+designs = [("llama-3.1-8b", {}), ("llama-3.1-70b", {}), ("llama-3.1-405b", {}), ("qwen3-4b", {}),
+           ("deepseek-v3", {}), ("llama-3.1-70b", dict(window=1024, global_every=6)),
+           ("deepseek-v3", dict(topk=2048, indexer_flops_per_position=2 * 64 * 128))]
+L = np.logspace(2, 7, 300)
+fig, ax = plots.new_axes(width=7, height=4.2)
+print(f"{'design':<58} {'L* (attention = weights)':>24}")
+for m, kw in designs:
+    label = m + ("" if not kw else (" 5:1 local(1024):global" if "window" in kw else " + DSA top-2048 & indexer"))
+    ratio = serving.context_attention_flops_per_token(m, L, **kw) / (2 * models.get(m).matmul_params_per_token)
+    ax.loglog(L, ratio, label=label)
+    print(f"{label:<58} {serving.attention_crossover_context(m, **kw):>24,.0f}")
+ax.axhline(1, color="k", ls="--", lw=1); ax.axvline(1e6, color="gray", ls=":", lw=1)
+ax.text(1.1e6, 2e-3, "'millions'", color="gray", fontsize=8)
+ax.set_xlabel("context L (tokens)"); ax.set_ylabel("attention FLOPs / weight FLOPs, per token")
+ax.set_title("Where attention's FLOPs catch up with the weights'"); ax.grid(True, which="both", alpha=0.3)
+ax.legend(fontsize=7)
+plt.show()
+
+# %%
+v33 = claims.check(33)
+assert v33.verdict == "off by"
+
+# %% [markdown]
+# ## Claim 34 (1:53:02) — bandwidth and capacity, not compute, limit long context
+#
+# *Claim, paraphrased:* what stops very long contexts is the memory to hold
+# the KV cache and the bandwidth to read it, not attention's arithmetic.
+#
+# **Derivation.** Per new token, each token of context costs $\beta/W$ seconds
+# to read and $a/F$ seconds to compute on. Their ratio,
+#
+# $$\frac{\beta/W}{a/F} = \frac{\beta}{a}\cdot\frac{F}{W},$$
+#
+# is the memory-to-compute slope: for Llama-3.1-70B on an H100,
+# $327{,}680 \times 295 / 2{,}621{,}440 = 37$. Capacity: a sequence of $L$
+# tokens holds $L\beta$ bytes, so at most $(C_\text{total} - N b_w)/(L\beta)$
+# sequences fit.
+
+# %%
+ctx = np.array([8192, 32768, 131072, 524288, 1048576])
+print(f"{'model (8 x H200)':<30} " + " ".join(f"{int(c):>9}" for c in ctx) + "   <- context; sequences that fit")
+for m, wd in (("llama-3.1-8b", "bf16"), ("llama-3.1-70b", "bf16"), ("qwen3-235b-a22b", "fp8"), ("deepseek-v3", "fp8")):
+    fit = serving.max_batch(m, "h200", ctx, n_chips=8, weight_dtype=wd)
+    print(f"{m + ' (' + wd + ')':<30} " + " ".join(f"{int(f):>9}" for f in fit))
+
+# %%
+v34 = claims.check(34)
+assert v34.verdict == "holds if"
+
+# %% [markdown]
+# **Explore** cost per token and step time against batch at any context
+# (chapter 1's explorer): raise the context and watch the balance batch vanish
+# and the largest batch that fits shrink.
+
+# %%
+long_explorer = widgets.decode_explorer(model="llama-3.1-70b", chip="h200", context=131072, n_chips=8)
+long_explorer.widget
+
+# %% [markdown]
+# ## Claim 35 (1:54:23) — 100–200k tokens as the cost-balanced window
+#
+# *Claim, paraphrased:* context windows rose to roughly 100–200k tokens and
+# stayed there; that plateau suggests it is about where cost balances, and
+# going far beyond would be prohibitively expensive.
+#
+# **Derivation.** At the best batch a decode token costs
+# $\max\big((2N_\text{mm}+aL)/F,\ L\beta/W\big)$ chip-seconds: flat until the KV
+# reads take over at $L_c = 2N_\text{mm}W/(F\beta)$ — about 1,400 tokens for
+# Llama-3.1-70B in bf16 — and proportional to $L$ after that. The speaker
+# inverted this: if a price break at 200k marks $L_c$, then
+# $\beta \approx N_\text{act}/(300 \cdot 200{,}000)$ — about 1.7 kB per token for a
+# 100B-active model, an order of magnitude below Llama-3.1-70B's 320 kB, which
+# only latent, sliding-window or sparse designs reach.
+
+# %%
+L = np.logspace(3, 6.3, 200)
+fig, ax = plots.new_axes(width=6.5, height=4)
+for m in ("llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"):
+    mm, ch = models.get(m), hardware.get("h100-sxm")
+    comp = (2 * mm.matmul_params_per_token + mm.attention_flops_per_token(L)) / ch.flops_per_s("bf16")
+    kv = L * mm.kv_bytes_per_token() / ch.hbm_bytes_per_s
+    ax.loglog(L, np.maximum(comp, kv) / np.maximum(comp, kv)[0], label=f"{m} (beta = {mm.kv_bytes_per_token() / 1e3:.0f} kB)")
+ax.axvline(2e5, color="gray", ls=":"); ax.text(2.2e5, 1.2, "200k", color="gray", fontsize=8)
+ax.set_xlabel("context L"); ax.set_ylabel("cost per token / cost at 1k tokens (best batch)")
+ax.set_title("Decode cost per token against context (H100)"); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
+plt.show()
+prices = _catalog.load("long_context_pricing.toml")["prices"]
+for k, p in prices.items():
+    tier = (f"above {p['threshold_tokens'] // 1000}k: input x{p['input_above_threshold_usd_per_mtok'] / p['input_usd_per_mtok']:g}, "
+            f"output x{p['output_above_threshold_usd_per_mtok'] / p['output_usd_per_mtok']:g}") if p["threshold_tokens"] else "flat"
+    print(f"{k:<18} window {p['context_tokens'] / 1e3:>6.0f}k  ${p['input_usd_per_mtok']:g} in / ${p['output_usd_per_mtok']:g} out per M  ({tier})")
+
+# %%
+v35 = claims.check(35)
+assert v35.verdict == "holds if"
+
+# %% [markdown]
+# ## Claim 36 (1:54:40) — HBM is not improving fast enough
+#
+# *Claim, paraphrased:* there is no good path around long context's bandwidth
+# cost, because HBM is not getting dramatically better.
+#
+# **Derivation.** Long-context decode costs $\propto \beta L / W$ per token, so
+# only $W$ (or a smaller $\beta$) buys context. The catalog's per-GPU figures,
+# by year:
+
+# %%
+chips = ["a100-80gb", "h100-sxm", "h200", "b200", "mi300x", "tpu-v4", "tpu-v5p", "tpu-v6e"]
+fig, axes = plots.new_axes(3, width=3.8, height=3.4)
+for key in chips:
+    c = hardware.get(key)
+    for ax, v in zip(axes, (c.flops_per_s("bf16") / 1e12, c.hbm_bytes_per_s / 1e12, c.hbm_bytes / 1e9)):
+        ax.semilogy([c.year], [v], "o", color="C0" if c.vendor == "NVIDIA" else ("C1" if c.vendor == "AMD" else "C2"))
+        ax.annotate(key, (c.year, v), fontsize=6)
+for ax, t in zip(axes, ("bf16 TFLOP/s (dense)", "HBM TB/s", "HBM GB")):
+    ax.set_title(t, fontsize=9); ax.set_xlabel("year"); ax.grid(True, which="both", alpha=0.3)
+plt.show()
+
+# %%
+v36 = claims.check(36)
+assert v36.verdict == "holds if"
+
+# %% [markdown]
+# ## Claim 37 (1:54:55) — too much attention sparsity costs quality
+#
+# *Claim, paraphrased:* sparse attention is a real help for long context, but
+# attending to too small a subset of tokens loses quality, so it cannot push
+# context length without limit.
+#
+# **Measured (synthetic, NumPy).** Two tasks over 2,048 tokens, with dense
+# attention as the reference (`llmmath.sparse_attention`):
+# *aggregation* — the answer is the majority label of 32 matching tokens, so a
+# budget below 32 votes on a subset; *retrieval through a cheap selector* — one
+# matching token, but the kept set is chosen by an approximate score (an 8-dim
+# projection standing in for a lightning indexer, or MoBA-style block means),
+# so a small budget can miss the needle. The final softmax always uses the
+# true scores; only the choice of tokens changes.
+
+# %%
+ks = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+fig, ax = plots.new_axes(width=6.8, height=4.2)
+for task, sel, style in (("aggregation", "exact", "o-"), ("aggregation", "indexer", "s--"),
+                         ("retrieval", "exact", "^-"), ("retrieval", "indexer", "v--")):
+    r = sparse_attention.accuracy_vs_k(task, ks, sel)
+    ax.errorbar(r["k"], r["accuracy"], yerr=r["stderr"], fmt=style, ms=4, capsize=2, label=f"{task}, {sel} top-k")
+blocks = [32, 64, 128, 256, 512, 1024, 2048]
+for task in ("aggregation", "retrieval"):
+    r = sparse_attention.accuracy_vs_k(task, blocks, "block")
+    ax.plot(r["k"], r["accuracy"], ":", marker="x", label=f"{task}, block gate (32-token blocks)")
+ax.axhline(0.5, color="gray", lw=1); ax.text(1.1, 0.52, "chance", color="gray", fontsize=8)
+ax.set_xscale("log", base=2); ax.set_xlabel("tokens attended k (of 2,048)"); ax.set_ylabel("accuracy")
+ax.set_title("Top-k attention: quality falls when the budget or the selector falls short"); ax.grid(True, alpha=0.3)
+ax.legend(fontsize=7)
+plt.show()
+
+# %% [markdown]
+# **What the published mechanisms report** (`lib/llmmath/data/sparse_attention_studies.toml`,
+# with what could not be confirmed marked `unverified`):
+
+# %%
+for key, st in _catalog.load("sparse_attention_studies.toml")["studies"].items():
+    print(f"- {st['name']} ({st['year']}): {st['budget']}\n    {st['finding']}\n")
+
+# %%
+v37 = claims.check(37)
+assert v37.verdict == "holds if"
+
+# %% [markdown]
+# ## Summary
+#
+# | # | time | claim | verdict |
+# |---|---|---|---|
+# | 32 | 1:45:11 | prefill compute-bound, decode memory-bound | **holds**: intensity ≈ prompt length vs ≈ batch, plus KV reads; measured here |
+# | 33 | 1:52:24 | attention FLOPs matter only at millions of tokens | **off by** 10–100×: 14k–100k tokens for full-attention GQA, ~4k for latent attention |
+# | 34 | 1:53:02 | bandwidth and capacity limit long context | **holds if** GQA/MHA (memory slope 35–75× compute's); latent attention's slopes are within ~1.2× |
+# | 35 | 1:54:23 | 100–200k is the cost-balanced window | **holds if** read as cost growth (∝ L past a few thousand tokens); the plateau has ended — 1M windows now ship at flat prices |
+# | 36 | 1:54:40 | HBM is not improving fast enough | **holds if** relative to compute and to long-context ambitions: ~1.5× a year per GPU |
+# | 37 | 1:54:55 | too sparse hurts quality | **holds if** the budget falls below what the answer needs or the selector misranks; trained top-2048 reports parity |
+#
+# Exercises: `exercises/08_long_context.py`.

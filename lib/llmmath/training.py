@@ -1,0 +1,221 @@
+"""Training compute, Chinchilla scaling fits, and the economics of splitting compute.
+
+* ``train_flops``: the 6ND rule (Kaplan et al. 2020, section 2.1: a forward pass
+  is ~2 FLOPs per parameter per token, the backward pass twice that), optionally
+  with the attention FLOPs over the context.
+* ``chinchilla_loss`` / ``chinchilla_optimal``: the parametric law
+  ``L(N, D) = E + A / N^alpha + B / D^beta`` of Hoffmann et al., "Training
+  Compute-Optimal Large Language Models" (2022), Approach 3, minimized under
+  ``C = 6 N D``. Two fits are shipped: the paper's published constants
+  (``"hoffmann"``: E 1.69, A 406.4, B 410.7, alpha 0.34, beta 0.28) and the
+  refit of Besiroglu et al., "Chinchilla Scaling: A replication attempt"
+  (arXiv:2404.10102; ``"epoch"``: E 1.8172, A 482.01, B 2085.43, alpha 0.3478,
+  beta 0.3658), which found the published fit inconsistent with the paper's
+  other two approaches.
+* ``equal_terms_ratio`` and the compute-split model of chapter 7.
+
+Closed-form optimum (Hoffmann et al., eq. 4): with ``G = (alpha A / (beta B))^(1/(alpha+beta))``,
+``N* = G (C/6)^(beta/(alpha+beta))`` and ``D* = G^-1 (C/6)^(alpha/(alpha+beta))``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import models
+from ._validate import non_negative, positive, result
+
+__all__ = ["ChinchillaFit", "FITS", "train_flops", "chinchilla_loss", "chinchilla_optimal",
+           "tokens_per_param_optimal", "loss_terms_ratio_at_optimum", "sum_of_power_laws_minimum",
+           "compute_split", "equal_cost_tokens", "tokens_for_loss", "train_and_serve_flops",
+           "train_serve_equal_cost_penalty"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ChinchillaFit:
+    """Constants of ``L(N, D) = E + A / N^alpha + B / D^beta`` (loss in nats per token)."""
+
+    E: float
+    A: float
+    B: float
+    alpha: float
+    beta: float
+    source: str
+
+
+FITS = {
+    "hoffmann": ChinchillaFit(1.69, 406.4, 410.7, 0.34, 0.28,
+                              "Hoffmann et al. 2022 (arXiv:2203.15556), eq. 10, Approach 3 as published"),
+    "epoch": ChinchillaFit(1.8172, 482.01, 2085.43, 0.3478, 0.3658,
+                           "Besiroglu et al. 2024 (arXiv:2404.10102), Table 1 refit of Approach 3"),
+}
+
+
+def _fit(fit) -> ChinchillaFit:
+    if isinstance(fit, ChinchillaFit):
+        return fit
+    try:
+        return FITS[fit]
+    except (KeyError, TypeError):
+        raise KeyError(f"unknown fit {fit!r}; allowed: {', '.join(FITS)} (or a ChinchillaFit)") from None
+
+
+def train_flops(n_params, n_tokens, context=0, model=None):
+    """Training FLOPs: ``6 N D`` (+ attention: 3x the forward attention FLOPs over ``context`` per token).
+
+    ``n_params`` N (parameters that multiply each token), ``n_tokens`` D. With a
+    ``model`` and ``context``, adds ``3 * model.attention_flops_per_token(context/2)``
+    per token (causal attention over a sequence of ``context`` sees ``context/2``
+    tokens on average; backward = 2x forward). Broadcasts.
+
+    Raises:
+        ValueError: negative or NaN inputs.
+    """
+    N, D = non_negative("n_params", n_params), non_negative("n_tokens", n_tokens)
+    flops = 6.0 * N * D
+    if model is not None:
+        L = non_negative("context", context)
+        flops = flops + 3.0 * D * np.asarray(models.get(model).attention_flops_per_token(L / 2.0))
+    return result(flops)
+
+
+def chinchilla_loss(n_params, n_tokens, fit="hoffmann"):
+    """``E + A / N^alpha + B / D^beta`` (nats per token). Broadcasts over N and D.
+
+    Raises:
+        ValueError: non-positive N or D. KeyError: unknown fit name.
+    """
+    f = _fit(fit)
+    N, D = positive("n_params", n_params), positive("n_tokens", n_tokens)
+    return result(f.E + f.A / N**f.alpha + f.B / D**f.beta)
+
+
+def chinchilla_optimal(compute_flops, fit="hoffmann"):
+    """``(N*, D*)``: the parameters and tokens that minimize the fitted loss at ``C = 6 N D`` FLOPs.
+
+    Raises:
+        ValueError: non-positive compute. KeyError: unknown fit name (allowed: hoffmann, epoch).
+    """
+    f = _fit(fit)
+    C = positive("compute_flops", compute_flops)
+    G = (f.alpha * f.A / (f.beta * f.B)) ** (1.0 / (f.alpha + f.beta))
+    N = G * (C / 6.0) ** (f.beta / (f.alpha + f.beta))
+    D = (C / 6.0) / N
+    return result(N), result(D)
+
+
+def tokens_per_param_optimal(compute_flops, fit="hoffmann"):
+    """``D* / N*`` at the compute-optimal point (the famous rule of thumb says ~20)."""
+    N, D = chinchilla_optimal(compute_flops, fit)
+    return result(np.asarray(D) / np.asarray(N))
+
+
+def loss_terms_ratio_at_optimum(fit="hoffmann"):
+    """``(A / N*^alpha) / (B / D*^beta)`` at the compute optimum: exactly ``beta / alpha``.
+
+    Minimizing ``A N^-alpha + B D^-beta`` on ``N D = C/6`` sets
+    ``alpha A N^-alpha = beta B D^-beta``; the two reducible terms are equal only
+    when the exponents are.
+    """
+    f = _fit(fit)
+    return f.beta / f.alpha
+
+
+def sum_of_power_laws_minimum(a, p, b, q):
+    """Minimize ``f(x) = a x^p + b x^-q`` over ``x > 0``: returns ``(x*, term1 / term2 at x*)``.
+
+    ``f'(x) = 0`` gives ``p a x^p = q b x^-q``, so ``x* = (q b / (p a))^(1/(p+q))`` and
+    the two terms stand in the ratio ``q / p`` at the minimum: equal only for ``p = q``.
+    """
+    a, p, b, q = (positive(n, v) for n, v in (("a", a), ("p", p), ("b", b), ("q", q)))
+    x = (q * b / (p * a)) ** (1.0 / (p + q))
+    return result(x), result(q / p)
+
+
+def compute_split(pretrain_tokens, rl_tokens, inference_tokens, active_params,
+                  rl_flops_per_param_token: float = 6.0, mfu_pretrain: float = 0.4, mfu_rl: float = 0.15,
+                  mfu_inference: float = 0.15):
+    """Machine time (in FLOP-equivalents at peak) for pre-training, RL and inference, and their shares.
+
+    Pre-training: ``6 N D_pre / mfu_pretrain``; RL: ``c N D_rl / mfu_rl`` with
+    ``c`` between 2 (rollouts only) and 6 (every token trained on); inference:
+    ``2 N D_inf / mfu_inference``. Dividing by the model FLOPs utilization turns
+    FLOPs into machine time. The MFU defaults are round guesses (training ~40%;
+    decode-heavy RL rollouts and serving far lower), to be varied, not trusted.
+
+    Returns ``(costs, shares)``: two dicts keyed ``pretrain``, ``rl``, ``inference``.
+    """
+    N = positive("active_params", active_params)
+    c = positive("rl_flops_per_param_token", rl_flops_per_param_token)
+    costs = {
+        "pretrain": 6.0 * N * non_negative("pretrain_tokens", pretrain_tokens) / positive("mfu_pretrain", mfu_pretrain),
+        "rl": c * N * non_negative("rl_tokens", rl_tokens) / positive("mfu_rl", mfu_rl),
+        "inference": 2.0 * N * non_negative("inference_tokens", inference_tokens) / positive("mfu_inference", mfu_inference),
+    }
+    total = sum(costs.values())
+    return ({k: result(v) for k, v in costs.items()}, {k: result(v / total) for k, v in costs.items()})
+
+
+def equal_cost_tokens(pretrain_tokens, rl_flops_per_param_token: float = 6.0, mfu_pretrain: float = 0.4,
+                      mfu_rl: float = 0.15, mfu_inference: float = 0.15):
+    """RL and inference tokens whose machine time equals pre-training's: ``(D_rl, D_inf)``.
+
+    ``D_rl = D_pre (6 / mfu_pretrain) / (c / mfu_rl)``; ``D_inf = D_pre (6 / mfu_pretrain) / (2 / mfu_inference)``.
+    """
+    D = non_negative("pretrain_tokens", pretrain_tokens)
+    per_pre = 6.0 / positive("mfu_pretrain", mfu_pretrain)
+    d_rl = D * per_pre / (positive("rl_flops_per_param_token", rl_flops_per_param_token) / positive("mfu_rl", mfu_rl))
+    d_inf = D * per_pre / (2.0 / positive("mfu_inference", mfu_inference))
+    return result(d_rl), result(d_inf)
+
+
+def tokens_for_loss(n_params, target_loss, fit="hoffmann"):
+    """Training tokens D that bring a model of ``n_params`` to ``target_loss`` under the fitted law.
+
+    ``D = (B / (L - E - A / N^alpha))^(1/beta)``; ``inf`` where the model is too small
+    ever to reach the target (``L <= E + A / N^alpha``), documented rather than an error
+    so that sweeps over N stay vectorized.
+
+    Raises:
+        ValueError: non-positive N or loss. KeyError: unknown fit.
+    """
+    f = _fit(fit)
+    N = positive("n_params", n_params)
+    L = positive("target_loss", target_loss)
+    gap = L - f.E - f.A / N**f.alpha
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        D = np.where(gap > 0, (f.B / np.where(gap > 0, gap, 1.0)) ** (1.0 / f.beta), np.inf)
+    return result(D)
+
+
+def train_and_serve_flops(n_params, target_loss, inference_tokens, fit="hoffmann"):
+    """``(train_flops, inference_flops)`` of reaching ``target_loss`` at size N, then serving ``inference_tokens``.
+
+    Training: ``6 N D(N)`` with D from :func:`tokens_for_loss`; serving: ``2 N D_inf``.
+    The first falls with N (a bigger model needs fewer tokens), the second rises:
+    chapter 7 asks whether their sum is smallest where they are equal.
+    """
+    N = positive("n_params", n_params)
+    D = np.asarray(tokens_for_loss(N, target_loss, fit))
+    with np.errstate(over="ignore", invalid="ignore"):
+        train = 6.0 * N * D
+    return result(train), result(2.0 * N * non_negative("inference_tokens", inference_tokens))
+
+
+def train_serve_equal_cost_penalty(inference_tokens, target_loss=2.0, fit="epoch"):
+    """``(N_equal, cost(N_equal) / min cost)``: how far 'make training and serving cost the same' is from optimal.
+
+    Total compute ``6 N D(N) + 2 N D_inf`` over model size N, with D(N) the tokens
+    that reach ``target_loss``; N_equal is the crossing of the two terms nearest the
+    minimum (there can be two: training compute grows again once D(N) stops falling).
+    """
+    N = np.logspace(9, 13, 8001)
+    tr, inf = train_and_serve_flops(N, target_loss, inference_tokens, fit)
+    tot = tr + inf
+    i = int(np.nanargmin(tot))
+    sign = np.sign(tr - inf)
+    cross = np.where(np.isfinite(tr[:-1]) & (sign[:-1] != sign[1:]))[0]
+    j = int(cross[np.argmin(np.abs(cross - i))])
+    return float(N[j]), float(tot[j] / tot[i])

@@ -1,0 +1,115 @@
+"""Training economics (6ND, Chinchilla fits, compute split) and long-context serving: hand derivations."""
+
+import math
+
+import numpy as np
+import pytest
+
+from llmmath import serving, training as T
+
+L8_NMM = 8_030_261_248 - 128_256 * 4_096           # Llama-3.1-8B weights that multiply a token
+L70_NMM = 70_553_706_496 - 128_256 * 8_192
+
+
+def test_six_nd_and_attention_term():
+    assert T.train_flops(70e9, 1.4e12) == pytest.approx(6 * 70e9 * 1.4e12)
+    # attention: 3 x forward attention at context/2; Llama-3.1-8B: 32 layers x 4 x 32 heads x 128
+    extra = T.train_flops(1.0, 1e9, context=8192, model="llama-3.1-8b") - 6e9
+    assert extra == pytest.approx(3 * 1e9 * 32 * 4 * 32 * 128 * 4096)
+
+
+@pytest.mark.parametrize("fit", ["hoffmann", "epoch"])
+def test_closed_form_optimum_matches_a_brute_force_minimum(fit):
+    f = T.FITS[fit]
+    C = 1e24
+    N = np.logspace(9, 12, 200001)
+    loss = f.E + f.A / N**f.alpha + f.B / (C / (6 * N)) ** f.beta
+    n_grid = N[np.argmin(loss)]
+    n_opt, d_opt = T.chinchilla_optimal(C, fit)
+    assert n_opt == pytest.approx(n_grid, rel=1e-3)
+    assert 6 * n_opt * d_opt == pytest.approx(C)
+
+
+def test_published_constants_and_tokens_per_param():
+    assert (T.FITS["hoffmann"].alpha, T.FITS["hoffmann"].beta) == (0.34, 0.28)
+    assert (T.FITS["epoch"].A, T.FITS["epoch"].B) == (482.01, 2085.43)
+    # Epoch's refit recovers Chinchilla's own ~20 tokens/param at its budget (70B x 1.4T x 6 = 5.88e23)
+    assert 15 < T.tokens_per_param_optimal(5.88e23, "epoch") < 25
+    # the published Approach-3 constants imply several times more, growing with compute
+    assert T.tokens_per_param_optimal(5.88e23, "hoffmann") > 60
+    assert T.tokens_per_param_optimal(1e26, "hoffmann") > T.tokens_per_param_optimal(1e22, "hoffmann")
+
+
+def test_loss_terms_ratio_is_beta_over_alpha():
+    assert T.loss_terms_ratio_at_optimum("hoffmann") == pytest.approx(0.28 / 0.34)
+
+
+def test_sum_of_power_laws_by_hand():
+    x, r = T.sum_of_power_laws_minimum(1, 1, 1, 1)   # x + 1/x: minimum at 1, terms equal
+    assert x == pytest.approx(1) and r == pytest.approx(1)
+    x, r = T.sum_of_power_laws_minimum(4, 2, 2, 1)   # 4x^2 + 2/x: x^3 = 1/4
+    assert x == pytest.approx(0.25 ** (1 / 3)) and r == pytest.approx(0.5)
+
+
+def test_compute_split_and_equal_cost_tokens_by_hand():
+    d_rl, d_inf = T.equal_cost_tokens(10e12, rl_flops_per_param_token=4, mfu_pretrain=0.4, mfu_rl=0.1,
+                                      mfu_inference=0.2)
+    assert d_rl == pytest.approx(10e12 * (6 / 0.4) / (4 / 0.1))
+    assert d_inf == pytest.approx(10e12 * (6 / 0.4) / (2 / 0.2))
+    costs, shares = T.compute_split(10e12, d_rl, d_inf, 1e9, 4, 0.4, 0.1, 0.2)
+    assert all(v == pytest.approx(1 / 3) for v in shares.values())
+
+
+def test_tokens_for_loss_inverts_the_law_and_is_inf_when_unreachable():
+    f = T.FITS["epoch"]
+    N = 7e10
+    D = T.tokens_for_loss(N, 2.0, "epoch")
+    assert f.E + f.A / N**f.alpha + f.B / D**f.beta == pytest.approx(2.0)
+    assert T.tokens_for_loss(1e6, 2.0, "epoch") == math.inf
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: T.chinchilla_optimal(0), ValueError, "compute_flops"),
+    (lambda: T.chinchilla_optimal(1e24, "kaplan"), KeyError, "allowed"),
+    (lambda: T.train_flops(-1, 1), ValueError, "n_params"),
+    (lambda: T.sum_of_power_laws_minimum(1, 0, 1, 1), ValueError, "p"),
+])
+def test_training_errors(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+# ---- long context ---------------------------------------------------------------------------
+
+def test_prefill_step_by_hand():
+    Tn = 4096
+    s = serving.prefill_step("llama-3.1-8b", "h100-sxm", Tn)
+    attn = 32 * 4 * 32 * 128 * Tn * (Tn - 1) / 2
+    assert s.compute_s == pytest.approx((Tn * 2 * L8_NMM + attn) / 989.5e12)
+    assert s.kv_s == pytest.approx(Tn * 131_072 / 3.35e12)
+    assert bool(s.compute_bound)
+    assert s.cost_chip_s_per_token == pytest.approx(s.time_s / Tn)
+
+
+def test_attention_crossover_by_hand():
+    assert serving.attention_crossover_context("llama-3.1-70b") == pytest.approx(
+        2 * L70_NMM / (80 * 4 * 64 * 128), abs=1)
+
+
+def test_windowed_and_topk_attention_flops_by_hand():
+    per_layer = 4 * 64 * 128
+    # 80 layers, every 4th global: 20 global at L, 60 local at min(L, 1024)
+    got = serving.context_attention_flops_per_token("llama-3.1-70b", 10_000, window=1024, global_every=4)
+    assert got == pytest.approx(per_layer * (20 * 10_000 + 60 * 1024))
+    topk = serving.context_attention_flops_per_token("llama-3.1-70b", 10_000, topk=512, indexer_flops_per_position=100)
+    assert topk == pytest.approx(per_layer * 80 * 512 + 100 * 10_000 * 80)
+    assert serving.attention_crossover_context("llama-3.1-70b", topk=512) == math.inf
+
+
+def test_long_context_errors():
+    with pytest.raises(ValueError, match="window"):
+        serving.context_attention_flops_per_token("llama-3.1-70b", 100, global_every=2)
+    with pytest.raises(ValueError, match="topk"):
+        serving.context_attention_flops_per_token("llama-3.1-70b", 100, topk=0)
+    with pytest.raises(ValueError, match="prompt_tokens"):
+        serving.prefill_step("llama-3.1-8b", "h100-sxm", 0)
