@@ -143,8 +143,8 @@ def _check_37() -> Verdict:
     from .. import sparse_attention as sa
 
     ks = [1, 4, 16, 32, 64, 256, 2048]
-    agg = sa.accuracy_vs_k("aggregation", ks, "exact")
-    idx = sa.accuracy_vs_k("retrieval", ks, "indexer")
+    agg = sa.accuracy_vs_k(sa.aggregation_task(trials=128, seed=1), ks, "exact")
+    idx = sa.accuracy_vs_k(sa.retrieval_task(trials=128, seed=1), ks, "indexer")
     require(agg["dense_accuracy"] > 0.99 and idx["dense_accuracy"] > 0.99, 37, "dense attention failed the tasks")
     # Aggregation: a majority vote over 32 needles, 20 of them right. Keeping k < 32 needles is a vote on a
     # random subset; the exact hypergeometric accuracy is majority_subset_accuracy (checked in the tests).
