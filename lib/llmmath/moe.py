@@ -1,0 +1,377 @@
+"""Mixture of experts: routing statistics, the two sparsities, and a grouped expert matmul.
+
+A MoE layer holds ``E`` routed experts; each token is routed to ``k`` of them
+(top-k). With ``B`` tokens in a decode step and uniform routing:
+
+* tokens per expert: ``B k / E`` on average (:func:`expected_tokens_per_expert`);
+* experts touched: ``E (1 - (1 - k/E)^B)`` -- a token misses a given expert with
+  probability ``1 - k/E`` exactly (its k experts are a uniform k-subset), and
+  tokens route independently (:func:`expected_experts_touched`);
+* the per-expert balance: an expert's matmul is compute-bound once its own
+  batch ``B k / E`` reaches the chip's balance ratio R = F b_w / (2 W), i.e.
+  ``B >= R E / k`` (:func:`expert_balance_batch`).
+
+Two sparsities, not to be confused (chapter 3):
+
+* parameter sparsity ``s = N_tot / N_act`` -- the whole step balances (aggregate
+  weight-read time = aggregate compute time) at ``B* = R s``;
+* expert sparsity ``E / k`` -- every routed expert is compute-bound at ``B = R E / k``.
+  It is larger, because the dense parts (attention, shared experts, embeddings)
+  count in N_act but not among the routed experts. DeepSeek-V3: 671B/37.5B = 17.9
+  against 256/8 = 32 (config.json; DeepSeek-V3 Technical Report, arXiv:2412.19437).
+
+The kernel demo (:func:`moe_sweep`) runs a real MoE layer -- route, group by
+expert, one matmul pair per expert -- on NumPy or CuPy (:mod:`llmmath.kernels`)
+and puts its time beside the per-expert roofline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Sequence
+
+import numpy as np
+
+from . import hardware, kernels, models
+from ._validate import positive, positive_int, result
+
+__all__ = [
+    "expected_tokens_per_expert", "expected_experts_touched", "expert_balance_batch", "sparsities",
+    "with_experts", "route_uniform", "tokens_per_expert", "grouped_expert_matmul", "moe_reference",
+    "MoESweep", "moe_sweep", "default_moe_sizes",
+]
+
+
+def _experts(n_experts, top_k):
+    E = positive_int("n_experts", n_experts)
+    k = positive_int("top_k", top_k)
+    if k > E:
+        raise ValueError(f"top_k must be <= n_experts (a token picks k distinct experts), got top_k={k} > n_experts={E}")
+    return E, k
+
+
+def expected_tokens_per_expert(batch, n_experts: int, top_k: int):
+    """Mean tokens each routed expert receives in one step: ``B k / E`` (uniform routing).
+
+    Args:
+        batch: B, tokens in the step (> 0; scalar or array).
+        n_experts, top_k: E and k (whole numbers, 1 <= k <= E).
+
+    Raises:
+        ValueError: batch <= 0, k > E, or E, k < 1.
+    """
+    E, k = _experts(n_experts, top_k)
+    return result(positive("batch", batch) * k / E)
+
+
+def expected_experts_touched(batch, n_experts: int, top_k: int):
+    """Expected number of distinct experts that at least one of ``B`` tokens picks: ``E (1 - (1 - k/E)^B)``.
+
+    Exact for uniform top-k routing (each token's k experts a uniform k-subset,
+    tokens independent). Broadcasts over ``batch``.
+
+    Raises:
+        ValueError: batch <= 0, k > E, or E, k < 1.
+    """
+    E, k = _experts(n_experts, top_k)
+    B = positive("batch", batch)
+    return result(E * (1.0 - (1.0 - k / E) ** B))
+
+
+def expert_balance_batch(balance_ratio, n_experts: int, top_k: int):
+    """Batch at which each routed expert's matmul becomes compute-bound: ``R E / k``.
+
+    ``balance_ratio`` is the chip's R = F b_w / (2 W) (:meth:`Chip.balance_ratio`), or an array of them.
+
+    Raises:
+        ValueError: balance_ratio <= 0, k > E, or E, k < 1.
+    """
+    E, k = _experts(n_experts, top_k)
+    return result(positive("balance_ratio", balance_ratio) * E / k)
+
+
+def sparsities(model) -> dict:
+    """Both sparsities of a model: ``{"total": N_tot/N_act, "expert": E/k, "n_experts": E, "top_k": k}``.
+
+    A dense model has both equal to 1. Raises KeyError for an unknown model.
+    """
+    m = models.get(model)
+    return {"total": m.sparsity, "expert": m.expert_sparsity,
+            "n_experts": m.n_experts, "top_k": m.experts_per_token}
+
+
+def with_experts(model, n_experts: int, experts_per_token: int | None = None):
+    """A what-if copy of a MoE ``model`` with ``n_experts`` routed experts (and ``experts_per_token``).
+
+    Everything else (attention, expert width, shared experts, layers) is kept, so
+    N_act stays fixed while N_tot grows with E: the family chapter 3 uses to ask
+    what more sparsity buys. The copy's key gets a suffix (``deepseek-v3@E512k8``).
+
+    Raises:
+        ValueError: ``model`` is dense, or k > E. KeyError: unknown model.
+    """
+    m = models.get(model)
+    if not m.is_moe:
+        raise ValueError(f"with_experts needs a mixture-of-experts model, got the dense {m.key!r}")
+    k = m.experts_per_token if experts_per_token is None else experts_per_token
+    E, k = _experts(n_experts, k)
+    return dataclasses.replace(m, key=f"{m.key}@E{E}k{k}", name=f"{m.name} with {E} experts, top-{k}",
+                               n_experts=E, experts_per_token=k, published_total_params=0,
+                               published_active_params=0)
+
+
+def route_uniform(batch: int, n_experts: int, top_k: int, seed: int = 0, xp=np):
+    """Uniform top-k routing: an int array ``(B, k)`` of distinct expert ids per token.
+
+    Each row is the k largest of E uniform scores -- a uniform k-subset, as a
+    router with random logits would pick. ``xp`` is ``numpy`` or ``cupy``.
+
+    Raises:
+        ValueError: batch < 1, k > E.
+    """
+    B = positive_int("batch", batch)
+    E, k = _experts(n_experts, top_k)
+    rng = xp.random.default_rng(seed)
+    scores = rng.random((B, E), dtype=xp.float32)
+    if k == E:
+        return xp.broadcast_to(xp.arange(E), (B, E)).copy()
+    return xp.argpartition(scores, E - k, axis=1)[:, E - k:]
+
+
+def tokens_per_expert(assign, n_experts: int):
+    """How many tokens each expert received: ``bincount`` of an assignment ``(B, k)`` -> ``(E,)`` ints."""
+    E = positive_int("n_experts", n_experts)
+    xp = _xp_of(assign)
+    if assign.size and (int(assign.min()) < 0 or int(assign.max()) >= E):
+        raise ValueError(f"assign holds expert ids outside 0..{E - 1}")
+    return xp.bincount(assign.ravel(), minlength=E)
+
+
+def _xp_of(a):
+    mod = type(a).__module__
+    if mod.startswith("cupy"):
+        import cupy
+
+        return cupy
+    return np
+
+
+def grouped_expert_matmul(x, assign, w_up, w_down, method: str = "loop"):
+    """One MoE layer's routed experts: ``y_b = (1/k) sum_j relu(x_b W_up[e_bj]) W_down[e_bj]``.
+
+    Args:
+        x: ``(B, d)`` token activations.
+        assign: ``(B, k)`` expert ids (from :func:`route_uniform`).
+        w_up: ``(E, d, f)``; w_down: ``(E, f, d)`` -- each expert's two matrices.
+        method: ``"loop"`` groups the ``B k`` (token, expert) pairs by expert and runs one
+            matmul pair per expert that received tokens (untouched experts are never
+            read, as in a real decode step); ``"padded"`` scatters the groups into an
+            ``(E, T_max, d)`` buffer and runs two batched matmuls (two kernel launches,
+            every expert read; what a GPU prefers at large batch).
+
+    Returns:
+        ``(B, d)`` array, same dtype and backend as ``x``.
+
+    Raises:
+        ValueError: mismatched shapes or an unknown method.
+    """
+    xp = _xp_of(x)
+    if x.ndim != 2 or assign.ndim != 2 or w_up.ndim != 3 or w_down.ndim != 3:
+        raise ValueError("need x (B, d), assign (B, k), w_up (E, d, f), w_down (E, f, d)")
+    B, d = x.shape
+    E, d2, f = w_up.shape
+    if d2 != d or w_down.shape != (E, f, d) or assign.shape[0] != B:
+        raise ValueError(f"shape mismatch: x {x.shape}, assign {assign.shape}, w_up {w_up.shape}, w_down {w_down.shape}")
+    if method not in ("loop", "padded"):
+        raise ValueError(f"method must be 'loop' or 'padded', got {method!r}")
+    k = assign.shape[1]
+    flat = assign.ravel()
+    order = xp.argsort(flat, kind="stable")
+    tok = order // k                                   # token of each sorted pair
+    counts = xp.bincount(flat, minlength=E)
+    out = xp.zeros((B * k, d), dtype=x.dtype)          # one row per (token, slot), in sorted order
+    if method == "loop":
+        counts_h = counts.get() if hasattr(counts, "get") else counts
+        start = 0
+        for e in np.nonzero(counts_h)[0]:
+            n = int(counts_h[e])
+            rows = tok[start:start + n]
+            h = x[rows] @ w_up[e]
+            xp.maximum(h, 0, out=h)
+            out[start:start + n] = h @ w_down[e]
+            start += n
+    else:
+        T = int(counts.max())
+        starts = xp.cumsum(counts) - counts
+        pos = xp.arange(B * k) - xp.repeat(starts, counts)  # position within its expert's group
+        e_sorted = flat[order]
+        buf = xp.zeros((E, max(T, 1), d), dtype=x.dtype)
+        buf[e_sorted, pos] = x[tok]
+        h = xp.matmul(buf, w_up)
+        xp.maximum(h, 0, out=h)
+        y = xp.matmul(h, w_down)
+        out[...] = y[e_sorted, pos]
+    # scatter back: each token has exactly k rows; put them in (B, k) order then sum
+    inv = xp.empty_like(order)
+    inv[order] = xp.arange(B * k)
+    y = out[inv].reshape(B, k, d).sum(axis=1) / k
+    return y
+
+
+def moe_reference(x, assign, w_up, w_down) -> np.ndarray:
+    """The same layer in float64 NumPy, token by token (slow; for checking small cases)."""
+    x, assign = np.asarray(x, dtype=np.float64), np.asarray(assign)
+    w_up, w_down = np.asarray(w_up, dtype=np.float64), np.asarray(w_down, dtype=np.float64)
+    B, k = assign.shape
+    y = np.zeros_like(x)
+    for j in range(k):
+        e = assign[:, j]
+        h = np.maximum(np.einsum("bd,bdf->bf", x, w_up[e]), 0)
+        y += np.einsum("bf,bfd->bd", h, w_down[e])
+    return y / k
+
+
+def default_moe_sizes(be=None) -> dict:
+    """Sizes for :func:`moe_sweep` on this backend.
+
+    CPU: E = 32 experts of d = 1000, f = 500 in fp32, top-4 (128 MB of expert weights,
+    beyond a 2-core VM's caches; 1000 not 1024 to avoid power-of-two cache aliasing,
+    see :func:`llmmath.kernels.default_sweep_sizes`), B = 1..1024.
+    GPU: DeepSeek-V3's routed layer -- E = 256, k = 8, d = 7168, f = 2048 in fp16
+    (15 GB of expert weights), B = 1..16384.
+    """
+    be = be or kernels.backend()
+    if be.is_gpu:
+        return dict(n_experts=256, top_k=8, d_model=7168, d_ff=2048, dtype="fp16",
+                    batches=[2**i for i in range(15)])
+    return dict(n_experts=32, top_k=4, d_model=1000, d_ff=500, dtype="fp32",
+                batches=[2**i for i in range(11)])
+
+
+@dataclasses.dataclass(frozen=True)
+class MoESweep:
+    """Result of :func:`moe_sweep`; arrays indexed by batch (seconds, counts)."""
+
+    batch: np.ndarray
+    measured_s: np.ndarray
+    predicted_s: np.ndarray        # sum over experts of each expert's roofline time
+    compute_s: np.ndarray          # all experts' FLOPs / F
+    memory_s: np.ndarray           # touched experts' weights + activations / W
+    touched: np.ndarray            # experts that received >= 1 token
+    mean_tokens: np.ndarray        # B k / E
+    max_tokens: np.ndarray         # the busiest expert's tokens
+    n_experts: int
+    top_k: int
+    d_model: int
+    d_ff: int
+    dtype: str
+    flops_per_s: float
+    bytes_per_s: float
+    method: str
+    device: str
+
+    @property
+    def bytes_per_weight(self) -> float:
+        return {"fp32": 4.0, "fp16": 2.0}[self.dtype]
+
+    @property
+    def balance_ratio(self) -> float:
+        """This machine's R = F b / (2 W) for the sweep's dtype."""
+        return self.flops_per_s * self.bytes_per_weight / (2.0 * self.bytes_per_s)
+
+    @property
+    def knee_batch(self) -> float:
+        """Predicted knee: B = R E / k, where the mean expert's own matmul turns compute-bound."""
+        return self.balance_ratio * self.n_experts / self.top_k
+
+    @property
+    def time_per_token_s(self) -> np.ndarray:
+        return self.measured_s / self.batch
+
+    @property
+    def measured_over_predicted(self) -> np.ndarray:
+        return self.measured_s / self.predicted_s
+
+    def table(self) -> str:
+        rows = [f"{'B':>6} {'tok/expert':>10} {'touched':>8} {'measured':>10} {'predicted':>10} "
+                f"{'meas/pred':>9} {'us/token':>9} {'bound':>8}"]
+        for i, B in enumerate(self.batch):
+            bound = "compute" if self.compute_s[i] >= self.memory_s[i] else "memory"
+            rows.append(f"{int(B):>6} {self.mean_tokens[i]:>10.2f} {int(self.touched[i]):>8} "
+                        f"{self.measured_s[i] * 1e3:>8.2f}ms {self.predicted_s[i] * 1e3:>8.2f}ms "
+                        f"{self.measured_over_predicted[i]:>9.2f} {self.time_per_token_s[i] * 1e6:>9.1f} {bound:>8}")
+        return "\n".join(rows)
+
+
+def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None, top_k: int | None = None,
+              d_model: int | None = None, d_ff: int | None = None, dtype: str | None = None,
+              flops_per_s: float | None = None, bytes_per_s: float | None = None, repeats: int | None = None,
+              method: str = "loop", seed: int = 0, progress: bool = True, be=None) -> MoESweep:
+    """Time one MoE layer (route top-k, group by expert, matmul pairs) against batch, beside the roofline.
+
+    Each expert e with T_e tokens costs ``max(4 T_e d f / F, (2 d f + 2 T_e (d + f)) b / W)``
+    (two matrices; weights read once, activations in and out); the prediction is the
+    sum over the experts that received tokens (the ``"loop"`` method runs them one
+    after another), or over all E (``"padded"``, T_e -> T_max). ``F`` and ``W``
+    default to this machine's measured ceilings (:func:`llmmath.hardware.local`);
+    sizes default to :func:`default_moe_sizes`. Each batch reports the best of ``repeats``
+    timed calls (default 3 on a CPU, 10 on a GPU) after one warm-up: a busy machine
+    only ever slows a call down.
+
+    Raises:
+        ValueError: a batch < 1, k > E, a size < 1, an unknown dtype or method.
+    """
+    be = be or kernels.backend()
+    dflt = default_moe_sizes(be)
+    E = positive_int("n_experts", n_experts or dflt["n_experts"])
+    k = positive_int("top_k", top_k or dflt["top_k"])
+    _experts(E, k)
+    d = positive_int("d_model", d_model or dflt["d_model"])
+    f = positive_int("d_ff", d_ff or dflt["d_ff"])
+    dtype = dtype or dflt["dtype"]
+    if dtype not in ("fp32", "fp16"):
+        raise ValueError(f"dtype must be 'fp32' or 'fp16', got {dtype!r}")
+    if method not in ("loop", "padded"):
+        raise ValueError(f"method must be 'loop' or 'padded', got {method!r}")
+    batches = np.asarray(list(batches if batches is not None else dflt["batches"]), dtype=np.int64)
+    if batches.size == 0 or (batches < 1).any():
+        raise ValueError(f"batches must all be >= 1, got {batches.tolist()}")
+    if flops_per_s is None or bytes_per_s is None:
+        chip = hardware.local()
+        flops_per_s = flops_per_s or chip.peak_flops_per_s.get(dtype, chip.peak_flops_per_s["fp32"])
+        bytes_per_s = bytes_per_s or chip.hbm_bytes_per_s
+    repeats = repeats or (10 if be.is_gpu else 3)
+    b = 4.0 if dtype == "fp32" else 2.0
+    xp = be.xp
+    w_up = kernels._random(be, (E, d, f), dtype, 11)
+    w_down = kernels._random(be, (E, f, d), dtype, 12)
+    scale = np.float32(1.0 / np.sqrt(d))
+    w_up *= scale
+    w_down *= np.float32(1.0 / np.sqrt(f))
+    meas, pred, comp, mem, touched, mean_t, max_t = [], [], [], [], [], [], []
+    for i, B in enumerate(batches):
+        B = int(B)
+        x = kernels._random(be, (B, d), dtype, 13 + i)
+        assign = route_uniform(B, E, k, seed=seed + i, xp=xp)
+        counts = be.to_numpy(tokens_per_expert(assign, E)).astype(float)
+        t = kernels.time_fn(lambda: grouped_expert_matmul(x, assign, w_up, w_down, method), warmup=1,
+                            repeats=repeats, be=be)
+        meas.append(t.min_s)  # best of the repeats, like the ceilings it is compared with
+        T = counts if method == "loop" else np.full(E, counts.max())
+        T_used = T[T > 0]
+        c_e = 4.0 * T_used * d * f / flops_per_s
+        m_e = (2.0 * d * f + 2.0 * T_used * (d + f)) * b / bytes_per_s
+        pred.append(float(np.sum(np.maximum(c_e, m_e))))
+        comp.append(float(c_e.sum()))
+        mem.append(float(m_e.sum()))
+        touched.append(int((counts > 0).sum()))
+        mean_t.append(B * k / E)
+        max_t.append(float(counts.max()))
+        if progress:
+            print(f"\r  MoE sweep on {be.name}: B = {B} ({i + 1}/{len(batches)}) ...", end="", file=sys.stdout, flush=True)
+    if progress:
+        print(f"\r  MoE sweep on {be.name}: {len(batches)} batches done." + " " * 20, file=sys.stdout, flush=True)
+    arr = lambda v: np.asarray(v, dtype=float)  # noqa: E731
+    return MoESweep(batches.astype(float), arr(meas), arr(pred), arr(comp), arr(mem), arr(touched), arr(mean_t),
+                    arr(max_t), E, k, d, f, dtype, float(flops_per_s), float(bytes_per_s), method, be.device_name)

@@ -1,0 +1,270 @@
+"""Tests of llmmath.moe, llmmath.schedule and the chapter-3 additions to llmmath.serving.
+
+Expectations are derived independently: DeepSeek-V3's parameter counts from its
+config.json fields, chip figures from datasheets, routing statistics from
+probability, cadence results from the closed forms (wait ~ U(0, T)).
+"""
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from llmmath import models, moe, schedule, serving
+
+FAST = settings(max_examples=40, deadline=None)
+
+# H100 SXM datasheet: 989.5 TFLOP/s dense bf16, 3.35 TB/s. H200: same compute, 4.8 TB/s.
+F_H100, W_H100, W_H200 = 989.5e12, 3.35e12, 4.8e12
+R_H100 = F_H100 * 2 / (2 * W_H100)
+
+
+def deepseek_v3_counts():
+    """N_tot, N_act and the untied embedding of DeepSeek-V3, from config.json fields by hand."""
+    d, L, dense_layers, vocab = 7168, 61, 3, 129280
+    nh, q_r, kv_r, nope, rope, v = 128, 1536, 512, 128, 64, 128
+    E, k, shared, f_e, f_dense = 256, 8, 1, 2048, 18432
+    attn = (d * q_r + q_r + q_r * nh * (nope + rope)            # q down, norm, up
+            + d * (kv_r + rope) + kv_r + kv_r * nh * (nope + v)  # kv down, norm, up
+            + nh * v * d)                                        # o
+    norms = 2 * d
+    expert = 3 * d * f_e
+    moe_layer = attn + norms + (E + shared) * expert + d * E + E   # router weight + e_score_correction_bias
+    dense_layer = attn + norms + 3 * d * f_dense
+    embed = vocab * d
+    total = 2 * embed + d + dense_layers * dense_layer + (L - dense_layers) * moe_layer
+    active = total - (L - dense_layers) * (E - k) * expert
+    return total, active, embed
+
+
+def test_deepseek_counts_match_library_and_publication():
+    total, active, _ = deepseek_v3_counts()
+    m = models.get("deepseek-v3")
+    assert m.total_params == total
+    assert m.active_params == active
+    assert abs(total / 671e9 - 1) < 0.001 and abs(active / 37e9 - 1) < 0.02
+
+
+def test_balance_batch_deepseek_v3_on_h100_by_hand():
+    total, active, embed = deepseek_v3_counts()
+    p_read, n_mm = total - embed, active - embed
+    # B* = (P_read b_w / W) / (2 N_mm / F - d b_w / W)
+    hand = (p_read * 2 / W_H100) / (2 * n_mm / F_H100 - 7168 * 2 / W_H100)
+    got = serving.balance_batch("deepseek-v3", "h100-sxm")
+    assert got == pytest.approx(hand, rel=1e-9)
+    assert got == pytest.approx(R_H100 * p_read / n_mm, rel=1e-3)
+    assert 5300 < got < 5500                     # ~ 295 x 18, not the speaker's 300 x 8 = 2,400
+    assert serving.balance_batch("deepseek-v3", "h100-sxm", sparsity="expert") == pytest.approx(R_H100 * 256 / 8)
+
+
+def test_balance_batch_default_unchanged_and_options():
+    for m in ("llama-3.1-8b", "mixtral-8x7b", "deepseek-v3"):
+        for L in (0, 4096):
+            assert serving.balance_batch(m, "h100-sxm", L) == serving.balance_batch(m, "h100-sxm", L, sparsity="total")
+    L = np.array([0.0, 1024, 8192])
+    e = serving.balance_batch("deepseek-v3", "b200", L, sparsity="expert")
+    assert e.shape == (3,) and np.all(e == e[0])  # an expert reads no KV: context does not enter
+    assert serving.balance_batch("llama-3.1-8b", "h100-sxm", sparsity="expert") == pytest.approx(R_H100)
+    with pytest.raises(ValueError, match="sparsity must be 'total'"):
+        serving.balance_batch("deepseek-v3", "h100-sxm", sparsity="experts")
+    with pytest.raises(ValueError, match="context"):
+        serving.balance_batch("deepseek-v3", "h100-sxm", -1)
+
+
+def test_kv_raises_balance_batch_and_diverges_by_hand():
+    # Llama-3.1-70B on H100: beta = 2 x 80 x 8 x 128 x 2 B; a = 80 x 4 x 64 x 128 FLOP per position
+    n_mm = 70_553_706_496 - 128_256 * 8192
+    beta, a = 2 * 80 * 8 * 128 * 2, 80 * 4 * 64 * 128
+    L = 1000.0
+    hand = (n_mm * 2 / W_H100) / ((2 * n_mm + a * L) / F_H100 - L * beta / W_H100 - 8192 * 2 / W_H100)
+    assert serving.balance_batch("llama-3.1-70b", "h100-sxm", L) == pytest.approx(hand, rel=1e-9)
+    lmax = (2 * n_mm / F_H100 - 8192 * 2 / W_H100) / (beta / W_H100 - a / F_H100)
+    assert serving.kv_limit_context("llama-3.1-70b", "h100-sxm") == pytest.approx(lmax, rel=1e-9)
+    assert np.isinf(serving.balance_batch("llama-3.1-70b", "h100-sxm", 1.01 * lmax))
+    # Without attention FLOPs (the speaker's form) the limit comes sooner.
+    assert serving.kv_limit_context("llama-3.1-70b", "h100-sxm", attention_flops=False) < lmax
+    # MLA on an H200: 242 FLOP per cached byte > F/W = 206, so attention is compute-bound; no divergence.
+    assert np.isinf(serving.kv_limit_context("deepseek-v3", "h200"))
+    assert serving.balance_batch("deepseek-v3", "h200", 8192) < serving.balance_batch("deepseek-v3", "h200", 0)
+
+
+def test_utilization_vs_balance():
+    x = np.array([0.5, 1, 2, 3])
+    assert np.allclose(serving.utilization_vs_balance(x, "sum"), [1 / 3, 0.5, 2 / 3, 0.75])
+    assert np.allclose(serving.utilization_vs_balance(x, "max"), [0.5, 1, 1, 1])
+    with pytest.raises(ValueError, match="overlap"):
+        serving.utilization_vs_balance(1.0, "mean")
+    with pytest.raises(ValueError, match="batch_over_balance"):
+        serving.utilization_vs_balance(0.0)
+    # agrees with decode_step's no-overlap MFU for a dense model at short context
+    bstar = serving.balance_batch("llama-3.1-8b", "h100-sxm")
+    s = serving.decode_step("llama-3.1-8b", "h100-sxm", 2 * bstar, 0, overlap="sum")
+    assert s.mfu == pytest.approx(2 / 3, rel=2e-3)
+
+
+# ---- moe -------------------------------------------------------------------
+
+@FAST
+@given(E=st.integers(1, 512), k=st.integers(1, 16), B=st.floats(1, 1e5))
+def test_routing_expectations(E, k, B):
+    k = min(k, E)
+    t = moe.expected_experts_touched(B, E, k)
+    assert 0 < t <= E + 1e-9
+    assert t <= B * k + 1e-9                       # cannot touch more experts than picks
+    assert moe.expected_tokens_per_expert(B, E, k) == pytest.approx(B * k / E)
+
+
+def test_route_uniform_statistics():
+    a = moe.route_uniform(20000, 64, 4, seed=1)
+    assert a.shape == (20000, 4)
+    assert np.all(np.sort(a, axis=1)[:, 1:] != np.sort(a, axis=1)[:, :-1])  # distinct per token
+    counts = moe.tokens_per_expert(a, 64)
+    assert counts.sum() == 80000
+    assert abs(counts.mean() - 20000 * 4 / 64) < 1e-9 and counts.std() / counts.mean() < 0.05
+    # experts touched by B = 8 tokens: simulate 2000 steps, compare with E (1 - (1 - k/E)^B)
+    touched = [len(np.unique(moe.route_uniform(8, 64, 4, seed=s))) for s in range(2000)]
+    assert np.mean(touched) == pytest.approx(moe.expected_experts_touched(8, 64, 4), rel=0.01)
+
+
+def test_moe_bad_input():
+    with pytest.raises(ValueError, match="top_k must be <= n_experts"):
+        moe.expected_tokens_per_expert(10, 8, 9)
+    with pytest.raises(ValueError, match="top_k must be <= n_experts"):
+        moe.route_uniform(4, 8, 9)
+    with pytest.raises(ValueError, match="batch"):
+        moe.expected_experts_touched(0, 8, 2)
+    with pytest.raises(ValueError, match="dense"):
+        moe.with_experts("llama-3.1-8b", 8)
+    with pytest.raises(KeyError):
+        moe.sparsities("deepseek-v9")
+    with pytest.raises(ValueError, match="method"):
+        x = np.zeros((2, 4), np.float32)
+        moe.grouped_expert_matmul(x, np.zeros((2, 1), int), np.zeros((2, 4, 3)), np.zeros((2, 3, 4)), "fast")
+
+
+def test_sparsities_and_expert_balance():
+    s = moe.sparsities("deepseek-v3")
+    assert s["expert"] == 32 and 17.5 < s["total"] < 18.2
+    assert moe.expert_balance_batch(R_H100, 256, 8) == pytest.approx(R_H100 * 32)
+
+
+def test_with_experts_keeps_active_and_cost_at_saturation():
+    base = models.get("deepseek-v3")
+    for E in (64, 512):
+        m = moe.with_experts(base, E)
+        # only the router (d x E weights + E biases per MoE layer) changes what a token multiplies
+        assert m.matmul_params_per_token - base.matmul_params_per_token == (E - 256) * (7168 + 1) * 58
+        # 58 MoE layers, each adding one expert (3 d f_e) and one router row (d weights + 1 bias) per extra expert
+        assert m.total_params - base.total_params == (E - 256) * (3 * 7168 * 2048 + 7168 + 1) * 58
+        bstar = serving.balance_batch(m, "h100-sxm")
+        c = serving.decode_cost_per_token(m, "h100-sxm", 2 * bstar, 0, n_chips=64, check_capacity=False)
+        assert c == pytest.approx(2 * base.matmul_params_per_token / F_H100, rel=5e-3)  # independent of E but for the router
+
+
+@pytest.mark.parametrize("method", ["loop", "padded"])
+def test_grouped_expert_matmul_matches_float64_reference(method):
+    rng = np.random.default_rng(0)
+    B, E, k, d, f = 37, 8, 3, 16, 12
+    x = rng.standard_normal((B, d)).astype(np.float32)
+    a = moe.route_uniform(B, E, k, seed=2)
+    wu = rng.standard_normal((E, d, f)).astype(np.float32)
+    wd = rng.standard_normal((E, f, d)).astype(np.float32)
+    y = moe.grouped_expert_matmul(x, a, wu, wd, method)
+    ref = moe.moe_reference(x, a, wu, wd)
+    assert y.shape == (B, d) and y.dtype == np.float32
+    assert np.max(np.abs(y - ref)) / np.max(np.abs(ref)) < 1e-5
+
+
+def test_moe_sweep_small_runs_and_predicts():
+    s = moe.moe_sweep(batches=[1, 64], n_experts=8, top_k=2, d_model=64, d_ff=32, repeats=1, progress=False,
+                      flops_per_s=1e11, bytes_per_s=1e10)
+    assert s.measured_s.shape == (2,) and np.all(s.measured_s > 0)
+    assert s.touched[0] == 2 and s.touched[1] == 8
+    assert s.knee_batch == pytest.approx(1e11 * 4 / (2 * 1e10) * 8 / 2)
+    assert "tok/expert" in s.table()
+
+
+# ---- schedule --------------------------------------------------------------
+
+def test_cadence_uniform_phase_matches_closed_form():
+    T = 0.02
+    a = schedule.uniform_arrivals(200_000, 50.0, seed=1)
+    r = schedule.simulate_cadence(a, T)
+    cf = schedule.uniform_phase_latency(T)
+    assert r.mean_wait_s == pytest.approx(cf["mean_wait_s"], rel=0.01)           # T/2
+    assert r.max_wait_s < T and r.max_wait_s > 0.999 * T                           # sup is T
+    assert r.mean_latency_s == pytest.approx(1.5 * T, rel=0.005)
+    assert r.max_latency_s <= 2 * T
+    # wait ~ U(0, T): its variance is T^2 / 12
+    assert np.var(r.wait_s) == pytest.approx(T * T / 12, rel=0.02)
+
+
+def test_cadence_poisson_mean_and_step():
+    a = schedule.poisson_arrivals(1000.0, 100_000, seed=2)
+    r = schedule.simulate_cadence(a, 0.02, step_s=0.015)
+    assert r.mean_wait_s == pytest.approx(0.01, rel=0.01)
+    assert r.max_latency_s <= 0.035 + 1e-12
+    assert r.batch_sizes.sum() == 100_000
+
+
+def test_cadence_capacity_fifo_against_loop():
+    a = schedule.poisson_arrivals(100.0, 3000, seed=3)
+    T = 0.02
+    for c in (1, 2, 5):
+        r = schedule.simulate_cadence(a, T, capacity=c)
+        n = np.ceil(a / T).astype(int)
+        D = np.empty_like(n)
+        for j in range(len(n)):
+            D[j] = max(n[j], D[j - c] + 1) if j >= c else n[j]
+        assert np.array_equal(r.departure_index, D)
+        assert r.batch_sizes.max() <= c
+        assert np.all(np.diff(r.departure_index) >= 0)
+
+
+def test_cadence_overload_grows_and_underload_stays_bounded():
+    T, c = 0.02, 100
+    stable = schedule.max_stable_rate_per_s(c, T)            # 5000 / s
+    over = schedule.simulate_cadence(schedule.poisson_arrivals(1.2 * stable, 200_000, seed=4), T, capacity=c)
+    # backlog after t seconds: (1.2 - 1) x 5000 t requests, drained at 5000 / s: the last wait ~ 0.2 t
+    elapsed = over.arrival_s[-1]
+    assert over.wait_s[-1] == pytest.approx(0.2 * elapsed, rel=0.05)
+    under = schedule.simulate_cadence(schedule.poisson_arrivals(0.5 * stable, 200_000, seed=4), T, capacity=c)
+    assert under.max_latency_s <= 2 * T + 1e-12
+
+
+def test_cadence_bad_input():
+    a = np.array([0.001, 0.002])
+    with pytest.raises(ValueError, match="period_s must be > 0"):
+        schedule.simulate_cadence(a, 0.0)
+    with pytest.raises(ValueError, match="period_s must be > 0"):
+        schedule.simulate_cadence(a, -1.0)
+    with pytest.raises(ValueError, match="step_s must be <= period_s"):
+        schedule.simulate_cadence(a, 0.02, step_s=0.03)
+    with pytest.raises(ValueError, match="capacity"):
+        schedule.simulate_cadence(a, 0.02, capacity=0)
+    with pytest.raises(ValueError, match="sorted"):
+        schedule.simulate_cadence(a[::-1], 0.02)
+    with pytest.raises(ValueError, match="finite"):
+        schedule.simulate_cadence([0.1, np.nan], 0.02)
+    with pytest.raises(ValueError, match="phase_s"):
+        schedule.simulate_cadence(a, 0.02, phase_s=0.02)
+    with pytest.raises(ValueError, match="rate_per_s"):
+        schedule.poisson_arrivals(0, 10)
+    with pytest.raises(ValueError, match="fill_fraction"):
+        schedule.hbm_period_s("h100-sxm", 1.5)
+
+
+def test_cadence_million_arrivals_is_fast():
+    a = schedule.poisson_arrivals(50_000.0, 1_000_000, seed=5)
+    t0 = time.perf_counter()
+    schedule.simulate_cadence(a, 0.02)
+    schedule.simulate_cadence(a, 0.02, capacity=1100)
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_hbm_period_from_datasheets():
+    assert schedule.hbm_period_s("h100-sxm") == pytest.approx(80e9 / 3.35e12)
+    assert schedule.hbm_period_s("h200") == pytest.approx(141e9 / 4.8e12)
+    from llmmath import hardware
+    assert schedule.hbm_period_s(hardware.system("vera-rubin-nvl72")) == pytest.approx(288e9 / 22e12)
