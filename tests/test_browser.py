@@ -169,7 +169,11 @@ def test_chapter1_runs_and_its_slider_answers_in_chromium(lab, tmp_path):
             handle.focus()
             handle.press("ArrowRight")
             handle.press("ArrowRight")
-            page.wait_for_function("([el, t]) => el.innerText !== t", arg=[panel.element_handle(), text0],
+            # two steps right: log2 B 6 -> 8; the panel must come to say B = 256 (each step is
+            # one kernel round trip, so wait for the last one, not the first change)
+            page.wait_for_function("el => el.innerText.trim() === '8'", arg=readout.element_handle(),
+                                   timeout=30_000)
+            page.wait_for_function("el => el.innerText.includes('B = 256:')", arg=panel.element_handle(),
                                    timeout=30_000)
             page.wait_for_function("([el, s]) => el.getAttribute('src') !== s && el.complete && el.naturalWidth > 0",
                                    arg=[image.element_handle(), src0], timeout=30_000)
