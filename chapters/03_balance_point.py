@@ -211,7 +211,8 @@ plt.show()
 # **Check** (loose on purpose: a shared 2-core machine is noisy): no batch beats its
 # floor by more than noise; time per token falls at least 2× from the smallest
 # batch to the largest; and the layer's time grows more slowly with $B$ below the
-# knee than above it.
+# knee than above it. (The last two are skipped, with a note, when the load average
+# says other processes hold the cores: then no timing here means anything.)
 
 # %%
 ratio = sweep.measured_over_predicted
@@ -224,8 +225,13 @@ slope_above = np.polyfit(lb[above], np.log(sweep.measured_s[above]), 1)[0] if ab
 print(f"measured/predicted {ratio.min():.2f}..{ratio.max():.2f}; time per token falls {fall:.0f}x; "
       f"log-log slope of layer time below the knee {slope_below:.2f}, above {slope_above:.2f}")
 assert ratio.min() > 0.3, "a layer ran faster than its roofline floor: ceilings mismeasured"
-assert fall > 2, f"time per token should fall with batch; it fell {fall:.1f}x"
-assert slope_below < slope_above, "the layer should be flatter below the knee than above it"
+import os
+busy = os.getloadavg()[0] > 2 * (os.cpu_count() or 1)   # other processes hold the cores: timings say little
+if busy:
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: too busy to test the curve's shape")
+else:
+    assert fall > 2, f"time per token should fall with batch; it fell {fall:.1f}x"
+    assert slope_below < slope_above, "the layer should be flatter below the knee than above it"
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 10 (19:51) — run 2–3× past the balance point

@@ -315,9 +315,9 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     sum over the experts that received tokens (the ``"loop"`` method runs them one
     after another), or over all E (``"padded"``, T_e -> T_max). ``F`` and ``W``
     default to this machine's measured ceilings (:func:`llmmath.hardware.local`);
-    sizes default to :func:`default_moe_sizes`. Each batch reports the best of ``repeats``
-    timed calls (default 3 on a CPU, 10 on a GPU) after one warm-up: a busy machine
-    only ever slows a call down.
+    sizes default to :func:`default_moe_sizes`. The batches are timed round-robin,
+    ``repeats`` rounds (default 3 on a CPU, 10 on a GPU) after one warm-up each, and
+    each batch reports its best: a busy machine only ever slows a call down.
 
     Raises:
         ValueError: a batch < 1, k > E, a size < 1, an unknown dtype or method.
@@ -349,15 +349,14 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     scale = np.float32(1.0 / np.sqrt(d))
     w_up *= scale
     w_down *= np.float32(1.0 / np.sqrt(f))
-    meas, pred, comp, mem, touched, mean_t, max_t = [], [], [], [], [], [], []
+    pred, comp, mem, touched, mean_t, max_t = [], [], [], [], [], []
+    cases = []
     for i, B in enumerate(batches):
         B = int(B)
         x = kernels._random(be, (B, d), dtype, 13 + i)
         assign = route_uniform(B, E, k, seed=seed + i, xp=xp)
         counts = be.to_numpy(tokens_per_expert(assign, E)).astype(float)
-        t = kernels.time_fn(lambda: grouped_expert_matmul(x, assign, w_up, w_down, method), warmup=1,
-                            repeats=repeats, be=be)
-        meas.append(t.min_s)  # best of the repeats, like the ceilings it is compared with
+        cases.append((x, assign))
         T = counts if method == "loop" else np.full(E, counts.max())
         T_used = T[T > 0]
         c_e = 4.0 * T_used * d * f / flops_per_s
@@ -368,8 +367,19 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
         touched.append(int((counts > 0).sum()))
         mean_t.append(B * k / E)
         max_t.append(float(counts.max()))
+    # Round-robin over the batches, `repeats` rounds (the first preceded by a warm-up call),
+    # keeping each batch's best: a burst of load from other processes then hits one sample
+    # of several batches rather than every sample of one.
+    best = np.full(len(cases), np.inf)
+    for rnd in range(repeats):
+        for i, (x, assign) in enumerate(cases):
+            t = kernels.time_fn(lambda: grouped_expert_matmul(x, assign, w_up, w_down, method),
+                                warmup=1 if rnd == 0 else 0, repeats=1, be=be)
+            best[i] = min(best[i], t.min_s)
         if progress:
-            print(f"\r  MoE sweep on {be.name}: B = {B} ({i + 1}/{len(batches)}) ...", end="", file=sys.stdout, flush=True)
+            print(f"\r  MoE sweep on {be.name}: round {rnd + 1}/{repeats} over {len(cases)} batches ...", end="",
+                  file=sys.stdout, flush=True)
+    meas = list(best)
     if progress:
         print(f"\r  MoE sweep on {be.name}: {len(batches)} batches done." + " " * 20, file=sys.stdout, flush=True)
     arr = lambda v: np.asarray(v, dtype=float)  # noqa: E731
