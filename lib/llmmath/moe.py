@@ -204,8 +204,8 @@ def grouped_expert_matmul(x, assign, w_up, w_down, method: str = "loop"):
     else:
         T = int(counts.max())
         starts = xp.cumsum(counts) - counts
-        pos = xp.arange(B * k) - xp.repeat(starts, counts)  # position within its expert's group
         e_sorted = flat[order]
+        pos = xp.arange(B * k) - starts[e_sorted]          # position within its expert's group (CuPy-safe)
         buf = xp.zeros((E, max(T, 1), d), dtype=x.dtype)
         buf[e_sorted, pos] = x[tok]
         h = xp.matmul(buf, w_up)
