@@ -1,0 +1,686 @@
+"""Decode-attention kernels: one new query per sequence against its KV cache, dense and block-sparse.
+
+Shapes (GQA: query head ``i`` uses K/V head ``i // G``, ``G = H_q / H_kv``)::
+
+    q     (B, H_q, D)        the new token's queries
+    k, v  (B, H_kv, L, D)    the cache, contiguous per (sequence, K/V head)
+    out   (B, H_q, D)        float32
+
+Methods (``method=``):
+
+* ``"numpy"`` -- the CPU path: two batched matrix products over the cache
+  (scores ``q K^T``, then ``softmax . V``), each reading K or V once. NumPy has no
+  fast fp16 arithmetic, so the CPU demo stores the cache in fp32.
+* ``"cupy"`` -- a fused CUDA kernel (CuPy ``RawKernel``), flash-decoding style
+  (Dao, Haziza, Massa, Sizov, "Flash-Decoding for long-context inference", 2023):
+  each thread block takes one (sequence, K/V head) pair and a contiguous share of
+  the context (split-K), copies 64-token tiles of K, then V, into shared memory
+  with 16-byte coalesced loads (the next tile is fetched while the current one
+  is used), scores all G query heads of the group at once on the tensor cores
+  (``mma.sync.m16n8k16``, fp16 in, fp32 accumulate), keeps an online softmax per
+  query head, and writes an unnormalised partial output with its max and sum; a
+  second small kernel combines the partials. K and V are each read exactly once.
+  Needs fp16 storage, ``D`` a multiple of 32 (<= 256) and ``G <= 16``.
+* ``"cupy-naive"`` -- the same maths as ``numpy`` through CuPy matmul + softmax
+  (for comparison: several passes over score arrays, fp32).
+* ``"auto"`` -- ``cupy`` on a GPU backend when the shapes allow it, else ``numpy``.
+
+Block-sparse: :func:`block_sparse_decode_attention` scores one summary key per
+block (the mean key, as MoBA does), keeps the top-k blocks per (sequence, K/V
+head), and attends only to them; the fused kernel reads the kept blocks in place.
+
+The bytes a call must read are given by :func:`dense_bytes` and
+:func:`sparse_bytes`; :func:`context_sweep` times a call against context length
+beside ``bytes / bandwidth``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from . import kernels
+
+__all__ = [
+    "reference_decode_attention", "decode_attention", "block_summaries", "select_blocks",
+    "block_sparse_decode_attention", "dense_bytes", "sparse_bytes", "random_cache",
+    "ContextSweep", "context_sweep", "default_sweep_shape", "fused_available", "fused_smem_bytes", "TILE",
+]
+
+TILE = 64  # tokens per shared-memory tile of the fused kernel (a sparse block must be a multiple)
+_LOG2E = 1.4426950408889634
+
+
+# ---------------------------------------------------------------------------
+# Shapes and the reference
+# ---------------------------------------------------------------------------
+
+def _shapes(q, k, v):
+    if q.ndim != 3 or k.ndim != 4 or v.ndim != 4:
+        raise ValueError(f"need q (B, H_q, D) and k, v (B, H_kv, L, D); got q {q.shape}, k {k.shape}, v {v.shape}")
+    B, Hq, D = q.shape
+    if k.shape != v.shape or k.shape[0] != B or k.shape[3] != D:
+        raise ValueError(f"k and v must both be (B={B}, H_kv, L, D={D}); got k {k.shape}, v {v.shape}")
+    Hkv, L = k.shape[1], k.shape[2]
+    if Hkv < 1 or Hq % Hkv:
+        raise ValueError(f"H_q={Hq} must be a multiple of H_kv={Hkv}")
+    if L < 1:
+        raise ValueError(f"the cache must hold at least one token, got L={L}")
+    return B, Hq, Hkv, L, D
+
+
+def reference_decode_attention(q, k, v, scale: float | None = None) -> np.ndarray:
+    """softmax(q K^T * scale) V in float64 NumPy: the ground truth for the kernels.
+
+    Args: see the module docstring; any float dtypes, NumPy or CuPy arrays.
+    ``scale`` defaults to ``1/sqrt(D)``. Returns float64 ``(B, H_q, D)``.
+
+    Raises:
+        ValueError: inconsistent shapes.
+    """
+    q, k, v = (np.asarray(a.get() if hasattr(a, "get") else a, dtype=np.float64) for a in (q, k, v))
+    B, Hq, Hkv, L, D = _shapes(q, k, v)
+    G = Hq // Hkv
+    scale = 1.0 / math.sqrt(D) if scale is None else scale
+    qg = q.reshape(B, Hkv, G, D) * scale
+    s = qg @ np.swapaxes(k, -1, -2)
+    s -= s.max(-1, keepdims=True)
+    p = np.exp(s)
+    o = (p @ v) / p.sum(-1, keepdims=True)
+    return o.reshape(B, Hq, D)
+
+
+def dense_bytes(batch, kv_heads, context, head_dim, elem_bytes) -> float:
+    """Cache bytes a dense decode-attention call reads: ``2 B H_kv L D b`` (K and V once)."""
+    return 2.0 * batch * kv_heads * context * head_dim * elem_bytes
+
+
+def sparse_bytes(batch, kv_heads, context, head_dim, elem_bytes, block_size, top_k) -> float:
+    """Bytes of a block-sparse call: the block summaries (one key each) + the kept blocks' K and V."""
+    n_blocks = -(-int(context) // int(block_size))
+    kept = min(int(top_k), n_blocks) * int(block_size)
+    return batch * kv_heads * head_dim * elem_bytes * (n_blocks + 2.0 * min(kept, context))
+
+
+# ---------------------------------------------------------------------------
+# CPU / generic array path
+# ---------------------------------------------------------------------------
+
+def _xp_decode(xp, q, k, v, scale):
+    B, Hq, Hkv, L, D = _shapes(q, k, v)
+    G = Hq // Hkv
+    dt = k.dtype if k.dtype in (xp.float32, xp.float64) else xp.float32
+    qg = (q.reshape(B, Hkv, G, D) * scale).astype(dt)
+    if k.dtype != dt:  # fp16 cache on the CPU: NumPy cannot multiply fp16 fast; upcast (extra traffic)
+        k, v = k.astype(dt), v.astype(dt)
+    # K (L x D, rows contiguous) times q^T (D x G): a matrix product BLAS takes as is. Written the
+    # other way round (q K^T), NumPy sees a transposed operand and falls back to a slow loop.
+    qt = xp.ascontiguousarray(xp.swapaxes(qg, -1, -2))   # (B, Hkv, D, G), tiny
+    s = xp.ascontiguousarray(xp.swapaxes(xp.matmul(k, qt), -1, -2))  # (B, Hkv, G, L): reads K once
+    s -= s.max(-1, keepdims=True)
+    xp.exp(s, out=s)
+    denom = s.sum(-1, keepdims=True)
+    o = xp.matmul(s, v)                               # (B, Hkv, G, D): reads V once
+    o /= denom
+    return o.reshape(B, Hq, D).astype(xp.float32, copy=False)
+
+
+# ---------------------------------------------------------------------------
+# The fused CUDA kernel
+# ---------------------------------------------------------------------------
+
+_CUDA_SRC = r"""
+#define D     __D__
+#define G     __G__
+#define TILE  64
+#define SUB   256
+#define NT    128
+#define DP    (D + 8)
+#define SP    (SUB + 8)
+#define NB    (D / 32)
+#define VPR   (D / 8)
+#define LPT   (TILE * VPR / NT)
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+typedef unsigned short half_t;
+
+__device__ __forceinline__ void mma16816(float* c, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ half_t f2h(float x) {
+  half_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  return h;
+}
+
+// Fetch one tile (TILE tokens x D halfs) into registers: 16-byte loads, coalesced
+// (consecutive threads read consecutive 16-byte pieces of the same rows).
+__device__ __forceinline__ void fetch(uint4* r, const half_t* __restrict__ src, int start, int L) {
+#pragma unroll
+  for (int k = 0; k < LPT; ++k) {
+    const int i = threadIdx.x + k * NT, row = i / VPR, vec = i % VPR, t = start + row;
+    r[k] = (t >= 0 && t < L) ? __ldg(reinterpret_cast<const uint4*>(src + (size_t)t * D) + vec)
+                             : make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+
+__device__ __forceinline__ void stash(half_t* dst, const uint4* r) {
+#pragma unroll
+  for (int k = 0; k < LPT; ++k) {
+    const int i = threadIdx.x + k * NT, row = i / VPR, vec = i % VPR;
+    *reinterpret_cast<uint4*>(dst + row * DP + vec * 8) = r[k];
+  }
+}
+
+__device__ __forceinline__ int tile_start(const int* tiles_bh, int j) {
+  return tiles_bh ? tiles_bh[j] : j * TILE;
+}
+
+extern "C" __global__ void __launch_bounds__(NT)
+decode_attn_split(const half_t* __restrict__ Q,      // [B, Hkv, G, D], pre-scaled by scale*log2(e)
+                  const half_t* __restrict__ K,      // [B, Hkv, L, D]
+                  const half_t* __restrict__ V,      // [B, Hkv, L, D]
+                  const int* __restrict__ tiles,     // [B, Hkv, n_tiles] first token of each tile, or NULL (dense)
+                  int L, int n_tiles, int tiles_per_cta,
+                  float* __restrict__ Opart,         // [B, Hkv, splits, G, D]
+                  float* __restrict__ Mpart,         // [B, Hkv, splits, G]  (log2 domain)
+                  float* __restrict__ Lpart)         // [B, Hkv, splits, G]
+{
+  const int split = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const int splits = gridDim.x, Hkv = gridDim.y;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+
+  __shared__ __align__(16) half_t Qs[16 * DP];
+  __shared__ __align__(16) half_t KV[TILE * DP];
+  __shared__ __align__(16) half_t Ps[16 * SP];
+  __shared__ float S[G * SUB];
+  __shared__ float m_run[G], l_run[G], alpha[G];
+
+  const size_t bh = (size_t)b * Hkv + h;
+  const half_t* Kbh = K + bh * (size_t)L * D;
+  const half_t* Vbh = V + bh * (size_t)L * D;
+  const int* tiles_bh = tiles ? tiles + bh * (size_t)n_tiles : (const int*)0;
+
+  for (int i = tid; i < 16 * D; i += NT) {
+    const int r = i / D, c = i % D;
+    Qs[r * DP + c] = r < G ? Q[(bh * G + r) * D + c] : (half_t)0;
+  }
+  for (int i = tid; i < 16 * SP; i += NT) Ps[i] = (half_t)0;   // rows >= G stay zero
+  if (tid < G) { m_run[tid] = -INFINITY; l_run[tid] = 0.f; }
+  __syncthreads();
+
+  // A fragments of Q (16 x D, rows >= G zero) for every k-step of the score mma.
+  unsigned qa[D / 16][4];
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks) {
+    const unsigned* r0 = reinterpret_cast<const unsigned*>(Qs + gid * DP + ks * 16 + tig * 2);
+    const unsigned* r1 = reinterpret_cast<const unsigned*>(Qs + (gid + 8) * DP + ks * 16 + tig * 2);
+    qa[ks][0] = r0[0]; qa[ks][1] = r1[0]; qa[ks][2] = r0[4]; qa[ks][3] = r1[4];
+  }
+  float acc[NB][4];
+#pragma unroll
+  for (int nb = 0; nb < NB; ++nb) acc[nb][0] = acc[nb][1] = acc[nb][2] = acc[nb][3] = 0.f;
+
+  uint4 pre[LPT];
+  const int t_begin = split * tiles_per_cta;
+  const int t_end = min(n_tiles, t_begin + tiles_per_cta);
+  for (int t0 = t_begin; t0 < t_end; t0 += SUB / TILE) {
+    const int nt = min(SUB / TILE, t_end - t0);
+
+    // ---- pass 1: scores of this sub-chunk, S[g][col] (log2 domain), -inf past L
+    fetch(pre, Kbh, tile_start(tiles_bh, t0), L);
+    for (int j = 0; j < nt; ++j) {
+      const int start = tile_start(tiles_bh, t0 + j);
+      stash(KV, pre);
+      __syncthreads();
+      if (j + 1 < nt) fetch(pre, Kbh, tile_start(tiles_bh, t0 + j + 1), L);   // in flight during the mma
+#pragma unroll
+      for (int nb = 0; nb < 2; ++nb) {
+        float c[4] = {0.f, 0.f, 0.f, 0.f};
+        const half_t* kr = KV + (warp * 16 + nb * 8 + gid) * DP + tig * 2;
+#pragma unroll
+        for (int ks = 0; ks < D / 16; ++ks) {
+          unsigned bf[2];
+          bf[0] = *reinterpret_cast<const unsigned*>(kr + ks * 16);
+          bf[1] = *reinterpret_cast<const unsigned*>(kr + ks * 16 + 8);
+          mma16816(c, qa[ks], bf);
+        }
+        const int key = warp * 16 + nb * 8 + tig * 2, col = j * TILE + key, tok = start + key;
+        if (gid < G) {
+          S[gid * SUB + col] = tok < L ? c[0] : -INFINITY;
+          S[gid * SUB + col + 1] = tok + 1 < L ? c[1] : -INFINITY;
+        }
+        if (gid + 8 < G) {
+          S[(gid + 8) * SUB + col] = tok < L ? c[2] : -INFINITY;
+          S[(gid + 8) * SUB + col + 1] = tok + 1 < L ? c[3] : -INFINITY;
+        }
+      }
+      __syncthreads();
+    }
+    fetch(pre, Vbh, tile_start(tiles_bh, t0), L);   // V tile 0 flies while the softmax runs
+
+    // ---- pass 2: online softmax statistics, P = exp2(S - m) as fp16
+    const int ncols = nt * TILE;
+    for (int g = warp; g < G; g += NT / 32) {
+      float mx = -INFINITY;
+      for (int i = lane; i < ncols; i += 32) mx = fmaxf(mx, S[g * SUB + i]);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      const float m_old = m_run[g], m_new = fmaxf(m_old, mx);
+      const float m_use = (m_new == -INFINITY) ? 0.f : m_new;
+      float sum = 0.f;
+      for (int i = lane; i < SUB; i += 32) {
+        const float p = i < ncols ? exp2f(S[g * SUB + i] - m_use) : 0.f;
+        sum += p;
+        Ps[g * SP + i] = f2h(p);
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      if (lane == 0) {
+        const float a = exp2f(m_old - m_use);
+        alpha[g] = a; l_run[g] = l_run[g] * a + sum; m_run[g] = m_new;
+      }
+    }
+    __syncthreads();
+    const float a_lo = gid < G ? alpha[gid] : 1.f, a_hi = gid + 8 < G ? alpha[gid + 8] : 1.f;
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb) { acc[nb][0] *= a_lo; acc[nb][1] *= a_lo; acc[nb][2] *= a_hi; acc[nb][3] *= a_hi; }
+
+    // ---- pass 3: acc += P V; warp w owns output columns [w D/4, (w+1) D/4)
+    for (int j = 0; j < nt; ++j) {
+      stash(KV, pre);
+      __syncthreads();
+      if (j + 1 < nt) fetch(pre, Vbh, tile_start(tiles_bh, t0 + j + 1), L);
+#pragma unroll
+      for (int kk = 0; kk < TILE / 16; ++kk) {
+        const int pc = j * TILE + kk * 16 + tig * 2;
+        unsigned pa[4];
+        pa[0] = *reinterpret_cast<const unsigned*>(Ps + gid * SP + pc);
+        pa[1] = *reinterpret_cast<const unsigned*>(Ps + (gid + 8) * SP + pc);
+        pa[2] = *reinterpret_cast<const unsigned*>(Ps + gid * SP + pc + 8);
+        pa[3] = *reinterpret_cast<const unsigned*>(Ps + (gid + 8) * SP + pc + 8);
+        const int vr = kk * 16 + tig * 2;
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb) {
+          const int col = warp * (D / 4) + nb * 8 + gid;
+          unsigned bf[2];
+          bf[0] = (unsigned)KV[vr * DP + col] | ((unsigned)KV[(vr + 1) * DP + col] << 16);
+          bf[1] = (unsigned)KV[(vr + 8) * DP + col] | ((unsigned)KV[(vr + 9) * DP + col] << 16);
+          mma16816(acc[nb], pa, bf);
+        }
+      }
+      __syncthreads();
+    }
+  }
+
+  float* O = Opart + (bh * splits + split) * (size_t)(G * D);
+#pragma unroll
+  for (int nb = 0; nb < NB; ++nb) {
+    const int col = warp * (D / 4) + nb * 8 + tig * 2;
+    if (gid < G) { O[gid * D + col] = acc[nb][0]; O[gid * D + col + 1] = acc[nb][1]; }
+    if (gid + 8 < G) { O[(gid + 8) * D + col] = acc[nb][2]; O[(gid + 8) * D + col + 1] = acc[nb][3]; }
+  }
+  if (tid < G) {
+    Mpart[(bh * splits + split) * G + tid] = m_run[tid];
+    Lpart[(bh * splits + split) * G + tid] = l_run[tid];
+  }
+}
+
+// out[(bh, g), d] = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s ; one block per (bh, g), D threads
+extern "C" __global__ void decode_attn_combine(const float* __restrict__ Opart, const float* __restrict__ Mpart,
+                                               const float* __restrict__ Lpart, int splits, float* __restrict__ out)
+{
+  const int row = blockIdx.x, bh = row / G, g = row % G, d = threadIdx.x;
+  float M = -INFINITY;
+  for (int s = 0; s < splits; ++s) M = fmaxf(M, Mpart[((size_t)bh * splits + s) * G + g]);
+  float l = 0.f, o = 0.f;
+  for (int s = 0; s < splits; ++s) {
+    const size_t i = ((size_t)bh * splits + s) * G + g;
+    const float w = exp2f(Mpart[i] - M);
+    l += w * Lpart[i];
+    o += w * Opart[i * D + d];
+  }
+  out[(size_t)row * D + d] = o / l;
+}
+"""
+
+
+@lru_cache(maxsize=None)
+def _module(D: int, G: int):
+    cp = kernels.backend().xp
+    src = _CUDA_SRC.replace("__D__", str(D)).replace("__G__", str(G))
+    return cp.RawModule(code=src, options=("--std=c++14",))
+
+
+def fused_smem_bytes(head_dim: int, group: int) -> int:
+    """Static shared memory of the fused kernel: Q, one K/V tile, P (fp16) and the scores (fp32)."""
+    return 2 * (16 + TILE + 16) * (head_dim + 8) + 2 * 16 * 8 + 4 * group * 256 + 12 * group
+
+
+def fused_available(head_dim: int, group: int, dtype=None, be=None) -> bool:
+    """Whether the fused kernel can run these shapes here.
+
+    Needs a GPU backend, an fp16 cache, ``D % 32 == 0``, ``1 <= G <= 16`` and at
+    most 48 KiB of static shared memory (D = 128 with G up to 16; D = 64 any G).
+    """
+    be = be or kernels.backend()
+    ok_dtype = dtype is None or np.dtype(dtype) == np.float16
+    return bool(be.is_gpu and ok_dtype and head_dim % 32 == 0 and 1 <= group <= 16
+                and fused_smem_bytes(head_dim, group) <= 48 * 1024)
+
+
+def _fused(q, k, v, scale, tiles=None, n_tiles=None, splits=None, out=None):
+    be = kernels.backend()
+    cp = be.xp
+    B, Hq, Hkv, L, D = _shapes(q, k, v)
+    G = Hq // Hkv
+    if not fused_available(D, G, k.dtype, be) or v.dtype != cp.float16:
+        raise ValueError(f"the fused kernel needs an fp16 cache, D % 32 == 0, G <= 16 and <= 48 KiB of shared "
+                         f"memory; got {k.dtype}/{v.dtype}, D={D}, G={G} ({fused_smem_bytes(D, G)} bytes)")
+    k, v = cp.ascontiguousarray(k), cp.ascontiguousarray(v)
+    qh = cp.ascontiguousarray((q.astype(cp.float32) * (scale * _LOG2E)).astype(cp.float16))
+    if tiles is None:
+        n_tiles = -(-L // TILE)
+    else:
+        tiles = cp.ascontiguousarray(tiles, dtype=cp.int32)
+        n_tiles = tiles.shape[-1]
+    if splits is None:  # enough blocks to fill the chip several times over, each with >= 4 tiles
+        n_sm = cp.cuda.Device().attributes["MultiProcessorCount"]
+        want = max(1, (8 * n_sm) // max(1, B * Hkv))
+        splits = max(1, min(want, -(-n_tiles // 4)))
+    tpc = -(-n_tiles // splits)
+    splits = -(-n_tiles // tpc)
+    opart = cp.empty((B, Hkv, splits, G, D), cp.float32)
+    mpart = cp.empty((B, Hkv, splits, G), cp.float32)
+    lpart = cp.empty((B, Hkv, splits, G), cp.float32)
+    if out is None:
+        out = cp.empty((B, Hq, D), cp.float32)
+    mod = _module(D, G)
+    mod.get_function("decode_attn_split")(
+        (splits, Hkv, B), (128,),
+        (qh, k, v, tiles if tiles is not None else np.uint64(0), np.int32(L), np.int32(n_tiles), np.int32(tpc),
+         opart, mpart, lpart))
+    mod.get_function("decode_attn_combine")((B * Hq,), (D,), (opart, mpart, lpart, np.int32(splits), out))
+    return out
+
+
+def _resolve_method(method, q, k):
+    be = kernels.backend()
+    if method not in ("auto", "numpy", "cupy", "cupy-naive"):
+        raise ValueError(f"method must be 'auto', 'numpy', 'cupy' or 'cupy-naive', got {method!r}")
+    if method == "auto":
+        G = q.shape[1] // max(1, k.shape[1])
+        return "cupy" if fused_available(q.shape[2], G, k.dtype, be) else ("cupy-naive" if be.is_gpu else "numpy")
+    if method.startswith("cupy") and not be.is_gpu:
+        raise RuntimeError(f"method={method!r} needs a GPU backend (CuPy and a GPU); this one is {be.name}")
+    return method
+
+
+def decode_attention(q, k, v, scale: float | None = None, method: str = "auto", splits: int | None = None, out=None):
+    """Decode attention for one new token per sequence; returns float32 ``(B, H_q, D)``.
+
+    Args:
+        q, k, v: see the module docstring (arrays of the active backend).
+        scale: softmax scale, default ``1/sqrt(D)``.
+        method: ``auto``, ``numpy``, ``cupy`` (fused kernel) or ``cupy-naive``.
+        splits: fused kernel only: context splits per (sequence, K/V head); default fills the GPU.
+        out: fused kernel only: a float32 ``(B, H_q, D)`` array to write into.
+
+    Raises:
+        ValueError: inconsistent shapes, an unknown method, or a cache dtype the method cannot read.
+        RuntimeError: a CuPy method without a GPU backend.
+    """
+    B, Hq, Hkv, L, D = _shapes(q, k, v)
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    m = _resolve_method(method, q, k)
+    if m == "cupy":
+        return _fused(q, k, v, scale, splits=splits, out=out)
+    xp = kernels.backend().xp if m == "cupy-naive" else np
+    return _xp_decode(xp, q, k, v, scale)
+
+
+def block_summaries(k, block_size: int):
+    """Mean key of each block of ``block_size`` tokens: ``(B, H_kv, ceil(L/s), D)``, float32.
+
+    Kept beside the cache and updated as tokens arrive (MoBA's gate uses the
+    mean-pooled keys; Quest keeps a min and a max key instead).
+
+    Raises:
+        ValueError: block_size < 1.
+    """
+    if int(block_size) != block_size or block_size < 1:
+        raise ValueError(f"block_size must be a whole number >= 1, got {block_size!r}")
+    xp = np if isinstance(k, np.ndarray) else kernels.backend().xp
+    B, Hkv, L, D = k.shape
+    n = -(-L // block_size)
+    pad = n * block_size - L
+    kf = k.astype(xp.float32)
+    if pad:
+        kf = xp.concatenate([kf, xp.zeros((B, Hkv, pad, D), xp.float32)], axis=2)
+    counts = xp.full((n,), float(block_size), xp.float32)
+    counts[-1] = block_size - pad
+    return kf.reshape(B, Hkv, n, block_size, D).sum(3) / counts[:, None]
+
+
+def select_blocks(q, summaries, top_k: int):
+    """Indices ``(B, H_kv, top_k)`` of the blocks whose summary scores highest, summed over the group's query heads.
+
+    Raises:
+        ValueError: top_k < 1 or larger than the number of blocks.
+    """
+    xp = np if isinstance(summaries, np.ndarray) else kernels.backend().xp
+    B, Hkv, n, D = summaries.shape
+    if int(top_k) != top_k or not 1 <= top_k <= n:
+        raise ValueError(f"top_k must be a whole number from 1 to the number of blocks ({n}), got {top_k!r}")
+    G = q.shape[1] // Hkv
+    score = xp.matmul(q.reshape(B, Hkv, G, D).astype(xp.float32), xp.swapaxes(summaries, -1, -2)).sum(2)
+    idx = xp.argpartition(-score, top_k - 1, axis=-1)[..., :top_k]
+    return xp.sort(idx, axis=-1)
+
+
+def block_sparse_decode_attention(q, k, v, block_size: int, top_k: int, summaries=None, blocks=None,
+                                  scale: float | None = None, method: str = "auto"):
+    """Attend to the ``top_k`` best blocks of ``block_size`` tokens only (per sequence and K/V head).
+
+    Selection: :func:`select_blocks` over ``summaries`` (computed by
+    :func:`block_summaries` if not given), unless ``blocks`` (indices
+    ``(B, H_kv, top_k)``) is passed. With ``top_k`` = all blocks this equals
+    dense attention. The fused kernel reads the kept blocks in place (needs
+    ``block_size`` a multiple of 64); the NumPy path gathers them first (a copy of the kept tokens).
+    Returns float32 ``(B, H_q, D)``.
+
+    Raises:
+        ValueError: block_size < 1, top_k < 1 or > number of blocks, bad shapes.
+    """
+    B, Hq, Hkv, L, D = _shapes(q, k, v)
+    if int(block_size) != block_size or block_size < 1:
+        raise ValueError(f"block_size must be a whole number >= 1, got {block_size!r}")
+    n = -(-L // block_size)
+    if int(top_k) != top_k or not 1 <= top_k <= n:
+        raise ValueError(f"top_k must be a whole number from 1 to the number of blocks ({n} of {block_size} "
+                         f"tokens in L={L}), got {top_k!r}")
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    m = _resolve_method(method, q, k)
+    xp = np if m == "numpy" else kernels.backend().xp
+    if blocks is None:
+        if summaries is None:
+            summaries = block_summaries(k, block_size)
+        blocks = select_blocks(q, summaries, top_k)
+    if m == "cupy" and block_size % TILE == 0:
+        tiles = (blocks[..., None] * block_size + xp.arange(0, block_size, TILE)[None, None, None, :])
+        return _fused(q, k, v, scale, tiles=tiles.reshape(B, Hkv, -1).astype(xp.int32))
+    # gather the kept tokens (index arithmetic on the cache as it is: no reshape, so no copy of the
+    # whole cache); a kept last block may run past L: clamp, then mask those tokens out exactly
+    tok = (blocks[..., None] * block_size + xp.arange(block_size)).reshape(B, Hkv, -1)
+    valid = tok < L
+    bi, hi, ti = xp.arange(B)[:, None, None], xp.arange(Hkv)[None, :, None], xp.minimum(tok, L - 1)
+    kg, vg = k[bi, hi, ti], v[bi, hi, ti]   # (B, Hkv, kept, D): whole rows of D copied
+    if bool(valid.all()):
+        return _xp_decode(xp, q, kg, vg, scale)
+    G = Hq // Hkv
+    dt = xp.float64 if kg.dtype == xp.float64 else xp.float32
+    qt = xp.ascontiguousarray(xp.swapaxes((q.reshape(B, Hkv, G, D) * scale).astype(dt), -1, -2))
+    s = xp.ascontiguousarray(xp.swapaxes(xp.matmul(kg.astype(dt), qt), -1, -2))
+    s = xp.where(valid[:, :, None, :], s, -xp.inf)
+    s -= s.max(-1, keepdims=True)
+    p = xp.exp(s)
+    o = xp.matmul(p, vg.astype(dt)) / p.sum(-1, keepdims=True)
+    return o.reshape(B, Hq, D).astype(xp.float32)
+
+
+# ---------------------------------------------------------------------------
+# Timing against context length
+# ---------------------------------------------------------------------------
+
+def random_cache(batch, q_heads, kv_heads, context, head_dim, dtype="fp32", seed=0, be=None):
+    """Random ``q, k, v`` on the backend (normal values, never zeros), cache in ``dtype`` (fp32 or fp16)."""
+    be = be or kernels.backend()
+    q = kernels._random(be, (batch, q_heads, head_dim), "fp32", seed)
+    k = kernels._random(be, (batch, kv_heads, context, head_dim), dtype, seed + 1)
+    v = kernels._random(be, (batch, kv_heads, context, head_dim), dtype, seed + 2)
+    return q, k, v
+
+
+def default_sweep_shape(be=None) -> dict:
+    """Sizes for :func:`context_sweep` on this backend.
+
+    CPU: one sequence, 8 K/V heads x group 4 (Llama-3.1-8B's layer), D = 128, fp32
+    cache, L = 1K .. 16K (128 MiB of K+V at the top: beyond any CPU cache; about a
+    second in all). GPU: batch 16, 8 K/V heads x group 8 (a Llama-3.1-70B layer),
+    fp16, L = 2K .. 128K (8.6 GB of K+V at the top); sparse: top-32 blocks of 64.
+    """
+    be = be or kernels.backend()
+    if be.is_gpu:
+        return dict(batch=16, q_heads=64, kv_heads=8, head_dim=128, dtype="fp16",
+                    contexts=[2**i for i in range(11, 18)], block_size=64, top_k=32)
+    return dict(batch=1, q_heads=32, kv_heads=8, head_dim=128, dtype="fp32",
+                contexts=[2**i for i in range(10, 15)], block_size=64, top_k=16)
+
+
+@dataclasses.dataclass(frozen=True)
+class ContextSweep:
+    """Result of :func:`context_sweep`; arrays indexed by context."""
+
+    context: np.ndarray
+    dense_s: np.ndarray
+    sparse_s: np.ndarray
+    dense_bytes: np.ndarray
+    sparse_bytes: np.ndarray
+    bytes_per_s: float
+    method: str
+    shape: dict
+    device: str
+
+    @property
+    def dense_predicted_s(self):
+        return self.dense_bytes / self.bytes_per_s
+
+    @property
+    def sparse_predicted_s(self):
+        return self.sparse_bytes / self.bytes_per_s
+
+    @property
+    def dense_fraction_of_copy(self):
+        """Achieved bytes/s of the dense call divided by the copy bandwidth."""
+        return self.dense_predicted_s / self.dense_s
+
+    def table(self) -> str:
+        rows = [f"{'L':>7} {'dense':>10} {'bytes/W':>10} {'ratio':>6} {'%copy':>6} | "
+                f"{'sparse':>10} {'bytes/W':>10} {'ratio':>6}"]
+        for i, L in enumerate(self.context):
+            rows.append(f"{int(L):>7} {self.dense_s[i] * 1e3:>8.3f}ms {self.dense_predicted_s[i] * 1e3:>8.3f}ms "
+                        f"{self.dense_s[i] / self.dense_predicted_s[i]:>6.2f} {self.dense_fraction_of_copy[i]:>6.0%} | "
+                        f"{self.sparse_s[i] * 1e3:>8.3f}ms {self.sparse_predicted_s[i] * 1e3:>8.3f}ms "
+                        f"{self.sparse_s[i] / self.sparse_predicted_s[i]:>6.2f}")
+        return "\n".join(rows)
+
+
+def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_dim=None, dtype=None,
+                  block_size=None, top_k=None, bytes_per_s=None, repeats=None, method="auto",
+                  be=None) -> ContextSweep:
+    """Time dense and block-sparse decode attention against context, beside ``bytes / bandwidth``.
+
+    One cache is made at the largest context; shorter contexts use its first
+    ``L`` tokens (a view, so each (sequence, head) stays contiguous in its rows).
+    Block selection for the sparse call is done beforehand (its summaries and
+    scores are 1/block_size of the work and are counted in :func:`sparse_bytes`
+    but not timed). ``bytes_per_s`` defaults to this machine's measured copy
+    bandwidth (:func:`llmmath.kernels.measure_copy_bandwidth`). Sizes default to
+    :func:`default_sweep_shape`. Each time is the best of ``repeats`` runs (like
+    the bandwidth it is compared with: on a shared machine the median wanders).
+
+    Raises:
+        ValueError: a context below ``block_size * top_k`` or bad sizes.
+    """
+    be = be or kernels.backend()
+    d = default_sweep_shape(be)
+    contexts = [int(c) for c in (contexts or d["contexts"])]
+    batch, q_heads, kv_heads = batch or d["batch"], q_heads or d["q_heads"], kv_heads or d["kv_heads"]
+    head_dim, dtype = head_dim or d["head_dim"], dtype or d["dtype"]
+    block_size, top_k = block_size or d["block_size"], top_k or d["top_k"]
+    if min(contexts) < block_size * top_k:
+        raise ValueError(f"every context must hold top_k * block_size = {top_k * block_size} tokens, "
+                         f"got {min(contexts)}")
+    bytes_per_s = bytes_per_s or kernels.measure_copy_bandwidth(be=be)
+    repeats = repeats or (20 if be.is_gpu else 3)
+    elem = 2 if dtype == "fp16" else 4
+    q, k, v = random_cache(batch, q_heads, kv_heads, max(contexts), head_dim, dtype, be=be)
+    meth = _resolve_method(method, q, k)
+    with _one_blas_thread(meth):
+        dense, sparse = _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be)
+    ctx = np.asarray(contexts, float)
+    db = np.array([dense_bytes(batch, kv_heads, L, head_dim, elem) for L in contexts])
+    # the timed sparse call reads the kept blocks' K and V (selection done beforehand)
+    sb = np.array([2.0 * batch * kv_heads * min(top_k * block_size, L) * head_dim * elem for L in contexts])
+    return ContextSweep(ctx, np.asarray(dense), np.asarray(sparse), db, sb, float(bytes_per_s), meth,
+                        dict(batch=batch, q_heads=q_heads, kv_heads=kv_heads, head_dim=head_dim, dtype=dtype,
+                             block_size=block_size, top_k=top_k), be.device_name)
+
+
+def _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be):
+    dense, sparse = [], []
+    for L in contexts:
+        kl, vl = k[:, :, :L], v[:, :, :L]
+        if meth == "cupy":
+            kl, vl = be.xp.ascontiguousarray(kl), be.xp.ascontiguousarray(vl)
+        dense.append(kernels.time_fn(lambda: decode_attention(q, kl, vl, method=meth), repeats=repeats, be=be).min_s)
+        blocks = select_blocks(q, block_summaries(kl, block_size), top_k)
+        sparse.append(kernels.time_fn(lambda: block_sparse_decode_attention(q, kl, vl, block_size, top_k, blocks=blocks,
+                                                                            method=meth),
+                                      repeats=repeats, be=be).min_s)
+        del kl, vl
+    return dense, sparse
+
+
+class _one_blas_thread:
+    """On the CPU path, time with one BLAS thread.
+
+    The copy bandwidth the times are compared with is one NumPy copy (one core),
+    and on a busy 2-core machine a second BLAS thread that loses its core makes a
+    small product wait a whole scheduler slice: measured, up to 500x slower.
+    """
+
+    def __init__(self, method):
+        self._ctx = None
+        if method == "numpy":
+            try:
+                from threadpoolctl import threadpool_limits
+                self._ctx = threadpool_limits(1, "blas")
+            except ImportError:  # pragma: no cover - installed with scikit-learn
+                self._ctx = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._ctx is not None:
+            self._ctx.restore_original_limits()
+        return False

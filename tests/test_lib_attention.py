@@ -1,0 +1,225 @@
+"""Tests of llmmath.attention and llmmath.attention_kernels; expectations derived by hand from configs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from llmmath import attention as A
+from llmmath import attention_kernels as AK
+from llmmath import kernels, models
+
+
+# ---- FLOPs, bytes, intensity per variant ------------------------------------------------------
+
+def test_llama70b_gqa_flops_and_bytes_at_4096_by_hand():
+    # config.json: 80 layers, 64 heads, 8 kv heads, head_dim 128.
+    L = 4096
+    flops = 80 * (2 * 64 * 128 + 2 * 64 * 128) * L      # q.k and p.v for 64 heads, each 2 FLOPs per MAC
+    by = 80 * 2 * 8 * 128 * 2 * L                       # K and V for 8 kv heads at 2 bytes
+    assert A.decode_attention_flops("llama-3.1-70b", L) == flops == 10_737_418_240
+    assert A.decode_attention_bytes("llama-3.1-70b", L) == by == 1_342_177_280
+    assert A.arithmetic_intensity("llama-3.1-70b") == flops / by == 8.0
+
+
+def test_native_variant_matches_models_module():
+    for name in ("llama-2-7b", "llama-3.1-8b", "qwen3-235b-a22b", "deepseek-v3", "kimi-k2"):
+        m = models.get(name)
+        assert A.decode_attention_flops(m, 1000) == pytest.approx(m.attention_flops_per_token(1000))
+        assert A.decode_attention_bytes(m, 1000) == pytest.approx(1000 * m.kv_bytes_per_token())
+
+
+def test_mha_mqa_gqa_intensity_is_2G_over_b():
+    assert A.arithmetic_intensity("llama-2-7b") == 1.0                     # MHA, bf16
+    assert A.arithmetic_intensity("llama-3.1-8b", "fp8") == 2 * 4 / 1      # G = 32/8, 1 byte
+    assert A.arithmetic_intensity("llama-3.1-70b", variant="MQA") == 64.0   # one kv head: G = 64
+    assert A.arithmetic_intensity("llama-3.1-70b", variant="MHA") == 1.0
+    # splitting heads over <= n_kv chips keeps GQA's intensity
+    assert A.arithmetic_intensity("llama-3.1-70b", heads_split=8) == 8.0
+
+
+def test_mla_variants_by_hand_deepseek_v3():
+    # 128 heads, kv_lora_rank 512, rope 64, nope 128, v 128.
+    assert A.flops_per_cached_token("deepseek-v3", "MLA-absorbed") == 2 * 128 * (2 * 512 + 64)
+    assert A.bytes_per_cached_token("deepseek-v3", "bf16", "MLA-absorbed") == (512 + 64) * 2
+    absorbed = 2 * 128 * (2 * 512 + 64) / ((512 + 64) * 2)
+    assert A.arithmetic_intensity("deepseek-v3") == pytest.approx(absorbed)
+    assert 200 < absorbed < 300
+    assert A.arithmetic_intensity("deepseek-v3", heads_split=4) == pytest.approx(absorbed / 4)
+    recomputed = 2 * 512 * 128 * (128 + 128) + 2 * 128 * (192 + 128)
+    assert A.flops_per_cached_token("deepseek-v3", "MLA-recomputed") == recomputed
+    assert A.bytes_per_cached_token("deepseek-v3", "bf16", "MLA-expanded") == 128 * (192 + 128) * 2
+    assert A.arithmetic_intensity("deepseek-v3", variant="MLA-expanded") == 1.0
+
+
+def test_memory_bound_margin_against_datasheet_ridges():
+    assert A.memory_bound_margin("llama-3.1-70b", "h100-sxm") == pytest.approx(989.5e12 / 3.35e12 / 8)
+    assert A.memory_bound_margin("deepseek-v3", "h200") < 1 < A.memory_bound_margin("deepseek-v3", "h100-sxm")
+
+
+def test_bad_variants_and_splits_are_refused():
+    with pytest.raises(ValueError, match="variant must be one of"):
+        A.flops_per_cached_token("llama-3.1-70b", "MLA-absorbed")
+    with pytest.raises(ValueError, match="variant must be one of"):
+        A.bytes_per_cached_token("deepseek-v3", "bf16", "GQA")
+    with pytest.raises(ValueError, match="heads_split must divide"):
+        A.arithmetic_intensity("llama-3.1-70b", heads_split=3)
+    with pytest.raises(ValueError, match="heads_split"):
+        A.arithmetic_intensity("llama-3.1-70b", heads_split=0)
+    with pytest.raises(KeyError):
+        A.arithmetic_intensity("llama-9")
+    with pytest.raises(ValueError, match="context must be >= 0"):
+        A.decode_attention_flops("llama-3.1-8b", -1)
+
+
+# ---- the crossover context ------------------------------------------------------------------
+
+def test_crossover_llama70b_h100_by_hand():
+    n_mm = 70_553_706_496 - 128_256 * 8_192
+    beta, a = 2 * 80 * 8 * 128 * 2, 4 * 64 * 128 * 80
+    hand = 2 * n_mm / (989.5e12 * beta / 3.35e12 - a)
+    assert A.kv_crossover_context("llama-3.1-70b", "h100-sxm") == pytest.approx(hand, rel=1e-12)
+    assert 1400 < hand < 1550
+
+
+def test_crossover_is_infinite_when_attention_outruns_the_ridge():
+    assert math.isinf(A.kv_crossover_context("deepseek-v3", "h200"))
+    assert math.isfinite(A.kv_crossover_context("deepseek-v3", "h100-sxm"))
+    assert np.all(np.isinf(A.crossover_context_at_batch("deepseek-v3", "h200", [1e3, 1e5])))
+
+
+def test_crossover_at_batch_matches_decode_step_and_tends_to_L_star():
+    from llmmath import serving
+    B = np.array([2e3, 1e4, 1e6])
+    lb = A.crossover_context_at_batch("llama-3.1-8b", "h200", B)
+    s = serving.decode_step("llama-3.1-8b", "h200", B, lb, check_capacity=False)
+    assert np.allclose(s.compute_s, s.memory_s, rtol=1e-6)
+    assert lb[-1] == pytest.approx(A.kv_crossover_context("llama-3.1-8b", "h200"), rel=1e-3)
+    assert A.crossover_context_at_batch("llama-3.1-8b", "h200", 1) == 0.0   # memory-bound already at L = 0
+
+
+# ---- sparse byte models --------------------------------------------------------------------
+
+def test_sparse_byte_models_by_hand():
+    assert A.indexer_topk_kv_bytes(131072, 2048, 1152, 132) == 131072 * 132 + 2048 * 1152
+    assert A.block_topk_kv_bytes(10_000, 64, 16, 100, 10) == math.ceil(10_000 / 64) * 10 + 16 * 64 * 100
+    assert A.nsa_kv_bytes(100_000, 10) == (100_000 // 16 + 16 * 64 + 512) * 10
+    assert A.quest_kv_bytes(100_000, 10, 5, 2048, 16) == math.ceil(100_000 / 16) * 2 * 5 + 2048 * 10
+    assert A.moba_kv_bytes(1000, 10, 5, 512, 3) == 2 * 5 + 1000 * 10   # short context: all of it
+
+
+def test_sqrt_law_needs_block_size_growing_as_sqrt_L():
+    L = np.geomspace(1e4, 1e8, 9)
+    s, by = A.block_topk_optimal(L, 16, 1152, 576)
+    assert np.allclose(A.loglog_slope(L, by), 0.5)
+    assert np.allclose(s, np.sqrt(L * 576 / (16 * 1152)))
+    # fixed block size: slope tends to 1
+    fixed = A.block_topk_kv_bytes(L * 1e4, 64, 16, 1152, 576)
+    assert A.loglog_slope(L * 1e4, fixed)[-1] > 0.99
+    # the optimum beats nearby block sizes
+    for f in (0.5, 2.0):
+        assert A.block_topk_kv_bytes(1e6, s[4] * f, 16, 1152, 576) > by[4] * 0.999
+
+
+def test_sparse_bad_input_is_refused():
+    with pytest.raises(ValueError, match="larger than the context"):
+        A.indexer_topk_kv_bytes(1000, 2048, 1152, 132)
+    assert A.indexer_topk_kv_bytes(1000, 2048, 1152, 132, clip=True) == 1000 * (132 + 1152)
+    with pytest.raises(ValueError, match="block_size must be >= 1"):
+        A.block_topk_kv_bytes(1000, 0.5, 2, 10, 1)
+    with pytest.raises(ValueError, match="block_size must be > 0"):
+        A.block_topk_kv_bytes(1000, 0, 2, 10, 1)
+    with pytest.raises(ValueError, match="top_k_blocks"):
+        A.block_topk_kv_bytes(1000, 64, 0, 10, 1)
+    with pytest.raises(ValueError, match="larger than the context"):
+        A.block_topk_kv_bytes(1000, 64, 16, 10, 1)
+    with pytest.raises(ValueError, match="finite"):
+        A.dense_kv_bytes(float("nan"), 10)
+    with pytest.raises(ValueError, match="page must be >= 1"):
+        A.quest_kv_bytes(1000, 10, 5, 100, 0.5)
+    with pytest.raises(ValueError, match="need two 1-d arrays"):
+        A.loglog_slope([1.0], [2.0])
+
+
+def test_published_parameters_are_recorded_with_sources():
+    assert A.PUBLISHED["DSA"]["index_topk"] == 2048 and A.PUBLISHED["DSA"]["index_key_bytes"] == 132
+    assert A.PUBLISHED["NSA"]["select_block"] * A.PUBLISHED["NSA"]["select_blocks"] == 1024
+    m = A.PUBLISHED["MoBA"]
+    assert 1 - m["long_top_k"] * m["long_block"] / 2**20 == pytest.approx(0.953125)
+    assert all("arXiv" in p["source"] or "config" in p["source"] for p in A.PUBLISHED.values())
+
+
+# ---- kernels (CPU path; the fused CUDA kernel is checked by benchmarks/gpu_attention.py) ---------
+
+@pytest.mark.parametrize("B,Hq,Hkv,L,D", [(2, 8, 2, 100, 64), (1, 32, 8, 513, 128), (3, 4, 4, 7, 32), (1, 8, 1, 65, 64)])
+def test_decode_attention_matches_reference(B, Hq, Hkv, L, D):
+    q, k, v = AK.random_cache(B, Hq, Hkv, L, D, seed=B + L, be=kernels._cpu_backend())
+    ref = AK.reference_decode_attention(q, k, v)
+    out = AK.decode_attention(q, k, v, method="numpy")
+    assert out.dtype == np.float32 and out.shape == (B, Hq, D)
+    assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max() + 1e-6
+    # a hand check of one head: softmax(q k^T / sqrt(D)) v
+    s = k[0, 0].astype(float) @ q[0, 0].astype(float) / math.sqrt(D)
+    p = np.exp(s - s.max()); p /= p.sum()
+    assert np.allclose(out[0, 0], p @ v[0, 0], atol=1e-5)
+
+
+def test_fp16_cache_on_cpu_is_upcast_and_correct():
+    q, k, v = AK.random_cache(1, 8, 2, 200, 64, dtype="fp16", be=kernels._cpu_backend())
+    assert k.dtype == np.float16
+    assert np.allclose(AK.decode_attention(q, k, v, method="numpy"), AK.reference_decode_attention(q, k, v), atol=1e-4)
+
+
+@pytest.mark.parametrize("block_size", [16, 33, 64, 100])
+def test_block_sparse_with_all_blocks_is_dense_and_subset_is_exact(block_size):
+    q, k, v = AK.random_cache(2, 8, 2, 300, 64, be=kernels._cpu_backend())
+    n = -(-300 // block_size)
+    ref = AK.reference_decode_attention(q, k, v)
+    assert np.allclose(AK.block_sparse_decode_attention(q, k, v, block_size, n, method="numpy"), ref, atol=1e-5)
+    top = min(3, n)
+    blocks = AK.select_blocks(q, AK.block_summaries(k, block_size), top)
+    out = AK.block_sparse_decode_attention(q, k, v, block_size, top, blocks=blocks, method="numpy")
+    for b in range(2):
+        for h in range(2):
+            t = (blocks[b, h][:, None] * block_size + np.arange(block_size)).ravel()
+            t = t[t < 300]
+            r = AK.reference_decode_attention(q[b:b + 1, 4 * h:4 * h + 4], k[b:b + 1, h:h + 1, t], v[b:b + 1, h:h + 1, t])
+            assert np.allclose(out[b, 4 * h:4 * h + 4], r[0], atol=1e-5)
+
+
+def test_kernel_bad_input_is_refused():
+    q, k, v = AK.random_cache(1, 8, 2, 64, 32, be=kernels._cpu_backend())
+    with pytest.raises(ValueError, match="multiple of H_kv"):
+        AK.decode_attention(q[:, :7], k, v)
+    with pytest.raises(ValueError, match="k and v must both be"):
+        AK.decode_attention(q, k, v[:, :, :10])
+    with pytest.raises(ValueError, match="method must be"):
+        AK.decode_attention(q, k, v, method="triton")
+    with pytest.raises(ValueError, match="top_k must be"):
+        AK.block_sparse_decode_attention(q, k, v, 16, 5)
+    with pytest.raises(ValueError, match="block_size must be"):
+        AK.block_sparse_decode_attention(q, k, v, 0, 1)
+    with pytest.raises(ValueError, match="top_k must be"):
+        AK.select_blocks(q, AK.block_summaries(k, 16), 0)
+    if not kernels.backend().is_gpu:
+        with pytest.raises(RuntimeError, match="needs a GPU"):
+            AK.decode_attention(q, k, v, method="cupy")
+
+
+def test_byte_counts_and_fused_availability():
+    assert AK.dense_bytes(16, 8, 131072, 128, 2) == 2 * 16 * 8 * 131072 * 128 * 2
+    assert AK.sparse_bytes(1, 1, 1000, 128, 2, 64, 4) == 128 * 2 * (16 + 2 * 256)
+    assert AK.fused_smem_bytes(128, 16) <= 48 * 1024 < AK.fused_smem_bytes(256, 8)
+    assert not AK.fused_available(128, 8, np.float32)
+
+
+def test_context_sweep_runs_small_on_cpu():
+    s = AK.context_sweep(contexts=[256, 512], batch=1, q_heads=4, kv_heads=2, head_dim=32, block_size=16, top_k=4,
+                         bytes_per_s=1e10, repeats=1, method="numpy", be=kernels._cpu_backend())
+    assert s.dense_s.shape == (2,) and np.all(s.dense_s > 0)
+    assert s.dense_bytes[1] == 2 * s.dense_bytes[0]
+    assert "dense" in s.table()
+    with pytest.raises(ValueError, match="top_k \\* block_size"):
+        AK.context_sweep(contexts=[32], block_size=16, top_k=4, bytes_per_s=1e10, be=kernels._cpu_backend())
