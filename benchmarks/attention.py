@@ -1,0 +1,48 @@
+"""Decode attention on this machine: time vs context, dense and block-sparse, beside bytes / bandwidth.
+
+    PYTHONPATH=lib python3 benchmarks/attention.py [--out benchmarks/results/attention-cpu.txt]
+
+Uses :func:`llmmath.attention_kernels.context_sweep` with its default sizes for
+the backend (CPU: one sequence, 8 K/V heads x group 4, D = 128, fp32 cache,
+L = 1K..32K; GPU: see ``benchmarks/gpu_attention.py``, which also checks
+correctness). Also times a 10^6-point sweep of the byte models, to show they
+stay cheap enough for widgets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+
+import numpy as np  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    from llmmath import attention, attention_kernels, kernels
+
+    be = kernels.backend()
+    bw = kernels.measure_copy_bandwidth(be=be)
+    s = attention_kernels.context_sweep(bytes_per_s=bw, be=be)
+    lines = [f"{s.device} ({s.method}); copy bandwidth {bw / 1e9:.1f} GB/s; shape {s.shape}", s.table()]
+    L = np.geomspace(1e3, 1e7, 10**6)
+    t0 = time.perf_counter()
+    attention.indexer_topk_kv_bytes(L, 512, 1152, 132)
+    attention.block_topk_optimal(L, 16, 1152, 576)
+    lines.append(f"byte models, 10^6-point sweep: {(time.perf_counter() - t0) * 1e3:.1f} ms")
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
