@@ -36,10 +36,15 @@ def test_ledger_paraphrases_do_not_copy_the_seed_summary():
         assert c.claim not in lines, f"claim {c.id} copies the seed's sentence"
 
 
-CHECKED_CHAPTERS = {1, 5, 6, 9}
+CHECKED_CHAPTERS = {1, 2, 3, 4, 5, 6, 7, 8, 9}
 RECORDED = {1: "holds", 2: "off by", 4: "holds if", 8: "holds",
             16: "holds if", 17: "holds", 18: "holds if", 19: "holds if", 27: "holds",
             20: "holds", 21: "holds", 22: "holds if", 24: "holds", 25: "holds", 26: "holds if",
+            3: "holds if", 5: "holds if", 6: "holds if", 7: "holds if",
+            9: "holds if", 10: "holds if", 11: "holds if", 14: "holds if", 15: "holds if",
+            12: "holds if", 13: "off by",
+            23: "holds if", 28: "holds if", 29: "holds if", 30: "holds if", 31: "holds if",
+            32: "holds", 33: "off by", 34: "holds if", 35: "holds if", 36: "holds if", 37: "holds if",
             38: "holds", 39: "holds", 40: "holds if"}
 
 
@@ -58,8 +63,11 @@ def test_checks_return_their_recorded_verdicts(claim_id, capsys):
 
 
 def test_pending_claim_says_so(capsys):
-    v = claims.check(9)
-    assert v.verdict == "pending" and "chapter 3" in capsys.readouterr().out
+    pending = [c for c in claims.all_claims() if c.status == "pending"]
+    if not pending:
+        pytest.skip("every claim is checked")
+    v = claims.check(pending[0].id)
+    assert v.verdict == "pending" and f"chapter {pending[0].chapter}" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("bad", [0, 41, "1", 2.0, None])

@@ -36,6 +36,7 @@ __all__ = [
     "DecodeStep", "decode_step", "decode_step_time_s", "decode_cost_per_token",
     "latency_floor_s", "balance_batch", "max_batch", "fits_in_hbm", "cost_ratio_unbatched",
     "prefill_step", "prefill_cost_per_token", "context_attention_flops_per_token", "attention_crossover_context",
+    "kv_limit_context", "utilization_vs_balance",
 ]
 
 
