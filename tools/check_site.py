@@ -27,7 +27,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-dev-shm-usage"]
 
 
-def check(page_path: Path, shot: Path, *, widgets: int = 1, slides: bool = False, timeout_s: float = 60) -> dict:
+def check(page_path: Path, shot: Path, *, widgets: int = 1, slides: bool = False, math: bool = True,
+          timeout_s: float = 60) -> dict:
     from playwright.sync_api import sync_playwright
 
     url = page_path.resolve().as_uri()
@@ -52,7 +53,8 @@ def check(page_path: Path, shot: Path, *, widgets: int = 1, slides: bool = False
             page.on("requestfailed", lambda r: errors.append(f"failed to load {r.url}") if r.url not in blocked else None)
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.goto(url, wait_until="load")
-            page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0")
+            if math:
+                page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0")
             if widgets:
                 page.wait_for_function(f"() => document.querySelectorAll('.widget-slider, .jupyter-widgets.widget-slider, "
                                        f".widget-hslider').length >= {widgets}")
@@ -92,7 +94,7 @@ def check(page_path: Path, shot: Path, *, widgets: int = 1, slides: bool = False
                 wshot = shot.with_name(shot.stem + "-widget.png")
                 page.screenshot(path=str(wshot))
                 info["screenshots"].append(str(wshot))
-            if not slides:
+            if math and not slides:
                 eq = page.locator("div.math mjx-container, mjx-container[display='true']").first
                 eq.scroll_into_view_if_needed()
                 mshot = shot.with_name(shot.stem + "-math.png")
@@ -111,9 +113,10 @@ def main(argv=None) -> int:
     ap.add_argument("--shot", type=Path, help="screenshot path (default build/screenshots/<page>.png)")
     ap.add_argument("--widgets", type=int, default=1, help="widget snapshots the page must render (default 1)")
     ap.add_argument("--slides", action="store_true")
+    ap.add_argument("--no-math", action="store_true", help="the page has no math to wait for")
     args = ap.parse_args(argv)
     shot = args.shot or ROOT / "build" / "screenshots" / (args.page.stem.replace(".", "-") + ".png")
-    info = check(args.page, shot, widgets=args.widgets, slides=args.slides)
+    info = check(args.page, shot, widgets=args.widgets, slides=args.slides, math=not args.no_math)
     for k, v in info.items():
         print(f"{k}: {v}")
     bad = info["blocked_requests"] or info["images_loaded"] < info["images"] or info["math_errors"]

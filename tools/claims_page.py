@@ -58,13 +58,17 @@ def page() -> str:
         "",
         f"Verdicts now: {tally}.",
         "",
-        "| # | time | chapter | claim (the course's paraphrase) | verdict | check | why |",
-        "|---|---|---|---|---|---|---|",
+        "| # | time | chapter | claim (the course's paraphrase) | verdict | check |",
+        "|---|---|---|---|---|---|",
     ]
     for r in rs:
         chap = f"{{doc}}`{r['chapter']} <{r['chapter_doc']}>`" if r["chapter_doc"] else f"{r['chapter']} (in progress)"
         lines.append(f"| {r['id']} | {r['timestamp']} | {chap} | {_cell(r['claim'])} | **{r['verdict']}** "
-                     f"| {r['status']} | {_cell(r['summary'])} |")
+                     f"| {r['status']} |")
+    lines += ["", "## Why each verdict", "", "What each claim's check found, in one sentence (its evidence: "
+              "`llmmath.claims.check(n)`).", ""]
+    for r in rs:
+        lines.append(f"- **{r['id']} ({r['timestamp']}) — {r['verdict']}:** {' '.join(r['summary'].split())}")
     return "\n".join(lines) + "\n"
 
 
