@@ -331,11 +331,11 @@ for m_ in ("llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"):
 be = kernels.backend()
 xp = be.xp
 me = hardware.local()
-n_layers, d, n_tok, n_ctx = 8, 1024, 256, 4096
+n_layers, d, n_tok, n_ctx = 8, 1024, 256, 1024
 g = np.random.default_rng(5)
-Ws = [xp.asarray(g.normal(0, 1 / np.sqrt(d), (3, d, d)).astype(np.float32)) for _ in range(n_layers)]
-cache = xp.asarray(g.normal(0, 1, (n_ctx, n_layers, 2, d)).astype(np.float32))
-h0 = xp.asarray(g.normal(0, 1, (n_tok, d)).astype(np.float32))
+Ws = [xp.asarray(g.standard_normal((3, d, d), dtype=np.float32) / np.float32(np.sqrt(d))) for _ in range(n_layers)]
+cache = xp.asarray(g.standard_normal((n_ctx, n_layers, 2, d), dtype=np.float32))
+h0 = xp.asarray(g.standard_normal((n_tok, d), dtype=np.float32))
 idx = xp.asarray(g.choice(n_ctx, n_tok, replace=False))
 
 def recompute_kv():
