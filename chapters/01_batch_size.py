@@ -15,7 +15,7 @@
 #
 # | # | time | claim, in our words |
 # |---|---|---|
-# | 1 | 1:52 | batch size is the main knob behind the latency–price trade-off in serving |
+# | 1 | 1:52 | how many sequences are decoded together sets the speed–price trade-off more than anything else |
 # | 2 | 4:39 | serving without batching can make each token about 1000× more expensive |
 # | 4 | 10:28 | reading all the weights once sets a floor on the latency of a step |
 # | 8 | 15:04 | small batches are expensive because the weight reads are shared by too few tokens |
@@ -85,7 +85,7 @@ for i, b in enumerate(B):
 # the batch gets large. Keep that for chapter 2; at short context the picture
 # is simplest, and that is where the four claims live.
 #
-# ## Claim 1 (1:52) — batch size is the main knob
+# ## Claim 1 (1:52) — batching is the dial
 #
 # *Claim, paraphrased:* among everything an operator controls when serving a
 # model, the number of sequences decoded together dominates the trade between
@@ -372,7 +372,7 @@ assert amortization > 3, f"batching should amortize the weight reads; cost per r
 #
 # | # | time | claim | verdict |
 # |---|---|---|---|
-# | 1 | 1:52 | batch size is the main knob | **holds**: cost falls by $R$ ≈ 150–300× from $B=1$ to $B^*$ with flat latency; precision buys ≤ 2× |
+# | 1 | 1:52 | batching is the dial | **holds**: cost falls by $R$ ≈ 150–300× from $B=1$ to $B^*$ with flat latency; precision buys ≤ 2× |
 # | 2 | 4:39 | no batching ≈ 1000× worse | **off by** 1.8–6×: the penalty is $R$ ≈ 150–560× at bf16 (≈ 300× on H100), for MoE too |
 # | 4 | 10:28 | latency floor = read all weights | **holds if** dense, or MoE at $B \gg E/k$; an unbatched MoE reads only its active experts |
 # | 8 | 15:04 | small batches waste weight reads | **holds**: a $1/B$ hyperbola, finite at $B = 1$ ($R$ × the floor) |

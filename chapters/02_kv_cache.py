@@ -194,9 +194,12 @@ for m in ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-235b-a22b", 
           + " ".join(f"{'never':>10}" if np.isinf(x) else f"{x:>10,.0f}" for x in Ls))
 
 # %% [markdown]
-# Every GQA model turns memory-bound at a few hundred to a few thousand tokens of
-# context, far below today's context windows. The MLA models need tens of
-# thousands of tokens, or never get there on chips whose ridge is below 242.
+# Every GQA model turns memory-bound at a few hundred to about ten thousand
+# tokens of context (the 405B, with the most weight FLOPs per KV byte, last),
+# far below today's context windows. DeepSeek-V3 (absorbed MLA, 242 FLOP per
+# cached byte) needs tens of thousands of tokens on most GPUs, or never flips on
+# chips whose ridge is below 242; Kimi-K2 (MLA with half the heads, ~121) and any
+# MLA model on a TPU v6e flip at a few thousand.
 #
 # **Picture.** Step time, and MFU, against context at a fixed batch (Llama-3.1-70B
 # on 8 H100s, `serving.decode_step`), and DeepSeek-V3 on 16 H200s for contrast.
@@ -506,7 +509,7 @@ assert np.allclose(kernels.backend().to_numpy(out), ref, atol=1e-4), "the kernel
 # | # | time | claim | verdict |
 # |---|---|---|---|
 # | 3 | 7:18 | decode attention is bound by KV reads | **holds if** standard attention (MHA/GQA/MQA: $G$ FLOP/byte, 10–560× below the ridges); absorbed MLA with all heads on one chip does 242 FLOP/byte — compute-bound on H200/A100 |
-# | 5 | 11:17 | longer context tips a fixed batch into memory-bound | **holds if** attention is memory-bound: $L^* = 2N/(F\beta/W - a)$, 1,476 tokens for Llama-3.1-70B on H100, < 5K for every GQA model; never for absorbed MLA on an H200 |
+# | 5 | 11:17 | longer context tips a fixed batch into memory-bound | **holds if** attention is memory-bound: $L^* = 2N/(F\beta/W - a)$, 1,476 tokens for Llama-3.1-70B on H100, from tens to ~11,000 tokens across GQA/MHA models and chips; never for absorbed MLA on an H200 |
 # | 6 | 11:39 | the balanced context is the ideal operating point | **holds if** "ideal" means utilisation: both resources busy only there, MFU ≈ $L^*/L$ past it (0.51 at $2L^*$); cost per token has no minimum there |
 # | 7 | 12:29 | sparse attention's traffic grows more slowly | **holds if** read as a flatter line: published NSA/DSA/MoBA/Quest are a fixed top-$k$ plus a 9–8000× flatter linear scan; a $\sqrt L$ law needs blocks of size $\propto\sqrt L$, which none uses |
 #

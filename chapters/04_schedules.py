@@ -66,7 +66,7 @@ for name, r in rows:
     print(f"{name:<16} {r.mean_wait_s * 1e3:>8.3f}ms {r.max_wait_s * 1e3:>7.3f}ms {r.mean_latency_s * 1e3:>8.3f}ms "
           f"{r.latency_percentile_s(99) * 1e3:>7.2f}ms {r.max_latency_s * 1e3:>7.3f}ms")
 print(f"{'closed form':<16} {cf['mean_wait_s'] * 1e3:>8.3f}ms {cf['max_wait_s'] * 1e3:>7.3f}ms "
-      f"{cf['mean_latency_s'] * 1e3:>8.3f}ms {'39.60':>7}ms {cf['max_latency_s'] * 1e3:>7.3f}ms  (p99 of U(0,T) + T)")
+      f"{cf['mean_latency_s'] * 1e3:>8.3f}ms {(0.99 * T + T) * 1e3:>7.2f}ms {cf['max_latency_s'] * 1e3:>7.3f}ms  (p99 of U(0,T) + T)")
 r = rows[0][1]
 assert abs(r.mean_wait_s / (T / 2) - 1) < 0.005 and r.max_latency_s <= 2 * T
 
@@ -182,7 +182,7 @@ assert v12.verdict == "holds if"
 print(f"{'chip':<22} {'year':>4} {'HBM':>7} {'TB/s':>6} {'C/W':>8}")
 items = [(k, c.year, c.hbm_bytes, c.hbm_bytes_per_s) for k, c in hardware.catalog().items()]
 items += [(k + " *", s.year, s.hbm_bytes_per_package, s.hbm_bytes_per_s_per_package)
-          for k, s in hardware.systems().items() if not s.chip]
+          for k, s in hardware.systems().items() if not s.chip and not s.superseded_by]
 for k, y, C, Wb in sorted(items, key=lambda t: t[1]):
     print(f"{k:<22} {y:>4} {C / 1e9:>5.0f}GB {Wb / 1e12:>6.2f} {C / Wb * 1e3:>6.1f}ms")
 allv = np.array([C / Wb for _, _, C, Wb in items])

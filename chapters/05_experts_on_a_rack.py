@@ -17,7 +17,7 @@
 #
 # | # | time | claim, in our words |
 # |---|---|---|
-# | 16 | 36:41 | one rack bounds the size of an expert layer, because its all-to-all needs the rack's fabric |
+# | 16 | 36:41 | an expert layer's all-to-all needs the fast in-rack fabric, so one rack caps how big the layer can usefully be |
 # | 17 | 39:35 | per GPU, scale-out bandwidth is about 8× below scale-up bandwidth |
 # | 18 | 41:41 | of the jump from ~72 to ~500+ GPUs per domain, at least ~4× is real, bought with a harder rack |
 # | 19 | 47:02 | compute cost bounds the active parameters; the scale-up domain bounds the total |
@@ -91,17 +91,22 @@ for key in ("hgx-h100", "hgx-b200", "gb200-nvl72", "mi300x-8"):
 
 # %% [markdown]
 # Over the scale-up fabric the expert does more work per byte than the link can
-# feed the chip at full speed (4096 > 2,200–2,800): the all-to-all can hide
-# behind the experts' compute. Over scale-out the link would need 20,000–50,000
-# FLOP per byte: it is 5–12× too slow.
+# feed the chip at full speed (4096 > 2,200–2,900 at bf16 rates; at the fp8
+# rates DeepSeek-V3's experts actually run, 4,400–5,800, so "nearly"): the
+# all-to-all can hide behind the experts' compute. Over scale-out the link would
+# need 20,000–50,000 FLOP per byte: it is 5–12× too slow.
 #
 # In **decode** the experts are memory-bound (each sees a small batch), so the
 # better yardstick is the layer's whole decode floor. Put $B$ sequences on each
 # rack's 64 GPUs (the speaker's DeepSeek-on-NVL72 layout: 256 experts, 4 per
 # GPU). Inside one rack the all-to-all rides NVLink. Spread the layer over two
 # racks at the same load per GPU and half of every GPU's traffic must leave
-# through its NIC: the time becomes $\max\big(\tfrac12 s/\beta_\text{up},\ \tfrac12 s/\beta_\text{out}\big)$,
-# i.e. $\tfrac12\,\beta_\text{up}/\beta_\text{out}$ times the one-rack time — 9× on a GB200 rack.
+# through its NIC: the time becomes $\max\big(\tfrac12 s/\text{bw}_\text{up},\ \tfrac12 s/\text{bw}_\text{out}\big)$,
+# i.e. $\tfrac12\,\text{bw}_\text{up}/\text{bw}_\text{out}$ times the one-rack time — 9× on a GB200 rack
+# (over $D$ racks, $(1 - 1/D)\,\text{bw}_\text{up}/\text{bw}_\text{out}$). These curves count the
+# bandwidth term only: at small batches the per-message latency dominates
+# instead — DeepSeek's DeepEP measures 77–360 µs for a low-latency dispatch or
+# combine at EP8–EP256 (chapter 6's hop table), more than a layer's decode floor.
 
 # %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=7, height=4.2)
@@ -131,7 +136,7 @@ ep_explorer.widget
 # H800's export-limited NVLink (160 GB/s) is only 3.2× its InfiniBand (50 GB/s),
 # so leaving the node costs little extra, and because it overlaps the
 # all-to-all of one micro-batch with the compute of another. The bound is a cost
-# cliff whose height is $\beta_\text{up}/\beta_\text{out}$, not a wall.
+# cliff of height $(1-1/D)\,\text{bw}_\text{up}/\text{bw}_\text{out}$ over $D$ domains, not a wall.
 
 # %%
 v16 = claims.check(16)
@@ -172,9 +177,10 @@ mpi_bench.plot(mpi, ax=ax)
 plt.show()
 
 # %% [markdown]
-# Ping-pong follows the model closely, as it must (it was fitted to it). The
+# Ping-pong follows the model, as it must (it was fitted to it), though its
+# largest messages run 2–4× above the fit once they spill out of cache. The
 # collectives land within a small factor of a prediction made from ping-pong
-# alone: all-gather and all-to-all within about 1.5×; all-reduce within 2–3×
+# alone: all-gather and all-to-all within about 2×; all-reduce within 2–3×
 # even after adding its arithmetic, $(p-1)/p \cdot n/\gamma$ with $\gamma$ the
 # measured speed of adding two vectors — on 2 cores both ranks also compete
 # for one memory bus while they add. That is the alpha–beta model's usual
@@ -318,7 +324,7 @@ assert v27.verdict == "holds"
 #
 # | # | time | claim | verdict |
 # |---|---|---|---|
-# | 16 | 36:41 | a rack bounds an expert layer | **holds if** read as a cost cliff: crossing racks multiplies the all-to-all by ½·β_up/β_out (9× on GB200); DeepSeek crosses nodes anyway where that ratio is 3.2 |
+# | 16 | 36:41 | an expert layer cannot usefully outgrow one rack | **holds if** read as a cost cliff: crossing racks multiplies the all-to-all by ½·bw_up/bw_out (9× on GB200); DeepSeek crosses nodes anyway where that ratio is 3.2 |
 # | 17 | 39:35 | scale-out ≈ 8× slower | **holds**: 6–18× across GPU systems, median 9× |
 # | 18 | 41:41 | ≥ 4× of the domain jump is real | **holds if** counted in dies or bandwidth (4×, 8×); in packages it is 2× |
 # | 19 | 47:02 | active by compute, total by the domain | **holds if** "domain" means its bandwidth: capacity is lifted by pipelining, the read-time floor is not |

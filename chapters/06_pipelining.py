@@ -18,7 +18,7 @@
 # | 20 | 52:56 | a stage boundary on the slow network is harmless if the in-stage expert traffic per token is ~8× the boundary's |
 # | 21 | 55:35 | in inference, pipelining saves neither memory time nor compute time |
 # | 22 | 56:04 | pipelining greatly relieves the per-rack memory capacity limit |
-# | 24 | 1:00:59 | in inference, pipelining is neutral for batch size and latency |
+# | 24 | 1:00:59 | when serving, adding pipeline stages changes neither the batch you need nor the latency you get |
 # | 25 | 1:12:51 | the KV cache cannot be sharded away by pipeline stages |
 # | 26 | 1:13:10 | serve with expert parallelism up to the scale-up domain, and little pipelining |
 #
@@ -92,13 +92,13 @@ plt.show()
 # plus combine multiply up to that easily.
 #
 # **Derivation.** Per token, the boundary carries one activation, $d\,b_\text{act}$
-# bytes, over $\beta_\text{out}$. Inside a stage of $\ell$ MoE layers, each layer
-# dispatches the token to $k$ experts and combines $k$ results over $\beta_\text{up}$:
+# bytes, over the scale-out link's bandwidth $\text{bw}_\text{out}$. Inside a stage of $\ell$ MoE layers, each layer
+# dispatches the token to $k$ experts and combines $k$ results over $\text{bw}_\text{up}$:
 # $\ell\,k\,d\,(b_\text{disp}+b_\text{comb})\frac{E-1}{E}$ bytes. The boundary is
 # the less busy link when
 #
-# $$\frac{\ell\,k\,d\,(b_\text{disp}+b_\text{comb})\,\tfrac{E-1}{E}\,/\,\beta_\text{up}}{d\,b_\text{act}/\beta_\text{out}} \;\ge\; 1
-# \quad\Longleftrightarrow\quad 2k\ell \gtrsim \frac{\beta_\text{up}}{\beta_\text{out}}\ \ (\text{all } b \text{ equal}).$$
+# $$\frac{\ell\,k\,d\,(b_\text{disp}+b_\text{comb})\,\tfrac{E-1}{E}\,/\,\text{bw}_\text{up}}{d\,b_\text{act}/\text{bw}_\text{out}} \;\ge\; 1
+# \quad\Longleftrightarrow\quad 2k\ell \gtrsim \frac{\text{bw}_\text{up}}{\text{bw}_\text{out}}\ \ (\text{all } b \text{ equal}).$$
 #
 # With DeepSeek-V3's $k = 8$ routed experts (the speaker guessed 16–32),
 # $2k = 16$ already beats a 9× gap with one layer per stage, and two layers beat
@@ -184,7 +184,7 @@ v25 = claims.check(25)
 assert v25.verdict == "holds"
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Claim 24 (1:00:59) — neutral for batch size and latency
+# ## Claim 24 (1:00:59) — no change to batch or latency
 #
 # *Claim, paraphrased:* in inference, pipelining neither helps nor hurts the
 # batch size you need or the latency you get; it only uses less memory per rack.
@@ -242,10 +242,10 @@ assert v26.verdict == "holds if"
 #
 # | # | time | claim | verdict |
 # |---|---|---|---|
-# | 20 | 52:56 | boundary harmless if in-stage traffic ≳ 8× | **holds**: $2k\ell$ vs $\beta_\text{up}/\beta_\text{out}$; 1–2 DeepSeek layers per stage suffice |
+# | 20 | 52:56 | boundary harmless if in-stage traffic ≳ 8× | **holds**: $2k\ell$ vs $\text{bw}_\text{up}/\text{bw}_\text{out}$; 1–2 DeepSeek layers per stage suffice |
 # | 21 | 55:35 | no saving in memory or compute time | **holds**: stages add up to the whole step |
 # | 22 | 56:04 | relieves per-rack memory | **holds if** "memory" means weights (÷P); the KV cache does not shrink |
-# | 24 | 1:00:59 | neutral for batch and latency | **holds**: + P hops of a few µs (not ms) |
+# | 24 | 1:00:59 | no effect on the batch needed or on latency | **holds**: + P hops of a few µs (not ms) |
 # | 25 | 1:12:51 | KV cannot be sharded by stages | **holds**: $P\,b\,L\beta/(PE) = bL\beta/E$ |
 # | 26 | 1:13:10 | EP to the domain, little PP | **holds if** the domain is a rack; on 8-GPU nodes practice goes past it over InfiniBand; PP = 1 everywhere |
 #

@@ -18,7 +18,7 @@
 # | 28 | 1:20:53 | a sum of a rising and a falling cost is smallest about where the two are equal |
 # | 29 | 1:24:16 | as a default, split compute in thirds: pre-training, RL, inference |
 # | 30 | 1:28:31 | for equal machine time, RL should see fewer tokens than pre-training |
-# | 31 | 1:32:19 | a frontier model may be trained on ~100× the Chinchilla-optimal tokens |
+# | 31 | 1:32:19 | back-of-envelope: today's leading models see about a hundred times more data than compute-optimal training would use |
 #
 # **After this chapter you can** measure a critical batch size, minimize a sum
 # of power laws, compute the Chinchilla-optimal model for a budget from either
@@ -44,10 +44,11 @@ from llmmath import _catalog, claims, critical_batch, models, plots, training, w
 #   E = E_\text{min}\Big(1 + \frac{B}{B_\text{noise}}\Big)\ \text{examples},\qquad
 #   B_\text{crit} = \frac{E_\text{min}}{S_\text{min}} = B_\text{noise},$$
 #
-# so $(S/S_\text{min} - 1)(E/E_\text{min} - 1) = 1$. Below $B_\text{crit}$,
-# examples are within a factor $1 + B/B_\text{crit}$ of the minimum: a smaller
-# batch is better per example, but barely. Above it, each doubling of the batch
-# nearly doubles the examples and saves few steps. $B_\text{noise}$ is
+# so $(S/S_\text{min} - 1)(E/E_\text{min} - 1) = 1$. Examples are within a factor
+# $1 + B/B_\text{crit}$ of the minimum: a smaller batch is always at least as good
+# per example, but the difference is noise well below $B_\text{crit}$ (1.125× at
+# $B_\text{crit}/8$) and a factor 2 at $B_\text{crit}$. Above it, each doubling of the
+# batch nearly doubles the examples and saves few steps. $B_\text{noise}$ is
 # predicted by the gradient noise scale $B_\text{simple} = \mathrm{tr}\,\Sigma / |G|^2$.
 #
 # **Measured.** A noisy linear teacher–student regression (fresh data every
@@ -105,14 +106,14 @@ train_serve = widgets.train_serve_explorer()
 train_serve.widget
 
 # %%
-print(f"{'served tokens':>14} {'N at minimum':>13} {'tokens/param':>13} {'cost at train = serve':>22}")
+print(f"{'served tokens':>14} {'N at minimum':>13} {'tokens/param':>13} {'cost at train=serve / minimum':>30}")
 for d_inf in (1e12, 1e13, 1e14, 1e15):
     N = np.logspace(9, 13, 8001)
     tr, inf = training.train_and_serve_flops(N, 2.0, d_inf, "epoch")
     i = int(np.nanargmin(tr + inf))
     n_eq, pen = training.train_serve_equal_cost_penalty(d_inf)
     print(f"{d_inf:>14.0e} {N[i]:>13.3g} {float(training.tokens_for_loss(N[i], 2.0, 'epoch')) / N[i]:>13.0f} "
-          f"{pen:>21.2f}x")
+          f"{pen:>29.2f}x")
 
 # %%
 v28 = claims.check(28)
@@ -185,7 +186,8 @@ assert v30.verdict == "holds if"
 C = np.logspace(20, 27, 100)
 fig, ax = plots.new_axes(width=6.5, height=3.8)
 for fit, style in (("hoffmann", "-"), ("epoch", "--")):
-    ax.semilogx(C, training.tokens_per_param_optimal(C, fit), style, label=f"{fit}: {training.FITS[fit].source[:40]}...")
+    ax.semilogx(C, training.tokens_per_param_optimal(C, fit), style,
+                label={"hoffmann": "Hoffmann et al. 2022, as published", "epoch": "Besiroglu et al. 2024 refit"}[fit])
 ax.axhline(20, color="gray", ls=":", label="the rule: 20 tokens per parameter")
 ax.axvline(5.76e23, color="C3", lw=1, ls=":", label="Chinchilla's budget (70B x 1.4T)")
 ax.set_xlabel("training compute C (FLOPs)"); ax.set_ylabel("compute-optimal tokens per parameter")
@@ -203,7 +205,7 @@ for fit in ("hoffmann", "epoch"):
 print(f"{'run':<17} {'tokens':>8} {'active params':>14} {'tokens/param':>13} {'x 20':>6}")
 for key, r in _catalog.load("training_runs.toml")["runs"].items():
     n = models.get(r["model"]).active_params
-    print(f"{key:<17} {r['tokens'] / 1e12:>7.1f}T {n / 1e9:>13.1f}B {r['tokens'] / n:>13.0f} {r['tokens'] / n / 20:>5.0f}x")
+    print(f"{key:<17} {r['tokens'] / 1e12:>7.1f}T {n / 1e9:>13.1f}B {r['tokens'] / n:>13.0f} {r['tokens'] / n / 20:>5.1f}x")
 
 # %%
 v31 = claims.check(31)
@@ -214,10 +216,10 @@ assert v31.verdict == "holds if"
 #
 # | # | time | claim | verdict |
 # |---|---|---|---|
-# | 23 | 59:58 | smaller batches always better per example | **holds if** read as a trend: below B_crit (63 here) examples are flat within noise; above it they grow ∝ B |
-# | 28 | 1:20:53 | minimum where the costs are equal | **holds if** the exponents match (terms stand q : p); train + serve: within 0–45% |
+# | 23 | 59:58 | smaller batches always better per example | **holds if** read as a trend: examples flat within noise up to B_crit/8, 2× at B_crit (63 here), ∝ B above |
+# | 28 | 1:20:53 | minimum where the costs are equal | **holds if** the exponents match (terms stand q : p); train + serve: 1.0–2.6× the minimum |
 # | 29 | 1:24:16 | a third each for pre-training, RL, inference | **holds if** taken as "same order of magnitude of tokens" — a ballpark, not a result |
 # | 30 | 1:28:31 | RL should see fewer tokens | **holds if** RL's MFU relative to pre-training is below c/6; with 30% it is, by 1.1–3.3× |
-# | 31 | 1:32:19 | ~100× past Chinchilla | **holds if** for small, heavily served models (Llama-3.1-8B 93×, Qwen3 80–450×); the arithmetic rests on guesses |
+# | 31 | 1:32:19 | trained ~100× beyond compute-optimal | **holds if** for small, heavily served models (Llama-3.1-8B 93×, Qwen3 80–450×); the arithmetic rests on guesses |
 #
 # Exercises: `exercises/07_training_economics.py`.

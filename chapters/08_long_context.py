@@ -15,7 +15,7 @@
 # |---|---|---|
 # | 32 | 1:45:11 | prefill is compute-bound; decode is memory-bandwidth-bound |
 # | 33 | 1:52:24 | attention's context-dependent FLOPs only become noticeable at millions of tokens |
-# | 34 | 1:53:02 | memory bandwidth and capacity, not attention compute, limit long contexts |
+# | 34 | 1:53:02 | what caps long contexts is holding and streaming the KV cache, not attention's arithmetic |
 # | 35 | 1:54:23 | windows settled near 100–200k tokens because going far beyond costs too much |
 # | 36 | 1:54:40 | HBM is not getting much better, so it will not rescue long context |
 # | 37 | 1:54:55 | sparse attention helps, but too much sparsity costs quality |
@@ -65,7 +65,10 @@ plt.show()
 # **Measured.** The same weights, run for $T$ tokens at once (one product
 # $X_{T\times d}W_{d\times d}$) and one token at a time ($T$ products with a
 # single row), timed on this machine beside the roofline from its measured
-# ceilings:
+# ceilings. (On a CPU the dashed roofline is approximate — the ceilings come
+# from a copy and one large product measured seconds earlier, and BLAS switches
+# from a matrix–vector to a matrix–matrix kernel between one row and two, which
+# is why $T = 2$ costs about twice $T = 1$.)
 
 # %%
 sweep = kernels.batch_sweep()
@@ -182,9 +185,10 @@ long_explorer.widget
 # reads take over at $L_c = 2N_\text{mm}W/(F\beta)$ — about 1,400 tokens for
 # Llama-3.1-70B in bf16 — and proportional to $L$ after that. The speaker
 # inverted this: if a price break at 200k marks $L_c$, then
-# $\beta \approx N_\text{act}/(300 \cdot 200{,}000)$ — about 1.7 kB per token for a
-# 100B-active model, an order of magnitude below Llama-3.1-70B's 320 kB, which
-# only latent, sliding-window or sparse designs reach.
+# $\beta = 2N_\text{act}W/(F L_c) \approx 2 N_\text{act}/(300 \cdot 200{,}000)$ — about
+# 3.3 kB per token for a 100B-active model (he dropped the 2 and got 1.7 kB),
+# two orders of magnitude below Llama-3.1-70B's 320 kB: only latent,
+# sliding-window or sparse designs get there.
 
 # %%
 L = np.logspace(3, 6.3, 200)
@@ -287,7 +291,7 @@ assert v37.verdict == "holds if"
 # |---|---|---|---|
 # | 32 | 1:45:11 | prefill compute-bound, decode memory-bound | **holds**: intensity ≈ prompt length vs ≈ batch, plus KV reads; measured here |
 # | 33 | 1:52:24 | attention FLOPs matter only at millions of tokens | **off by** 10–100×: 14k–100k tokens for full-attention GQA, ~4k for latent attention |
-# | 34 | 1:53:02 | bandwidth and capacity limit long context | **holds if** GQA/MHA (memory slope 35–75× compute's); latent attention's slopes are within ~1.2× |
+# | 34 | 1:53:02 | bandwidth and capacity limit long context | **holds if** GQA/MHA (memory slope 35–75× compute's; two 1M-token sequences of a 70B model fit on 8 H200s); latent attention's slopes are within ~1.2× |
 # | 35 | 1:54:23 | 100–200k is the cost-balanced window | **holds if** read as cost growth (∝ L past a few thousand tokens); the plateau has ended — 1M windows now ship at flat prices |
 # | 36 | 1:54:40 | HBM is not improving fast enough | **holds if** relative to compute and to long-context ambitions: ~1.5× a year per GPU |
 # | 37 | 1:54:55 | too sparse hurts quality | **holds if** the budget falls below what the answer needs or the selector misranks; trained top-2048 reports parity |

@@ -59,10 +59,12 @@ class Verdict:
     evidence: dict
 
     def __str__(self) -> str:
+        import textwrap
+
         c = get(self.claim_id)
-        lines = [f"Claim {c.id} ({c.timestamp}) -- {self.verdict.upper()}: {self.summary}"]
+        lines = textwrap.wrap(f"Claim {c.id} ({c.timestamp}) -- {self.verdict.upper()}: {self.summary}", 100)
         for k, v in self.evidence.items():
-            lines.append(f"    {k}: {v}")
+            lines += textwrap.wrap(f"{k}: {v}", 100, initial_indent="    ", subsequent_indent="        ")
         return "\n".join(lines)
 
 

@@ -213,6 +213,7 @@ class System:
     sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
     note: str = ""
     unverified: tuple[str, ...] = ()
+    superseded_by: str = ""  # an announcement later shipped as another entry: leave it out of statistics
 
     @property
     def hbm_bytes(self) -> float:

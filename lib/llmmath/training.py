@@ -217,5 +217,8 @@ def train_serve_equal_cost_penalty(inference_tokens, target_loss=2.0, fit="epoch
     i = int(np.nanargmin(tot))
     sign = np.sign(tr - inf)
     cross = np.where(np.isfinite(tr[:-1]) & (sign[:-1] != sign[1:]))[0]
+    if cross.size == 0:
+        raise ValueError(f"training and serving compute never cross for inference_tokens={inference_tokens:g} "
+                         f"at loss {target_loss} (serving too small next to training); the heuristic has no point here")
     j = int(cross[np.argmin(np.abs(cross - i))])
     return float(N[j]), float(tot[j] / tot[i])

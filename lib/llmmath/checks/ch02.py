@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import attention, models, serving
+from .. import attention, hardware, models, serving
 from ..claims import Verdict, register, require
 from .ch01 import _DATASHEET_BF16_FLOP_PER_BYTE
 
@@ -93,10 +93,12 @@ def _check_5() -> Verdict:
         for chip in ("h100-sxm", "h200", "b200", "mi300x", "tpu-v6e"):
             L = attention.kv_crossover_context(model, chip)
             vals.append("never" if np.isinf(L) else f"{L:,.0f}")
-            if not models.get(model).is_mla:
-                finite.append(L)
         rows[f"L* {model} (H100 | H200 | B200 | MI300X | v6e)"] = " | ".join(vals)
-    require(all(np.isfinite(finite)) and max(finite) < 5000, 5, "every GQA model should cross over below 5K tokens")
+    for model in models.names():  # every dense-attention model in the catalog, on every chip
+        if not models.get(model).is_mla:
+            finite += [attention.kv_crossover_context(model, chip) for chip in hardware.names()]
+    require(all(np.isfinite(finite)) and max(finite) < 20000, 5, "every GQA/MHA model should cross over below 20K tokens")
+    rows["L* over every GQA/MHA model x chip in the catalog"] = f"{min(finite):,.0f} .. {max(finite):,.0f} tokens"
     ds_h200 = attention.kv_crossover_context("deepseek-v3", "h200")
     require(np.isinf(ds_h200), 5, "absorbed MLA on an H200 should never become KV-bound (its intensity is above the ridge)")
     big = serving.decode_step("deepseek-v3", "h200", 1e5, 1e6, n_chips=16, check_capacity=False)
@@ -104,7 +106,8 @@ def _check_5() -> Verdict:
     return Verdict(5, "holds if",
                    f"holds whenever decode attention is itself memory-bound (claim 3): the KV-read slope L beta/W "
                    f"overtakes the compute slope (2N + aL)/F at L* = 2N/(F beta/W - a) -- {lstar:,.0f} tokens for "
-                   f"Llama-3.1-70B on an H100, under 5K for every GQA model and chip here -- and a fixed batch above "
+                   f"Llama-3.1-70B on an H100, {min(finite):,.0f}-{max(finite):,.0f} tokens for every GQA/MHA model "
+                   f"and chip in the catalog -- and a fixed batch above "
                    f"the balance batch flips to memory-bound even earlier (its weight reads add memory time); absorbed MLA on one H200 (or A100) never "
                    f"flips, because its attention FLOPs grow as fast as its KV reads",
                    {"L*, Llama-3.1-70B on H100 (hand)": f"{hand:,.1f} tokens",

@@ -66,7 +66,7 @@ def _check_13() -> Verdict:
         require(abs(got / anchor - 1) < 0.08, 13, f"{chip}: C/W {got * 1e3:.1f} ms vs datasheet {anchor * 1e3:.1f} ms")
     chips = {k: c.hbm_read_time_s for k, c in hardware.catalog().items()}
     systems = {k: s.hbm_bytes_per_package / s.hbm_bytes_per_s_per_package for k, s in hardware.systems().items()
-               if not s.chip}  # announced parts not in the chip catalog (GB300, Rubin, MI355X, ...)
+               if not s.chip and not s.superseded_by}  # announced parts not in the chip catalog (GB300, Rubin, ...)
     allv = np.array(list(chips.values()) + list(systems.values()))
     in_band = sorted(k for k, v in {**chips, **systems}.items() if 0.015 <= v <= 0.020)
     rubin_speaker = 288e9 / 20e12

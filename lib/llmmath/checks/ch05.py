@@ -47,7 +47,7 @@ def _check_16() -> Verdict:
 @register(17)
 def _check_17() -> Verdict:
     gpu = {k: s.scale_up_over_scale_out for k, s in hardware.systems().items()
-           if s.vendor in ("NVIDIA", "AMD") and np.isfinite(s.scale_up_over_scale_out)}
+           if s.vendor in ("NVIDIA", "AMD") and np.isfinite(s.scale_up_over_scale_out) and not s.superseded_by}
     tpu = {k: s.scale_up_over_scale_out for k, s in hardware.systems().items()
            if s.vendor == "Google" and np.isfinite(s.scale_up_over_scale_out)}
     # Hand anchors: HGX H100 450 GB/s NVLink per direction / 50 GB/s (400 Gb/s NIC) = 9;

@@ -30,7 +30,7 @@ def _check_38() -> Verdict:
     return Verdict(38, "holds",
                    f"a perturbation of {med_adv:.3f} of the pixel range per pixel (median; about "
                    f"{med_adv / step:.1f} grey levels) flips a {clean:.0%}-accurate digit classifier along the "
-                   f"gradient sign, while random signs of the same size mostly do not; a cipher is built so that "
+                   f"gradient sign, while random signs must be {med_rnd / med_adv:.0f}x larger to flip as many; a cipher is built so that "
                    f"every single-bit change flips half the output, a classifier so that almost none does -- "
                    f"adversarial directions are the exception, found by search",
                    {"clean test accuracy": f"{clean:.1%}",
