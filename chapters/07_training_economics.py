@@ -152,7 +152,7 @@ for c in (2, 4, 6):
     d_rl, _ = training.equal_cost_tokens(1.0, rl_flops_per_param_token=c, mfu_pretrain=1.0, mfu_rl=ratio, mfu_inference=ratio)
     ax.plot(ratio, d_rl, label=f"RL tokens / pre-training tokens, c = {c}")
 _, d_inf = training.equal_cost_tokens(1.0, mfu_pretrain=1.0, mfu_rl=ratio, mfu_inference=ratio)
-ax.plot(ratio, d_inf, "k--", label="inference tokens / pre-training tokens")
+ax.plot(ratio, d_inf, "k--", lw=2.5, alpha=0.5, label="inference tokens / pre-training tokens (= RL at c = 2)")
 ax.axhline(1, color="gray", lw=1); ax.axvline(0.3, color="C3", ls=":", label="decode MFU = 30% of training's")
 ax.set_xlabel("MFU of RL / inference relative to pre-training"); ax.set_ylabel("tokens for equal machine time")
 ax.set_title("Equal machine time, unequal tokens"); ax.grid(True, alpha=0.3); ax.legend(fontsize=7)

@@ -98,7 +98,12 @@ xa = adversarial.fgsm(model, x0, y0, flip_fgsm[i])
 fig, axes = plots.new_axes(3, width=2.6, height=2.8)
 for ax, img, title in zip(axes, (x0, xa, xa - x0), (f"original: {model.predict(x0)[0]}",
                                                      f"adversarial: {model.predict(xa)[0]}", "difference")):
-    ax.imshow(img.reshape(8, 8), cmap="gray_r" if title != "difference" else "coolwarm", vmin=-1 if title == "difference" else 0, vmax=1)
+    if title == "difference":  # scaled to its own size, or it would be invisible
+        e = float(np.abs(img).max())
+        im = ax.imshow(img.reshape(8, 8), cmap="coolwarm", vmin=-e, vmax=e)
+        fig.colorbar(im, ax=ax, fraction=0.046, label="pixel change")
+    else:
+        ax.imshow(img.reshape(8, 8), cmap="gray_r", vmin=0, vmax=1)
     ax.set_title(title, fontsize=10); ax.set_xticks([]); ax.set_yticks([])
 plt.show()
 
