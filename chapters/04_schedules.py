@@ -191,11 +191,14 @@ print(f"* announced/systems-catalog parts (per package). Median {np.median(allv)
 
 # %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=7)
-for k, y, C, Wb in items:
+offset = {"NVIDIA": -0.15, "AMD": 0.0, "Google": 0.15}   # a fixed nudge per vendor, so points of one year separate
+for i, (k, y, C, Wb) in enumerate(items):
     v = hardware.catalog()[k].vendor if k in hardware.catalog() else hardware.system(k[:-2]).vendor
     color = {"NVIDIA": "C2", "AMD": "C3", "Google": "C0"}.get(v, "C7")
-    ax.plot(y + (hash(k) % 7 - 3) * 0.05, C / Wb * 1e3, "o", color=color, mfc="none" if k.endswith("*") else color)
-    ax.annotate(k.replace(" *", ""), (y, C / Wb * 1e3), fontsize=6, xytext=(3, 2), textcoords="offset points")
+    x = y + offset.get(v, 0.0)
+    ax.plot(x, C / Wb * 1e3, "o", color=color, mfc="none" if k.endswith("*") else color)
+    ax.annotate(k.replace(" *", ""), (x, C / Wb * 1e3), fontsize=6, xytext=(4, (i % 3 - 1) * 5),
+                textcoords="offset points", va="center")
 ax.axhspan(15, 20, color="gold", alpha=0.3, label="the claim's 15-20 ms")
 ax.set_xlabel("year"); ax.set_ylabel("HBM capacity / bandwidth (ms)"); ax.set_ylim(0, 50)
 ax.set_title("Time to read all of HBM once (green NVIDIA, red AMD, blue Google; hollow: announced)")
