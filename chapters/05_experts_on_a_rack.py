@@ -57,7 +57,9 @@ for s in hardware.systems().values():
 # %% [markdown] slideshow={"slide_type": "slide"}
 # Entries for 2025–2027 systems (GB300, Vera Rubin, Rubin Ultra, MI355X,
 # Helios) are announced figures; `systems.toml` lists which fields no stored
-# vendor page confirmed (`unverified`).
+# vendor page confirmed (`unverified`). `vr200-nvl144` is the 2025 announcement
+# of the rack that shipped in 2026 as `vera-rubin-nvl72` (same 72 packages,
+# faster HBM4); the checks count it once.
 #
 # ## Claim 16 (36:41) — one rack bounds an expert layer
 #
