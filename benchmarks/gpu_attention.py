@@ -5,6 +5,10 @@ Run on a machine with an NVIDIA GPU and CuPy (no Jupyter needed)::
     PYTHONPATH=lib python3 benchmarks/gpu_attention.py --out benchmarks/results/gpu-attention.txt
 
 1. Copy bandwidth: a 2 GiB device-to-device copy (bytes read + written), best of 10.
+   Then what the compiler allocated for the fused kernel (registers, shared and
+   local memory, as CuPy reports them), the unloaded memory latency (one thread
+   chasing a random pointer cycle through 1 GiB) and the latency the kernel's
+   bytes in flight can hide at that bandwidth (Little's law; chapter 2).
 2. Correctness: for several shapes (GQA groups 1, 4, 8, 16; head dims 64, 128;
    contexts not multiples of the 64-token tile; splits 1 and automatic) the
    fused kernel's output, written into an array first filled with NaN, is
@@ -63,6 +67,20 @@ def main() -> int:
     t0 = time.time()
     bw = kernels.measure_copy_bandwidth(be=be)
     say(f"device: {be.device_name}; CuPy {cp.__version__}; copy bandwidth {bw / 1e9:.0f} GB/s (read + write, 2 GiB, best of 10)")
+    try:  # diagnostics: a failure here must not cost the correctness and timing runs below
+        n_sm = cp.cuda.Device().attributes["MultiProcessorCount"]
+        # a RawKernel of the same source and options exposes what the compiler allocated
+        fn = cp.RawKernel(AK.kernel_source(128, 8), "decode_attn_split", options=AK.NVRTC_OPTIONS)
+        say(f"{n_sm} SMs; fused kernel (D=128, G=8) as CuPy compiled it: {fn.num_regs} registers/thread, "
+            f"{fn.shared_size_bytes:,} B static shared memory (model: {AK.fused_smem_bytes(128, 8):,} B), "
+            f"{fn.local_size_bytes} B local (spill) memory")
+        lat_s = pointer_chase_latency_s(cp)
+        rep = AK.CompileReport(128, 8, "sm_90", fn.num_regs, fn.shared_size_bytes, fn.local_size_bytes, "")
+        say(f"memory latency, one thread chasing pointers through 1 GiB (unloaded): {lat_s * 1e9:.0f} ns; "
+            f"the kernel keeps {n_sm * rep.blocks_per_sm * rep.bytes_in_flight_per_block / 2**20:.1f} MiB in flight "
+            f"({rep.blocks_per_sm} blocks/SM), enough for {rep.latency_hidden_s(n_sm, bw) * 1e9:.0f} ns at the copy bandwidth")
+    except Exception as e:  # noqa: BLE001
+        say(f"(compiler report / latency probe failed: {type(e).__name__}: {e})")
 
     # ---- correctness ------------------------------------------------------------------------
     say("\ncorrectness (fp16 cache, output pre-filled with NaN, vs float64 reference):")
@@ -149,6 +167,37 @@ def main() -> int:
         f"sparse bytes = the kept blocks' K and V; total {time.time() - t0:.0f} s)")
     _write(args.out, lines)
     return 0
+
+
+_CHASE_SRC = r"""
+extern "C" __global__ void chase(const unsigned long long* __restrict__ next, long long hops,
+                                 unsigned long long* __restrict__ out) {
+  unsigned long long i = 0;
+  for (long long h = 0; h < hops; ++h) i = next[i];
+  out[0] = i;   // keeps the chain live
+}
+"""
+
+
+def pointer_chase_latency_s(cp, span_bytes=2**30, stride_bytes=1024, hops=200_000):
+    """Seconds per dependent load: one thread follows a random cycle of nodes 1 KiB apart over ``span_bytes``.
+
+    Every load's address comes from the previous load, so nothing overlaps: time / hops is the
+    round-trip latency of a (mostly L2-missing) load with the memory system otherwise idle.
+    """
+    step = stride_bytes // 8
+    n_nodes = span_bytes // stride_bytes
+    perm = np.random.default_rng(0).permutation(n_nodes).astype(np.uint64) * np.uint64(step)
+    nxt = cp.zeros(span_bytes // 8, cp.uint64)
+    nxt[cp.asarray(perm)] = cp.asarray(np.roll(perm, -1))
+    kern = cp.RawKernel(_CHASE_SRC, "chase")
+    out = cp.zeros(1, cp.uint64)
+    from llmmath import kernels
+    # the chain starts at index 0, which is a node (perm covers every node in one cycle)
+    kernels.time_fn(lambda: kern((1,), (1,), (nxt, np.int64(1000), out)), warmup=1, repeats=1)
+    t = kernels.time_fn(lambda: kern((1,), (1,), (nxt, np.int64(hops), out)), warmup=0, repeats=3)
+    del nxt
+    return t.min_s / hops
 
 
 def _write(path, lines):

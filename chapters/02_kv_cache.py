@@ -507,6 +507,49 @@ ref = attention_kernels.reference_decode_attention(*attention_kernels.random_cac
 out = attention_kernels.decode_attention(*attention_kernels.random_cache(2, 8, 2, 300, 128))
 assert np.allclose(kernels.backend().to_numpy(out), ref, atol=1e-4), "the kernel disagrees with the float64 reference"
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Can the fused kernel keep HBM busy? Ask the compiler, then Little's law
+#
+# A memory-bound kernel reaches the bandwidth $W$ only if it keeps $W\,t$ bytes
+# requested-but-not-yet-arrived at all times, where $t$ is the memory latency
+# (Little's law). Our kernel has, per thread block, one prefetched tile of K or V in
+# flight: $64 \times D$ fp16 values, 16 KiB at $D = 128$. How many blocks share an
+# SM is set by what the compiler allocated — registers per thread and shared
+# memory per block — against the SM's limits (CUDA Programming Guide, compute
+# capability 9.0: 64 Ki registers, 228 KiB shared memory, 2,048 threads, 32
+# blocks). NVRTC compiles the kernel for Hopper (`sm_90`) without a GPU, so this
+# runs anywhere the `test` extra installed `cuda-bindings` (Linux x86-64).
+
+# %%
+try:
+    rep = attention_kernels.compile_report(head_dim=128, group=8, arch="sm_90")
+except ImportError as e:
+    rep = None
+    print(f"skipped: {e}")
+if rep is not None:
+    h200 = hardware.get("h200")
+    n_sm = 132  # H100 SXM5 and H200: the GH100 GPU with 132 SMs enabled (NVIDIA H100 Tensor Core GPU Architecture whitepaper)
+    hidden_s = rep.latency_hidden_s(n_sm, h200.hbm_bytes_per_s)
+    print(f"decode_attn_split for sm_90 (D=128, G=8): {rep.registers_per_thread} registers/thread, "
+          f"{rep.smem_bytes:,} B shared memory/block, {rep.spill_bytes} B spilled")
+    print(f"-> {rep.blocks_per_sm} blocks ({rep.blocks_per_sm * 4} warps) resident per SM; "
+          f"{n_sm * rep.blocks_per_sm * rep.bytes_in_flight_per_block / 2**20:.1f} MiB in flight over {n_sm} SMs")
+    print(f"-> at the H200's {h200.hbm_bytes_per_s / 1e12:.1f} TB/s that hides up to {hidden_s * 1e9:,.0f} ns of memory latency")
+    assert rep.spill_bytes == 0 and rep.smem_bytes == attention_kernels.fused_smem_bytes(128, 8)
+    assert hidden_s > 1e-6, "too few bytes in flight to stream HBM at full rate"
+
+# %% [markdown]
+# Four resident blocks of four warps each, about 8 MiB in flight, enough to ride
+# out roughly 1.8 µs of latency at 4.8 TB/s. Registers are what limit it (128 per
+# thread: the Q fragments, the output accumulators and the prefetched tile live
+# there); holding the prefetch in shared memory instead would fit more blocks but
+# cost a second trip through shared memory. Is 1.8 µs enough? That depends on the
+# memory latency, which no datasheet states: `benchmarks/gpu_attention.py`
+# measures it on the H200 (one thread chasing pointers through 1 GiB, so no load
+# overlaps the next — a lower bound on the latency under load), prints it beside
+# this budget, and then times the kernel itself (target: ≥ 80% of the measured
+# copy bandwidth at long context).
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #

@@ -211,8 +211,52 @@ def test_kernel_bad_input_is_refused():
 def test_byte_counts_and_fused_availability():
     assert AK.dense_bytes(16, 8, 131072, 128, 2) == 2 * 16 * 8 * 131072 * 128 * 2
     assert AK.sparse_bytes(1, 1, 1000, 128, 2, 64, 4) == 128 * 2 * (16 + 2 * 256)
-    assert AK.fused_smem_bytes(128, 16) <= 48 * 1024 < AK.fused_smem_bytes(256, 8)
+    # by hand, D = 128, G = 8: Q 16x136 + tile 64x136 fp16 = 21,760; P 16x264 fp16 = 8,448;
+    # scores 8x256 fp32 = 8,192; m, l, alpha 3x8 fp32 = 96  ->  38,496 (ptxas -v says the same)
+    assert AK.fused_smem_bytes(128, 8) == 21760 + 8448 + 8192 + 96 == 38496
+    assert AK.fused_smem_bytes(128, 16) <= 48 * 1024 < AK.fused_smem_bytes(256, 2)
     assert not AK.fused_available(128, 8, np.float32)
+
+
+@pytest.mark.parametrize("regs,smem,blocks", [
+    (128, 38496, 4),   # registers bind: 128 x 32 = 4,096 per warp -> 16 warps of 4 per block
+    (64, 38496, 5),    # shared memory binds: 233,472 // (38,496 + 1,024) = 5
+    (32, 1000, 16),    # threads bind: 2,048 // 128
+    (95, 28256, 5),    # 95 regs round up to 3,072 per warp -> 21 warps -> 5 blocks
+])
+def test_occupancy_by_hand(regs, smem, blocks):
+    rep = AK.CompileReport(128, 8, "sm_90", regs, smem, 0, "")
+    assert rep.blocks_per_sm == blocks
+    # Little's law: 132 SMs x blocks x one 64 x 128 fp16 tile (16 KiB) in flight, over 4.8 TB/s
+    assert rep.latency_hidden_s(132, 4.8e12) == pytest.approx(132 * blocks * 16384 / 4.8e12)
+    with pytest.raises(ValueError, match="n_sm"):
+        rep.latency_hidden_s(0, 4.8e12)
+
+
+def test_kernel_source_refuses_bad_shapes():
+    assert "#define D     128" in AK.kernel_source(128, 8) and "#define G     8" in AK.kernel_source(128, 8)
+    with pytest.raises(ValueError, match="head_dim must be a multiple of 32"):
+        AK.kernel_source(100, 8)
+    with pytest.raises(ValueError, match="group"):
+        AK.kernel_source(128, 17)
+    with pytest.raises(ValueError, match="arch must be one of"):
+        AK.compile_report(128, 8, arch="sm_70")
+
+
+@pytest.mark.parametrize("D,G", [(128, 8), (128, 16), (64, 8), (128, 1)])
+def test_fused_kernel_compiles_for_hopper_without_spills(D, G):
+    """NVRTC compiles the CUDA source for sm_90 with no GPU; ptxas's report matches the model of it."""
+    pytest.importorskip("cuda.bindings.nvrtc", reason="NVRTC (cuda-bindings) is installed with the test extra on Linux")
+    try:
+        rep = AK.compile_report(D, G, "sm_90")
+    except ImportError as e:  # cuda-bindings present but no NVRTC library
+        pytest.skip(str(e))
+    assert rep.spill_bytes == 0, rep.log
+    assert rep.smem_bytes == AK.fused_smem_bytes(D, G) <= 48 * 1024
+    assert rep.registers_per_thread <= 255
+    assert rep.blocks_per_sm >= 2, "fewer than two resident blocks cannot overlap one block's loads with another's math"
+    # enough bytes in flight to hide a microsecond of memory latency at the H200's 4.8 TB/s
+    assert rep.latency_hidden_s(132, 4.8e12) > 1e-6
 
 
 def test_context_sweep_runs_small_on_cpu():

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from functools import lru_cache
 
 import numpy as np
@@ -48,6 +49,7 @@ __all__ = [
     "reference_decode_attention", "decode_attention", "block_summaries", "select_blocks",
     "block_sparse_decode_attention", "dense_bytes", "sparse_bytes", "random_cache",
     "ContextSweep", "context_sweep", "default_sweep_shape", "fused_available", "fused_smem_bytes", "TILE",
+    "kernel_source", "NVRTC_OPTIONS", "SM_LIMITS", "CompileReport", "compile_report",
 ]
 
 TILE = 64  # tokens per shared-memory tile of the fused kernel (a sparse block must be a multiple)
@@ -353,16 +355,134 @@ extern "C" __global__ void decode_attn_combine(const float* __restrict__ Opart, 
 """
 
 
+NVRTC_OPTIONS = ("--std=c++14",)  # the options CuPy's RawModule and compile_report both pass
+
+
+def kernel_source(head_dim: int, group: int) -> str:
+    """The CUDA source of the fused kernel for head dim ``D`` and group ``G`` (compile-time constants).
+
+    Raises:
+        ValueError: ``D`` not a multiple of 32 in 32..256, or ``G`` outside 1..16.
+    """
+    if int(head_dim) != head_dim or head_dim % 32 or not 32 <= head_dim <= 256:
+        raise ValueError(f"head_dim must be a multiple of 32 from 32 to 256, got {head_dim!r}")
+    if int(group) != group or not 1 <= group <= 16:
+        raise ValueError(f"group (query heads per K/V head) must be a whole number from 1 to 16, got {group!r}")
+    return _CUDA_SRC.replace("__D__", str(int(head_dim))).replace("__G__", str(int(group)))
+
+
 @lru_cache(maxsize=None)
 def _module(D: int, G: int):
     cp = kernels.backend().xp
-    src = _CUDA_SRC.replace("__D__", str(D)).replace("__G__", str(G))
-    return cp.RawModule(code=src, options=("--std=c++14",))
+    return cp.RawModule(code=kernel_source(D, G), options=NVRTC_OPTIONS)
 
 
 def fused_smem_bytes(head_dim: int, group: int) -> int:
-    """Static shared memory of the fused kernel: Q, one K/V tile, P (fp16) and the scores (fp32)."""
-    return 2 * (16 + TILE + 16) * (head_dim + 8) + 2 * 16 * 8 + 4 * group * 256 + 12 * group
+    """Static shared memory of the fused kernel, bytes per thread block.
+
+    Q (16 rows) and one K/V tile (64 rows) in fp16 with rows padded to ``D + 8``;
+    P (16 rows of 256 + 8 fp16); the scores (``G`` rows of 256 fp32); three
+    ``G``-long float vectors. Equals what ``ptxas -v`` reports for the compiled
+    kernel (checked in ``tests/test_lib_attention.py`` when NVRTC is installed):
+    38,496 bytes for D = 128, G = 8.
+    """
+    return 2 * (16 + TILE) * (head_dim + 8) + 2 * 16 * (256 + 8) + 4 * group * 256 + 12 * group
+
+
+# Per-SM limits that decide how many thread blocks can be resident at once (occupancy).
+# Source: CUDA C++ Programming Guide, "Features and Technical Specifications" table
+# (compute capability 8.0 = A100, 9.0 = H100/H200): 64 Ki 32-bit registers, 2048
+# threads and 32 blocks per SM; shared memory per SM 164 KiB (8.0) / 228 KiB (9.0),
+# of which the driver reserves 1 KiB per block. Registers are allocated per warp in
+# units of 256.
+SM_LIMITS = {
+    "sm_80": dict(registers=65536, threads=2048, blocks=32, smem_bytes=164 * 1024, smem_reserved_per_block=1024),
+    "sm_90": dict(registers=65536, threads=2048, blocks=32, smem_bytes=228 * 1024, smem_reserved_per_block=1024),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileReport:
+    """What the compiler allocated for ``decode_attn_split``, and the occupancy that follows.
+
+    ``registers_per_thread``, ``smem_bytes`` (static shared memory per block) and
+    ``spill_bytes`` (local-memory spill stores + loads) are parsed from ``ptxas -v``.
+    """
+
+    head_dim: int
+    group: int
+    arch: str
+    registers_per_thread: int
+    smem_bytes: int
+    spill_bytes: int
+    log: str
+    threads_per_block: int = 128
+
+    @property
+    def blocks_per_sm(self) -> int:
+        """Resident blocks per SM: the smallest of the register, shared-memory, thread and block limits."""
+        lim = SM_LIMITS[self.arch]
+        warps = self.threads_per_block // 32
+        regs_per_warp = -(-self.registers_per_thread * 32 // 256) * 256
+        by_regs = (lim["registers"] // regs_per_warp) // warps
+        by_smem = lim["smem_bytes"] // (self.smem_bytes + lim["smem_reserved_per_block"])
+        by_threads = lim["threads"] // self.threads_per_block
+        return int(min(by_regs, by_smem, by_threads, lim["blocks"]))
+
+    @property
+    def bytes_in_flight_per_block(self) -> int:
+        """Bytes of cache one block has requested and not yet received: one prefetched tile, ``64 D`` fp16."""
+        return TILE * self.head_dim * 2
+
+    def latency_hidden_s(self, n_sm: int, bytes_per_s: float) -> float:
+        """Longest memory latency the kernel can hide at ``bytes_per_s`` (Little's law).
+
+        A memory system delivering W bytes/s with latency t needs W t bytes in
+        flight; the kernel keeps ``n_sm x blocks_per_sm x bytes_in_flight_per_block``
+        in flight, so it can sustain W for latencies up to that over W.
+        """
+        if n_sm < 1 or not bytes_per_s > 0:
+            raise ValueError(f"need n_sm >= 1 and bytes_per_s > 0, got {n_sm!r}, {bytes_per_s!r}")
+        return n_sm * self.blocks_per_sm * self.bytes_in_flight_per_block / bytes_per_s
+
+
+def compile_report(head_dim: int = 128, group: int = 8, arch: str = "sm_90") -> CompileReport:
+    """Compile the fused kernel with NVRTC for ``arch`` (no GPU needed) and parse ``ptxas -v``.
+
+    Uses NVIDIA's ``cuda-bindings`` with the ``nvidia-cuda-nvrtc`` wheel (both in
+    the ``test`` extra on Linux x86-64).
+
+    Raises:
+        ImportError: cuda-bindings / NVRTC not installed (says what to install).
+        ValueError: an arch other than ``sm_80`` / ``sm_90``, or shapes :func:`kernel_source` refuses.
+        RuntimeError: the compiler rejected the source (its log is in the message).
+    """
+    if arch not in SM_LIMITS:
+        raise ValueError(f"arch must be one of {sorted(SM_LIMITS)} (the kernel uses mma.sync m16n8k16), got {arch!r}")
+    src = kernel_source(head_dim, group)
+    try:
+        from cuda.bindings import nvrtc
+        err, prog = nvrtc.nvrtcCreateProgram(src.encode(), b"decode_attention.cu", 0, [], [])
+    except (ImportError, RuntimeError, OSError) as e:
+        raise ImportError("compile_report needs NVIDIA's cuda-bindings and NVRTC: "
+                          "pip install cuda-bindings nvidia-cuda-nvrtc (Linux)") from e
+    opts = [o.encode() for o in NVRTC_OPTIONS] + [f"--gpu-architecture={arch}".encode(), b"-Xptxas=-v"]
+    (rc,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+    _, n = nvrtc.nvrtcGetProgramLogSize(prog)
+    buf = b" " * n
+    nvrtc.nvrtcGetProgramLog(prog, buf)
+    nvrtc.nvrtcDestroyProgram(prog)
+    log = buf.rstrip(b"\x00 ").decode(errors="replace")
+    if rc != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"NVRTC could not compile the fused kernel for {arch} (D={head_dim}, G={group}):\n{log}")
+    part = log[log.index("'decode_attn_split'"):]
+    regs = re.search(r"Used (\d+) registers", part)
+    smem = re.search(r"(\d+) bytes smem", part)
+    spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", part)
+    if not (regs and spill):
+        raise RuntimeError(f"could not read ptxas's resource report from the NVRTC log:\n{log}")
+    return CompileReport(int(head_dim), int(group), arch, int(regs.group(1)), int(smem.group(1)) if smem else 0,
+                         int(spill.group(1)) + int(spill.group(2)), log)
 
 
 def fused_available(head_dim: int, group: int, dtype=None, be=None) -> bool:
