@@ -5,6 +5,7 @@ Measures:
    nbval in a fresh pytest process (kernel start included);
 2. the batch sweep Y = X @ W: measured / predicted time per batch, and the
    fraction of the measured copy bandwidth reached in the memory-bound region;
+   read again as prefill (T rows at once) vs decode (one row a step) per token;
 3. the time of one 10^6-point ``decode_step_time_s`` sweep (target <= 0.2 s on 2 cores);
 4. the time the chapter-1 widget takes to answer a slider move, recompute and
    redraw included (target <= 50 ms).
@@ -91,6 +92,15 @@ def sweep_fidelity(lines: list[str]) -> None:
                  f"{frac.min():.0%} .. {frac.max():.0%} of the measured copy bandwidth (median {np.median(frac):.0%})")
     lines.append(f"measured / predicted over all B: {s.measured_over_predicted.min():.2f} .. "
                  f"{s.measured_over_predicted.max():.2f}")
+    # Chapter 8 (claim 32) reads the same sweep as prefill vs decode: a prompt of T tokens is one
+    # product with T rows; decode makes one token per step, so it pays the B = 1 time per token.
+    if s.batch[0] == 1:
+        dec = s.measured_s[0]
+        lines.append("## prefill vs decode per token (chapter 8): the same weights for T tokens at once or one at a time")
+        lines.append(f"{'T':>6} {'prefill/token':>14} {'roofline':>10} {'decode/token':>13} {'decode/prefill':>15}")
+        for i, T in enumerate(s.batch):
+            lines.append(f"{int(T):>6} {s.measured_s[i] / T * 1e6:>12.2f}us {s.predicted_s[i] / T * 1e6:>8.2f}us "
+                         f"{dec * 1e6:>11.2f}us {dec / (s.measured_s[i] / T):>15.1f}")
 
 
 def sweep_speed(lines: list[str]) -> None:
