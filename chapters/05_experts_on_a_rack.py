@@ -148,7 +148,11 @@ assert v16.verdict == "holds if"
 # ### Measured: real collectives and the alpha–beta model
 #
 # The all-to-all times above come from the **alpha–beta model**: a message of
-# $n$ bytes costs $\alpha + n/\beta$, and for $p$ ranks the standard algorithms cost
+# $n$ bytes costs $\alpha + n/\beta$, with $\alpha$ the per-message latency (s) and
+# $\beta$ the link bandwidth (bytes/s). (Many texts write $\alpha + n\beta$ with
+# $\beta$ in seconds per byte, the inverse; and this $\beta$ is not the KV bytes
+# per token that chapters 2 and 8 call $\beta$.) For $p$ ranks the standard
+# algorithms cost
 #
 # | collective | time |
 # |---|---|
@@ -311,10 +315,13 @@ nv = ["hgx-a100", "hgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "gb300-nvl7
 years = [hardware.system(k).year for k in nv]
 ax.semilogy(years, [hardware.system(k).hbm_bytes_per_s / 1e12 for k in nv], "o-", label="domain HBM bandwidth (TB/s)")
 ax.semilogy(years, [hardware.system(k).hbm_bytes_per_s_per_package / 1e12 for k in nv], "s--", label="per-GPU HBM bandwidth (TB/s)")
-for k, yv in zip(nv, years):
-    ax.annotate(k, (yv, hardware.system(k).hbm_bytes_per_s / 1e12), fontsize=7, rotation=20)
+for k, yv in zip(nv, years):  # names beside each point, horizontal; GB200 to the left (GB300 shares its height)
+    left = k == "gb200-nvl72"
+    ax.annotate(k, (yv, hardware.system(k).hbm_bytes_per_s / 1e12), xytext=(-6 if left else 6, 0),
+                textcoords="offset points", fontsize=7, va="center", ha="right" if left else "left")
+ax.set_xlim(years[0] - 0.5, years[-1] + 2.2)
 ax.set_xlabel("year"); ax.set_ylabel("TB/s"); ax.set_title("NVIDIA scale-up domains: the domain outgrew the chip")
-ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
+ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8, loc="lower right")
 plt.show()
 
 # %%

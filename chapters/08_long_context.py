@@ -48,7 +48,7 @@ from llmmath import _catalog, claims, hardware, kernels, models, plots, serving,
 
 # %%
 T = np.unique(np.round(np.logspace(0, 5, 60)))
-fig, ax = plots.new_axes(width=6.5, height=4)
+fig, ax = plots.new_axes(width=5.5, height=4)
 for m, c, n in (("llama-3.1-70b", "h100-sxm", 8), ("llama-3.1-8b", "h100-sxm", 1)):
     pre = serving.prefill_step(m, c, T, n_chips=n)
     ax.loglog(T, pre.cost_chip_s_per_token, "-", label=f"{m}: prefill, prompt of T tokens")
@@ -58,7 +58,7 @@ for m, c, n in (("llama-3.1-70b", "h100-sxm", 8), ("llama-3.1-8b", "h100-sxm", 1
                   label=f"{m}: decode at B={B}, context T")
 ax.set_xlabel("tokens T (prompt length, or decode context)"); ax.set_ylabel("chip-seconds per token")
 ax.set_title("Per token: prefill falls to the compute floor, decode does not"); ax.grid(True, which="both", alpha=0.3)
-ax.legend(fontsize=7)
+ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the axes: every corner holds a curve
 plt.show()
 
 # %% [markdown]
@@ -197,7 +197,7 @@ for m in ("llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"):
     mm, ch = models.get(m), hardware.get("h100-sxm")
     comp = (2 * mm.matmul_params_per_token + mm.attention_flops_per_token(L)) / ch.flops_per_s("bf16")
     kv = L * mm.kv_bytes_per_token() / ch.hbm_bytes_per_s
-    ax.loglog(L, np.maximum(comp, kv) / np.maximum(comp, kv)[0], label=f"{m} (beta = {mm.kv_bytes_per_token() / 1e3:.0f} kB)")
+    ax.loglog(L, np.maximum(comp, kv) / np.maximum(comp, kv)[0], label=f"{m} ($\\beta$ = {mm.kv_bytes_per_token() / 1e3:.0f} kB/token)")
 ax.axvline(2e5, color="gray", ls=":"); ax.text(2.2e5, 1.2, "200k", color="gray", fontsize=8)
 ax.set_xlabel("context L"); ax.set_ylabel("cost per token / cost at 1k tokens (best batch)")
 ax.set_title("Decode cost per token against context (H100)"); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
@@ -223,15 +223,38 @@ assert v35.verdict == "holds if"
 # by year:
 
 # %%
-chips = ["a100-80gb", "h100-sxm", "h200", "b200", "mi300x", "tpu-v4", "tpu-v5p", "tpu-v6e"]
-fig, axes = plots.new_axes(3, width=3.8, height=3.4)
-for key in chips:
-    c = hardware.get(key)
-    for ax, v in zip(axes, (c.flops_per_s("bf16") / 1e12, c.hbm_bytes_per_s / 1e12, c.hbm_bytes / 1e9)):
-        ax.semilogy([c.year], [v], "o", color="C0" if c.vendor == "NVIDIA" else ("C1" if c.vendor == "AMD" else "C2"))
-        ax.annotate(key, (c.year, v), fontsize=6)
-for ax, t in zip(axes, ("bf16 TFLOP/s (dense)", "HBM TB/s", "HBM GB")):
-    ax.set_title(t, fontsize=9); ax.set_xlabel("year"); ax.grid(True, which="both", alpha=0.3)
+fig, (ax, ax2) = plots.new_axes(2, width=4.8, height=3.6)
+fig.subplots_adjust(wspace=0.35)
+nv = [hardware.get(k) for k in ("a100-80gb", "h100-sxm", "b200")]
+yrs = [c.year for c in nv]
+for vals, label, style in (([c.flops_per_s("bf16") for c in nv], "dense bf16 FLOP/s", "o-"),
+                           ([c.hbm_bytes_per_s for c in nv], "HBM bandwidth", "s-"),
+                           ([c.hbm_bytes for c in nv], "HBM capacity", "^-")):
+    ax.semilogy(yrs, np.array(vals) / vals[0], style, label=label)
+rub = hardware.system("vera-rubin-nvl72")  # announced: HBM figures only (no dense bf16 figure published)
+ax.semilogy([2024, rub.year], [nv[-1].hbm_bytes_per_s / nv[0].hbm_bytes_per_s,
+                               rub.hbm_bytes_per_s_per_package / nv[0].hbm_bytes_per_s], "s:", color="C1", mfc="none")
+ax.semilogy([2024, rub.year], [nv[-1].hbm_bytes / nv[0].hbm_bytes, rub.hbm_bytes_per_package / nv[0].hbm_bytes],
+            "^:", color="C2", mfc="none")
+for c in nv:
+    ax.annotate(c.key, (c.year, 1), xytext=(2, -12), textcoords="offset points", fontsize=7, ha="left")
+ax.annotate("Rubin\n(announced)", (rub.year, rub.hbm_bytes_per_s_per_package / nv[0].hbm_bytes_per_s),
+            xytext=(-6, -2), textcoords="offset points", fontsize=7, ha="right", va="top")
+ax.set_ylim(0.6, 20); ax.set_xlabel("year"); ax.set_ylabel("per GPU, relative to the A100")
+ax.set_title("NVIDIA per-GPU growth since 2020", fontsize=9); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=7)
+colors = {"NVIDIA": "C0", "AMD": "C3", "Google": "C2"}
+by_year = {}
+for c in hardware.catalog().values():
+    by_year.setdefault(c.year, []).append((c.flops_per_s("bf16") / c.hbm_bytes_per_s, c))
+for year, pts in by_year.items():  # within a year, alternate labels right and left so close points stay legible
+    for i, (fw, c) in enumerate(sorted(pts, key=lambda t: t[0])):
+        ax2.plot(year, fw, "o", color=colors.get(c.vendor, "k"))
+        ax2.annotate(c.key, (year, fw), xytext=(5 if i % 2 == 0 else -5, 0), textcoords="offset points",
+                     fontsize=6, va="center", ha="left" if i % 2 == 0 else "right")
+for vendor, col in colors.items():
+    ax2.plot([], [], "o", color=col, label=vendor)
+ax2.set_xlim(2019.3, 2025.2); ax2.set_xlabel("year"); ax2.set_ylabel("F / W (bf16 FLOP per HBM byte)")
+ax2.set_title("The balance point F/W did not fall", fontsize=9); ax2.grid(True, alpha=0.3); ax2.legend(fontsize=7)
 plt.show()
 
 # %%
