@@ -192,13 +192,16 @@ print(f"* announced/systems-catalog parts (per package). Median {np.median(allv)
 # %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=7)
 offset = {"NVIDIA": -0.15, "AMD": 0.0, "Google": 0.15}   # a fixed nudge per vendor, so points of one year separate
+placed = []  # labelled points: a label whose point nearly coincides with an earlier one is lifted above it
 for i, (k, y, C, Wb) in enumerate(items):
     v = hardware.catalog()[k].vendor if k in hardware.catalog() else hardware.system(k[:-2]).vendor
     color = {"NVIDIA": "C2", "AMD": "C3", "Google": "C0"}.get(v, "C7")
-    x = y + offset.get(v, 0.0)
-    ax.plot(x, C / Wb * 1e3, "o", color=color, mfc="none" if k.endswith("*") else color)
-    ax.annotate(k.replace(" *", ""), (x, C / Wb * 1e3), fontsize=6, xytext=(4, (i % 3 - 1) * 5),
+    x, t_ms = y + offset.get(v, 0.0), C / Wb * 1e3
+    ax.plot(x, t_ms, "o", color=color, mfc="none" if k.endswith("*") else color)
+    crowded = any(abs(x - px) < 0.4 and abs(t_ms - py) < 2.0 for px, py in placed)
+    ax.annotate(k.replace(" *", ""), (x, t_ms), fontsize=6, xytext=(4, 10 if crowded else (i % 3 - 1) * 5),
                 textcoords="offset points", va="center")
+    placed.append((x, t_ms))
 ax.axhspan(15, 20, color="gold", alpha=0.3, label="the claim's 15-20 ms")
 ax.set_xlabel("year"); ax.set_ylabel("HBM capacity / bandwidth (ms)"); ax.set_ylim(0, 50)
 ax.set_title("Time to read all of HBM once (green NVIDIA, red AMD, blue Google; hollow: announced)")
