@@ -189,7 +189,7 @@ def pointer_chase_latency_s(cp, span_bytes=2**30, stride_bytes=1024, hops=200_00
     n_nodes = span_bytes // stride_bytes
     perm = np.random.default_rng(0).permutation(n_nodes).astype(np.uint64) * np.uint64(step)
     nxt = cp.zeros(span_bytes // 8, cp.uint64)
-    nxt[cp.asarray(perm)] = cp.asarray(np.roll(perm, -1))
+    nxt[cp.asarray(perm.astype(np.int64))] = cp.asarray(np.roll(perm, -1))  # node -> next node (element index)
     kern = cp.RawKernel(_CHASE_SRC, "chase")
     out = cp.zeros(1, cp.uint64)
     from llmmath import kernels
