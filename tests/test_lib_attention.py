@@ -243,6 +243,13 @@ def test_kernel_source_refuses_bad_shapes():
         AK.compile_report(128, 8, arch="sm_70")
 
 
+def test_compile_report_without_nvrtc_says_what_to_install(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)   # makes `from cuda.bindings import nvrtc` fail
+    with pytest.raises(ImportError, match="pip install cuda-bindings nvidia-cuda-nvrtc"):
+        AK.compile_report(128, 8)
+
+
 @pytest.mark.parametrize("D,G", [(128, 8), (128, 16), (64, 8), (128, 1)])
 def test_fused_kernel_compiles_for_hopper_without_spills(D, G):
     """NVRTC compiles the CUDA source for sm_90 with no GPU; ptxas's report matches the model of it."""

@@ -463,9 +463,11 @@ def compile_report(head_dim: int = 128, group: int = 8, arch: str = "sm_90") -> 
     try:
         from cuda.bindings import nvrtc
         err, prog = nvrtc.nvrtcCreateProgram(src.encode(), b"decode_attention.cu", 0, [], [])
-    except (ImportError, RuntimeError, OSError) as e:
+    except (ImportError, RuntimeError, OSError) as e:  # no package, or no libnvrtc for it to load
         raise ImportError("compile_report needs NVIDIA's cuda-bindings and NVRTC: "
                           "pip install cuda-bindings nvidia-cuda-nvrtc (Linux)") from e
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"NVRTC could not create a program from the kernel source: {err!r}")
     opts = [o.encode() for o in NVRTC_OPTIONS] + [f"--gpu-architecture={arch}".encode(), b"-Xptxas=-v"]
     (rc,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
     _, n = nvrtc.nvrtcGetProgramLogSize(prog)
@@ -475,7 +477,8 @@ def compile_report(head_dim: int = 128, group: int = 8, arch: str = "sm_90") -> 
     log = buf.rstrip(b"\x00 ").decode(errors="replace")
     if rc != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise RuntimeError(f"NVRTC could not compile the fused kernel for {arch} (D={head_dim}, G={group}):\n{log}")
-    part = log[log.index("'decode_attn_split'"):]
+    at = log.find("'decode_attn_split'")
+    part = log[at:] if at >= 0 else ""
     regs = re.search(r"Used (\d+) registers", part)
     smem = re.search(r"(\d+) bytes smem", part)
     spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", part)
