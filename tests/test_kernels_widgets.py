@@ -45,6 +45,23 @@ def test_timer_median_is_robust_to_one_outlier():
     assert t.median_s == 1.0 and t.min_s == 0.9
 
 
+def test_loglog_slope_recovers_power_laws_and_ignores_an_outlier():
+    x = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], float)
+    assert kernels.loglog_slope(x, 3 * x) == pytest.approx(1.0)
+    assert kernels.loglog_slope(x, 5 / x) == pytest.approx(-1.0)
+    assert kernels.loglog_slope(x, x**-0.5) == pytest.approx(-0.5)
+    y = 1 / x
+    y[-1] *= 30                       # the last sample slowed 30x by another process
+    assert y[0] / y[-1] < 40          # the end-point ratio is fooled (1024x would be right) ...
+    assert kernels.loglog_slope(x, y) == pytest.approx(-1.0)   # ... the median of pairwise slopes is not
+    with pytest.raises(ValueError, match="at least 2 points"):
+        kernels.loglog_slope([1.0], [2.0])
+    with pytest.raises(ValueError, match="finite and > 0"):
+        kernels.loglog_slope([1.0, 2.0], [1.0, 0.0])
+    with pytest.raises(ValueError, match="all x are equal"):
+        kernels.loglog_slope([2.0, 2.0], [1.0, 3.0])
+
+
 def test_small_batch_sweep_matches_its_own_formula():
     F, W = 1e11, 1e10
     s = kernels.batch_sweep([1, 4, 64], d_model=256, dtype="fp32", flops_per_s=F, bytes_per_s=W,

@@ -22,7 +22,7 @@ import numpy as np
 
 __all__ = [
     "Backend", "backend", "Timing", "time_fn", "measure_copy_bandwidth",
-    "measure_matmul_flops", "BatchSweep", "batch_sweep", "default_sweep_sizes",
+    "measure_matmul_flops", "BatchSweep", "batch_sweep", "default_sweep_sizes", "loglog_slope",
 ]
 
 _NP_DTYPES = {"fp32": "float32", "fp16": "float16", "fp64": "float64"}
@@ -204,6 +204,33 @@ def measure_matmul_flops(n: int | None = None, dtype: str = "fp32", be: Backend 
     b = _random(be, (n, n), dtype, 2)
     t = time_fn(lambda: a @ b, warmup=1, repeats=10 if be.is_gpu else 4, be=be)
     return 2.0 * n**3 / t.min_s  # a ceiling: the best of the repeats
+
+
+def loglog_slope(x, y) -> float:
+    """Robust slope of ``log y`` against ``log x``: the median of all pairwise slopes (Theil-Sen).
+
+    For checks on measured sweeps: a time that doubles with ``x`` has slope 1, a
+    cost per item that falls as ``1/x`` slope -1. Unlike a ratio of the two end
+    points, or a least-squares fit, one or two samples slowed by other processes on
+    a shared machine cannot move it much (up to ~29% of the points may be outliers).
+    Source: Sen, "Estimates of the regression coefficient based on Kendall's tau", 1968.
+
+    Raises:
+        ValueError: fewer than two points, shapes that differ, repeated ``x`` only,
+            or a value that is not finite and positive.
+    """
+    x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    if x.shape != y.shape or x.size < 2:
+        raise ValueError(f"need two equally long sequences of at least 2 points, got {x.size} and {y.size}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and (x > 0).all() and (y > 0).all()):
+        raise ValueError("every x and y must be finite and > 0 (they are taken in logs)")
+    lx, ly = np.log(x), np.log(y)
+    i, j = np.triu_indices(x.size, k=1)
+    dx = lx[j] - lx[i]
+    keep = dx != 0
+    if not keep.any():
+        raise ValueError("all x are equal: no slope")
+    return float(np.median((ly[j] - ly[i])[keep] / dx[keep]))
 
 
 def default_sweep_sizes(be: Backend | None = None) -> tuple[int, str, list[int]]:
