@@ -20,7 +20,9 @@ Methods (``method=``):
   (``mma.sync.m16n8k16``, fp16 in, fp32 accumulate), keeps an online softmax per
   query head, and writes an unnormalised partial output with its max and sum; a
   second small kernel combines the partials. K and V are each read exactly once.
-  Needs fp16 storage, ``D`` a multiple of 32 (<= 256) and ``G <= 16``.
+  Needs fp16 storage, ``D`` a multiple of 32, ``G <= 16`` and at most 48 KiB of
+  static shared memory (:func:`fused_smem_bytes`): every G up to D = 128, G <= 8
+  at D = 192, never D = 256.
 * ``"cupy-naive"`` -- the same maths as ``numpy`` through CuPy matmul + softmax
   (for comparison: several passes over score arrays, fp32).
 * ``"auto"`` -- ``cupy`` on a GPU backend when the shapes allow it, else ``numpy``.
@@ -492,7 +494,7 @@ def fused_available(head_dim: int, group: int, dtype=None, be=None) -> bool:
     """Whether the fused kernel can run these shapes here.
 
     Needs a GPU backend, an fp16 cache, ``D % 32 == 0``, ``1 <= G <= 16`` and at
-    most 48 KiB of static shared memory (D = 128 with G up to 16; D = 64 any G).
+    most 48 KiB of static shared memory (any G up to D = 128; G <= 8 at D = 192; never D = 256).
     """
     be = be or kernels.backend()
     ok_dtype = dtype is None or np.dtype(dtype) == np.float16
