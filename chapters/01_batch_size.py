@@ -356,9 +356,10 @@ plt.show()
 # **Check** (on whatever machine runs this): no batch beats the floor by more
 # than measurement noise, and the measured cost per row falls at least 3× from
 # the smallest to the largest batch — batching amortizes the weight reads here
-# too. (The fall is read off a robust fit through every batch, the median of all
-# pairwise log-log slopes, so one product slowed by other work cannot flip it.) (The bounds are loose on purpose: the ceilings and the sweep are measured
-# a few seconds apart on a machine that may be doing other work.)
+# too. The fall is read off a robust fit through every batch (the median of all
+# pairwise log-log slopes, `kernels.loglog_slope`), so one product slowed by other
+# work cannot flip it; and the bounds are loose on purpose: the ceilings and the
+# sweep are measured a few seconds apart on a machine that may be doing other work.
 
 # %%
 ratio = sweep.measured_over_predicted

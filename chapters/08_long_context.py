@@ -232,9 +232,9 @@ for vals, label, style in (([c.flops_per_s("bf16") for c in nv], "dense bf16 FLO
                            ([c.hbm_bytes for c in nv], "HBM capacity", "^-")):
     ax.semilogy(yrs, np.array(vals) / vals[0], style, label=label)
 rub = hardware.system("vera-rubin-nvl72")  # announced: HBM figures only (no dense bf16 figure published)
-ax.semilogy([2024, rub.year], [nv[-1].hbm_bytes_per_s / nv[0].hbm_bytes_per_s,
+ax.semilogy([nv[-1].year, rub.year], [nv[-1].hbm_bytes_per_s / nv[0].hbm_bytes_per_s,
                                rub.hbm_bytes_per_s_per_package / nv[0].hbm_bytes_per_s], "s:", color="C1", mfc="none")
-ax.semilogy([2024, rub.year], [nv[-1].hbm_bytes / nv[0].hbm_bytes, rub.hbm_bytes_per_package / nv[0].hbm_bytes],
+ax.semilogy([nv[-1].year, rub.year], [nv[-1].hbm_bytes / nv[0].hbm_bytes, rub.hbm_bytes_per_package / nv[0].hbm_bytes],
             "^:", color="C2", mfc="none")
 for c in nv:
     ax.annotate(c.key, (c.year, 1), xytext=(2, -12), textcoords="offset points", fontsize=7, ha="left")
@@ -256,6 +256,20 @@ for vendor, col in colors.items():
 ax2.set_xlim(2019.3, 2025.2); ax2.set_xlabel("year"); ax2.set_ylabel("F / W (bf16 FLOP per HBM byte)")
 ax2.set_title("The balance point F/W did not fall", fontsize=9); ax2.grid(True, alpha=0.3); ax2.legend(fontsize=7)
 plt.show()
+a, b = nv[0], nv[-1]
+print(f"{a.key} ({a.year}) -> {b.key} ({b.year}): dense bf16 x{b.flops_per_s('bf16') / a.flops_per_s('bf16'):.1f}, "
+      f"HBM bandwidth x{b.hbm_bytes_per_s / a.hbm_bytes_per_s:.1f}, capacity x{b.hbm_bytes / a.hbm_bytes:.2f}; "
+      f"Rubin as announced ({rub.year}): bandwidth x{rub.hbm_bytes_per_s_per_package / a.hbm_bytes_per_s:.1f}, "
+      f"capacity x{rub.hbm_bytes_per_package / a.hbm_bytes:.1f}")
+
+# %% [markdown]
+# Compute ran ahead of bandwidth, and bandwidth ahead of capacity, through the
+# shipped generations; so every chip's F/W sits in the hundreds, and a context
+# ten times longer costs about ten times more per token on each of them. Rubin's
+# announced HBM4 is the biggest single step in bandwidth per GPU (2.75× the B200's)
+# and would narrow the gap; whether it bends the trend depends on Rubin's dense
+# compute, for which the catalog has no published figure yet. Either way the cost
+# per token still grows in proportion to the context.
 
 # %%
 v36 = claims.check(36)
