@@ -536,6 +536,15 @@ if rep is not None:
     print(f"-> {rep.blocks_per_sm} blocks ({rep.blocks_per_sm * 4} warps) resident per SM; "
           f"{n_sm * rep.blocks_per_sm * rep.bytes_in_flight_per_block / 2**20:.1f} MiB in flight over {n_sm} SMs")
     print(f"-> at the H200's {h200.hbm_bytes_per_s / 1e12:.1f} TB/s that hides up to {hidden_s * 1e9:,.0f} ns of memory latency")
+    fig, ax = plots.new_axes(width=5.5, height=2.2)
+    lims = rep.occupancy_limits
+    ax.barh(list(lims), list(lims.values()), color=["C3" if v == rep.blocks_per_sm else "C0" for v in lims.values()])
+    for i, v in enumerate(lims.values()):
+        ax.text(v, i, f" {v}", va="center", fontsize=8)
+    ax.set_xlabel("thread blocks per SM this resource allows (red: the one that binds)")
+    ax.set_title(f"Occupancy of decode_attn_split on sm_90: {rep.blocks_per_sm} blocks per SM", fontsize=9)
+    ax.set_xlim(0, max(lims.values()) * 1.15); ax.invert_yaxis()
+    plt.show()
     assert rep.spill_bytes == 0 and rep.smem_bytes == attention_kernels.fused_smem_bytes(128, 8)
     assert hidden_s > 1e-6, "fewer resident blocks than designed: the kernel would hide under 1 us of latency"
 

@@ -226,7 +226,7 @@ def test_byte_counts_and_fused_availability():
 ])
 def test_occupancy_by_hand(regs, smem, blocks):
     rep = AK.CompileReport(128, 8, "sm_90", regs, smem, 0, "")
-    assert rep.blocks_per_sm == blocks
+    assert rep.blocks_per_sm == blocks == min(rep.occupancy_limits.values())
     # Little's law: 132 SMs x blocks x one 64 x 128 fp16 tile (16 KiB) in flight, over 4.8 TB/s
     assert rep.latency_hidden_s(132, 4.8e12) == pytest.approx(132 * blocks * 16384 / 4.8e12)
     with pytest.raises(ValueError, match="n_sm"):

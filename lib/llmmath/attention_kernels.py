@@ -421,15 +421,20 @@ class CompileReport:
     threads_per_block: int = 128
 
     @property
-    def blocks_per_sm(self) -> int:
-        """Resident blocks per SM: the smallest of the register, shared-memory, thread and block limits."""
+    def occupancy_limits(self) -> dict:
+        """Blocks per SM each resource would allow: ``{"registers", "shared memory", "threads", "blocks"}``."""
         lim = SM_LIMITS[self.arch]
         warps = self.threads_per_block // 32
         regs_per_warp = -(-self.registers_per_thread * 32 // 256) * 256
-        by_regs = (lim["registers"] // regs_per_warp) // warps
-        by_smem = lim["smem_bytes"] // (self.smem_bytes + lim["smem_reserved_per_block"])
-        by_threads = lim["threads"] // self.threads_per_block
-        return int(min(by_regs, by_smem, by_threads, lim["blocks"]))
+        return {"registers": (lim["registers"] // regs_per_warp) // warps,
+                "shared memory": lim["smem_bytes"] // (self.smem_bytes + lim["smem_reserved_per_block"]),
+                "threads": lim["threads"] // self.threads_per_block,
+                "blocks": lim["blocks"]}
+
+    @property
+    def blocks_per_sm(self) -> int:
+        """Resident blocks per SM: the smallest of the register, shared-memory, thread and block limits."""
+        return int(min(self.occupancy_limits.values()))
 
     @property
     def bytes_in_flight_per_block(self) -> int:
