@@ -3,32 +3,49 @@
 The answer key (``data/answers/NN.toml``, one file per chapter) holds each problem's value, tolerance
 and unit. :func:`check_answer` compares a reader's number with it and says
 *right*, or *how far off* and in which direction, with a hint when the miss
-looks like a units slip (a factor of 1000, 1024, 8, 2 ...). It never prints
-the expected value.
+looks like a units slip (a factor of 1000, 1024, 2^30, 100, 8, 2 ...). It never
+prints the expected value.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
+import re
 from importlib import resources
 
 from . import _catalog
 
 __all__ = ["check_answer", "answer_keys"]
 
-# Factors that betray a units slip, with the hint to give.
+# Factors that betray a units slip, with the hint to give, and which answers they
+# apply to: "any" unit, "bytes" (answers in bytes or bits: binary prefixes) or
+# "fraction" (answers that are a fraction or a plain ratio: percent slips).
 _SLIPS = [
-    (1e3, "a factor of 1000: check k/M/G/T prefixes, or ms vs s"),
-    (1e6, "a factor of a million: check prefixes (MB vs TB, us vs s)"),
-    (1e9, "a factor of a billion: check prefixes (B vs GB, FLOP vs GFLOP)"),
-    (1e12, "a factor of 10^12: check prefixes (TFLOP vs FLOP)"),
-    (1.073741824, "a factor of 1.074: GiB vs GB (2^30 vs 10^9)"),
-    (1.024, "a factor of 1.024: KiB vs KB"),
-    (8.0, "a factor of 8: bits vs bytes"),
-    (2.0, "a factor of 2: a multiply-add is 2 FLOPs; bidirectional vs per-direction; bf16 is 2 bytes"),
-    (3600.0, "a factor of 3600: hours vs seconds"),
+    (1e3, "a factor of 1000: check k/M/G/T prefixes, or ms vs s", "any"),
+    (1e6, "a factor of a million: check prefixes (MB vs TB, us vs s)", "any"),
+    (1e9, "a factor of a billion: check prefixes (B vs GB, FLOP vs GFLOP)", "any"),
+    (1e12, "a factor of 10^12: check prefixes (TFLOP vs FLOP)", "any"),
+    (8.0, "a factor of 8: bits vs bytes", "any"),
+    (2.0, "a factor of 2: a multiply-add is 2 FLOPs; bidirectional vs per-direction; bf16 is 2 bytes", "any"),
+    (3600.0, "a factor of 3600: hours vs seconds", "any"),
+    (100.0, "a factor of 100: a percentage vs a fraction (25% is 0.25)", "fraction"),
+    (2.0 ** 10, "a factor of 1024 (2^10): KiB vs bytes, or MiB vs KiB (binary prefixes step by 1024)", "bytes"),
+    (2.0 ** 20, "a factor of 2^20 = 1048576: MiB vs bytes, or GiB vs KiB", "bytes"),
+    (2.0 ** 30, "a factor of 2^30 = 1073741824: GiB vs bytes", "bytes"),
+    (2.0 ** 40, "a factor of 2^40: TiB vs bytes", "bytes"),
+    (1.024, "a factor of 1.024: KiB vs kB (2^10 vs 10^3 bytes)", "bytes"),
+    (1.024 ** 2, "a factor of 1.049 (1.024^2): MiB vs MB (2^20 vs 10^6 bytes)", "bytes"),
+    (1.024 ** 3, "a factor of 1.074 (1.024^3): GiB vs GB (2^30 vs 10^9 bytes)", "bytes"),
+    (1.024 ** 4, "a factor of 1.100 (1.024^4): TiB vs TB (2^40 vs 10^12 bytes)", "bytes"),
 ]
+
+# The ratio must be at least this many times closer (in log scale) to a slip
+# factor than to 1 for the slip hint to be given.
+_CLOSER = 3.0
+
+_KEY_RE = re.compile(r"^(\d+)\.(\d+)$")
 
 
 def answer_keys() -> dict:
@@ -41,62 +58,225 @@ def answer_keys() -> dict:
     return keys
 
 
+def _normalise_key(key, keys: dict) -> str:
+    """``' 1.3 '`` -> ``'01.3'``; a KeyError naming the closest keys if unknown."""
+    if not isinstance(key, str):
+        raise TypeError(f"the exercise key must be a string like '01.3', got {key!r}")
+    k = key.strip()
+    m = _KEY_RE.match(k)
+    if m:
+        k = f"{int(m.group(1)):02d}.{int(m.group(2))}"
+    if k in keys:
+        return k
+    close = difflib.get_close_matches(k, sorted(keys), n=3, cutoff=0.5)
+    chapter = k.split(".")[0]
+    same_chapter = sorted(x for x in keys if x.split(".")[0] == chapter)
+    hint = f"; closest: {', '.join(close)}" if close else ""
+    if same_chapter:
+        hint += f"; chapter {chapter} has {', '.join(same_chapter)}"
+    raise KeyError(f"unknown exercise {key!r}{hint} (keys are 'chapter.problem', e.g. '01.3')")
+
+
+def _as_float(key: str, value, unit: str) -> float | str:
+    """The reader's answer as a float; a TypeError saying why it is not a number;
+    or, for a number too large to be a float (``10**400``), a description of it."""
+    def refuse(what: str):
+        return TypeError(f"[{key}] the answer must be a number in {unit}, got {what}")
+
+    for _ in range(3):  # unwrap NumPy scalars / 0-d or 1-element arrays (and the like) by .item()
+        if isinstance(value, (str, bytes)):  # includes np.str_ and np.bytes_
+            raise refuse(f"the text {value!r}: remove the quotes")
+        if isinstance(value, bool):
+            raise refuse(f"{value!r} (a bool)")
+        if isinstance(value, numbers.Real):
+            break
+        dtype = getattr(value, "dtype", None)
+        kind = getattr(dtype, "kind", None)
+        if kind in ("U", "S"):
+            raise refuse(f"the text {value!r} (an array of strings): remove the quotes")
+        if kind == "b":
+            raise refuse(f"{value!r} (a bool)")
+        if hasattr(value, "item"):
+            try:
+                value = value.item()  # fails for arrays of more than one value
+                continue
+            except (TypeError, ValueError):
+                pass
+        break
+    if isinstance(value, complex) or (not isinstance(value, numbers.Real) and isinstance(value, numbers.Complex)):
+        raise refuse(f"{value!r} (a complex number)")
+    try:
+        return float(value)
+    except OverflowError:
+        return _short(value)
+    except (TypeError, ValueError):
+        size = getattr(value, "size", None)
+        several = " (several values: give one number)" if isinstance(size, int) and size > 1 else ""
+        raise refuse(f"{value!r}{several}") from None
+
+
+def _short(value) -> str:
+    """A number too large for a float, described briefly (an int by its sign and digits)."""
+    if isinstance(value, int):
+        digits = int(abs(value).bit_length() * math.log10(2)) + 1  # str() of a huge int may be refused
+        return f"{'a negative' if value < 0 else 'an'} integer of about {digits} digits"
+    return f"a {type(value).__name__}"
+
+def _pct(x: float, digits: int) -> str:
+    """``x`` as a percentage with ``digits`` significant digits, trailing zeros dropped."""
+    return f"{x * 100:.{digits}g}"
+
+
+def _miss_pct(miss: float, rel_tol: float) -> str:
+    """The relative miss as a percentage, precise enough to read larger than ``rel_tol``
+    (3 to 5 significant digits; closer still it reads "just over" the tolerance)."""
+    tol = float(_pct(rel_tol, 6))
+    for digits in range(3, 6):
+        s = _pct(miss, digits)
+        if float(s) > tol:
+            return f"{s}%"
+    return f"just over {_pct(rel_tol, 6)}%"  # e.g. 1.000001 % with a 1 % tolerance
+
+
+def _times(r: float) -> str:
+    """A ratio above 1, e.g. ``2.5``, ``456``, ``1,024``, ``1.5e+07``."""
+    if r < 1000:
+        return f"{r:.3g}"
+    if r < 1e6:
+        return f"{r:,.0f}"
+    return f"{r:.3g}"
+
+
+def _tolerance(rel_tol: float, abs_tol: float) -> str:
+    parts = []
+    if rel_tol > 0 or abs_tol == 0:
+        parts.append(f"{_pct(rel_tol, 6)}%")
+    if abs_tol > 0:
+        parts.append(f"±{abs_tol:g}")
+    return " or ".join(parts)
+
+
+def _slip_applies(scope: str, unit: str) -> bool:
+    u = unit.strip().lower()
+    if scope == "bytes":
+        return u.startswith(("bytes", "bits"))
+    if scope == "fraction":
+        return "fraction" in u or u.startswith(("times", "ratio", "x ("))
+    return True
+
+
+def _slips(ratio: float, unit: str, tol: float, value: float, expected: float,
+           rel_tol: float, abs_tol: float) -> list[tuple[float, str, str]]:
+    """The units slips that explain ``ratio``, closest first: (distance, direction, hint)."""
+    found = []
+    log_r = math.log(ratio)
+    log_band = math.log1p(tol)
+    for factor, hint, scope in _SLIPS:
+        if not _slip_applies(scope, unit):
+            continue
+        # the factor must lie clearly outside the tolerance band around 1
+        if abs(math.log(factor)) <= 2 * log_band:
+            continue
+        for f, direction in ((factor, "too large"), (1 / factor, "too small")):
+            # undo the slip and the answer is right ...
+            if not math.isclose(value / f, expected, rel_tol=rel_tol, abs_tol=abs_tol):
+                continue
+            # ... and the ratio is much closer to the factor than to 1
+            d_f = abs(log_r - math.log(f))
+            if abs(log_r) < _CLOSER * d_f:
+                continue
+            found.append((d_f, direction, hint))
+    return sorted(found)
+
+
 def check_answer(key: str, value, quiet: bool = False) -> bool | None:
     """Check a reader's answer to exercise ``key`` (e.g. ``"01.3"``).
 
     Prints a verdict and returns True (right), False (wrong) or None (not
     answered yet: ``value`` is None or ``...``). Never prints the answer.
 
+    The key may be written ``"1.3"`` or with spaces around it; it means ``"01.3"``.
+    The answer is right when it is within the entry's ``rel_tol`` (relative,
+    default 2 %) or ``abs_tol`` of the key's value. A wrong answer is told how far
+    off it is (``1.37% too large (need within 1%)``: the percentages carry enough
+    digits that the miss never reads as within the tolerance, and a miss within
+    a hair of it reads ``just over 1%``), or given a units-slip hint instead:
+
+    **Units-slip hints.** Let ``r = value / expected`` and ``t`` the entry's
+    tolerance as a relative width (``max(rel_tol, abs_tol / |expected|)``). A
+    telltale factor ``F`` (1000, 1024, 2^20, 2^30, 1.024, 1.024^3, 100, 8, 2,
+    3600 ..., or its inverse for *too small*) is hinted only when all hold:
+
+    1. undoing it makes the answer right: ``value / F`` is within the entry's
+       tolerance of the key's value (the same ``math.isclose`` test as a right
+       answer), i.e. ``|r/F - 1| <= rel_tol`` (up to ``rel_tol / (1 - rel_tol)``
+       above, as ``isclose`` is symmetric);
+    2. ``F`` lies clearly outside the tolerance band around 1:
+       ``|ln F| > 2 ln(1 + t)`` (so the bands around 1 and around ``F`` do not
+       overlap: 1.024 is never hinted when ``rel_tol`` is 2 %);
+    3. ``r`` is much closer to ``F`` than to 1: ``|ln r| >= 3 |ln(r/F)|``. A
+       1.6 % miss with a 1 % tolerance is an ordinary miss, not a KiB-vs-kB slip.
+
+    Binary-prefix factors (1024, 2^20, 2^30, 2^40 and the binary/decimal mixes
+    1.024, 1.024^2, 1.024^3, 1.024^4) are considered only for answers in bytes
+    or bits; the percent-vs-fraction factor 100 only for fractions and ratios.
+    All factors are tried; the closest match is named first, and when two
+    (e.g. 1000 and 1024 with a 2 % tolerance) both explain the answer, both are.
+
     Raises:
-        KeyError: unknown exercise key (the message lists the known ones).
-        TypeError: ``value`` is not a number.
+        KeyError: unknown exercise key (the message names the closest ones).
+        TypeError: ``value`` is not a real number (text, bools, NumPy strings
+            or bools, complex numbers, arrays of more than one value).
+
+    NaN, infinities and integers too large to be a float (``10**400``) are
+    answers, just wrong ones: each gets a message saying what it is, and False.
     """
     keys = answer_keys()
-    if key not in keys:
-        raise KeyError(f"unknown exercise {key!r}; known: {', '.join(sorted(keys))}")
+    key = _normalise_key(key, keys)
     entry = keys[key]
+    unit = entry["unit"]
     say = (lambda *_: None) if quiet else print
+    hint = f" Hint: {entry['hint']}" if entry.get("hint") else ""
     if value is None or value is Ellipsis:
-        say(f"[{key}] not answered yet: replace the ... with your number ({entry['unit']}) and run the cell again.")
+        say(f"[{key}] not answered yet: replace the ... with your number ({unit}) and run the cell again.")
         return None
-    if isinstance(value, (str, bytes)):
-        raise TypeError(f"[{key}] the answer must be a number in {entry['unit']}, got the text {value!r}: "
-                        "remove the quotes")
-    if isinstance(value, bool):
-        raise TypeError(f"[{key}] the answer must be a number in {entry['unit']}, got {value!r} (a bool)")
-    if not isinstance(value, numbers.Real):
-        try:
-            value = float(value)  # NumPy scalars, 0-d arrays
-        except (TypeError, ValueError):
-            raise TypeError(f"[{key}] the answer must be a number in {entry['unit']}, got {value!r}") from None
-    value = float(value)
-    if not math.isfinite(value):
-        say(f"[{key}] {value} is not a finite number; expected a number in {entry['unit']}.")
+    value = _as_float(key, value, unit)
+    if isinstance(value, str):
+        say(f"[{key}] not yet: the answer is {value}, far too large to be a float (beyond 1.8e308), "
+            f"so it cannot be right; expected a number in {unit}.")
+        return False
+    if math.isnan(value):
+        say(f"[{key}] not yet: the answer is NaN (not a number), usually from 0/0 or an undefined "
+            f"value upstream; expected a number in {unit}.")
+        return False
+    if math.isinf(value):
+        say(f"[{key}] not yet: the answer is {'minus ' if value < 0 else ''}infinity ({value}), usually from a "
+            f"division by zero or an overflow; expected a finite number in {unit}.")
         return False
     expected = float(entry["value"])
     rel_tol = float(entry.get("rel_tol", 0.02))
-    if math.isclose(value, expected, rel_tol=rel_tol, abs_tol=float(entry.get("abs_tol", 0.0))):
-        say(f"[{key}] right (within {rel_tol:.0%}).")
+    abs_tol = float(entry.get("abs_tol", 0.0))
+    if math.isclose(value, expected, rel_tol=rel_tol, abs_tol=abs_tol):
+        say(f"[{key}] right (within {_tolerance(rel_tol, abs_tol)}).")
         return True
-    if expected != 0 and value != 0 and (value > 0) == (expected > 0):
-        ratio = value / expected
-        # A units slip shows as a ratio very close to a telltale factor; ordinary
-        # rounding (a few percent off) must not be mistaken for one.
-        slip_tol = max(rel_tol, 0.003)
-        for factor, hint in _SLIPS:
-            if factor < 1.1 and not entry["unit"].startswith("bytes"):
-                continue  # KiB/GiB hints only make sense for answers in bytes
-            for f, direction in ((factor, "too large"), (1 / factor, "too small")):
-                if math.isclose(ratio, f, rel_tol=slip_tol):
-                    say(f"[{key}] not yet: {direction} by {hint}. Units: {entry['unit']}.")
-                    return False
-        if 0.5 <= ratio <= 2:
-            how_far = f"{abs(ratio - 1):.0%} {'too large' if ratio > 1 else 'too small'}"
-        else:
-            how_far = f"{ratio:.3g}x too large" if ratio > 1 else f"{1 / ratio:.3g}x too small"
-        say(f"[{key}] not yet: {how_far} (need within {rel_tol:.0%}). Units: {entry['unit']}."
-            + (f" Hint: {entry['hint']}" if entry.get("hint") else ""))
+    if expected == 0 or value == 0:
+        # (when the key's value is 0, how far off is undefined, and saying more would give it away)
+        say(f"[{key}] not yet{': the answer is zero' if value == 0 else ''}. Units: {unit}.{hint}")
+        return False
+    if (value > 0) != (expected > 0):
+        say(f"[{key}] not yet: wrong sign ({'negative' if value < 0 else 'positive'}). Units: {unit}.{hint}")
+        return False
+    ratio = value / expected
+    tol = max(rel_tol, abs_tol / abs(expected))
+    slips = _slips(ratio, unit, tol, value, expected, rel_tol, abs_tol)
+    if slips:
+        direction = slips[0][1]
+        which = ", or by ".join(h for _, _, h in slips)
+        say(f"[{key}] not yet: {direction} by {which}. Units: {unit}.")
+        return False
+    if 0.5 <= ratio <= 2:
+        how_far = f"{_miss_pct(abs(ratio - 1), rel_tol)} {'too large' if ratio > 1 else 'too small'}"
     else:
-        say(f"[{key}] not yet: wrong sign or zero. Units: {entry['unit']}."
-            + (f" Hint: {entry['hint']}" if entry.get("hint") else ""))
+        how_far = f"{_times(ratio)}x too large" if ratio > 1 else f"{_times(1 / ratio)}x too small"
+    say(f"[{key}] not yet: {how_far} (need within {_tolerance(rel_tol, abs_tol)}). Units: {unit}.{hint}")
     return False
