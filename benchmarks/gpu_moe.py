@@ -38,7 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from llmmath import hardware, kernels, moe  # noqa: E402
+from llmmath import kernels, moe  # noqa: E402
 
 
 def correctness(be, lines):
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     ok = correctness(be, lines)
     print("\n".join(lines), flush=True)
-    chip = hardware.local()
+    chip = kernels.local_chip()
     F, W = chip.peak_flops_per_s["fp16"], chip.hbm_bytes_per_s
     lines.append(f"measured ceilings: fp16 matmul {F / 1e12:.0f} TFLOP/s, copy {W / 1e12:.2f} TB/s, R = {F * 2 / (2 * W):.0f}")
     batches = [1, 16, 256, 4096, 16384] if args.quick else None

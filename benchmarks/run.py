@@ -36,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from llmmath import hardware, kernels, serving, widgets  # noqa: E402
+from llmmath import kernels, serving, widgets  # noqa: E402
 from llmmath.units import fmt_bytes_per_s, fmt_flops_per_s  # noqa: E402
 
 
@@ -80,7 +80,7 @@ def product_correctness(lines: list[str]) -> None:
 
 def sweep_fidelity(lines: list[str]) -> None:
     be = kernels.backend()
-    me = hardware.local()
+    me = kernels.local_chip()
     lines.append(f"## batch sweep on {be.name}: {be.device_name}")
     lines.append(f"measured ceilings: copy {fmt_bytes_per_s(me.hbm_bytes_per_s)}, "
                  + ", ".join(f"{k} {fmt_flops_per_s(v)}" for k, v in me.peak_flops_per_s.items()))

@@ -358,8 +358,10 @@ plt.show()
 # the smallest to the largest batch — batching amortizes the weight reads here
 # too. The fall is read off a robust fit through every batch (the median of all
 # pairwise log-log slopes, `kernels.loglog_slope`), so one product slowed by other
-# work cannot flip it; and the bounds are loose on purpose: the ceilings and the
-# sweep are measured a few seconds apart on a machine that may be doing other work.
+# work cannot flip it. The batches are timed round-robin and the ceilings (a copy
+# and a large product, `kernels.CeilingProbe`) sampled at the start of every
+# round, each keeping its best: a machine that is doing other work slows the
+# floor and the products alike, not one of them.
 
 # %%
 ratio = sweep.measured_over_predicted

@@ -66,7 +66,7 @@ plt.show()
 # $X_{T\times d}W_{d\times d}$) and one token at a time ($T$ products with a
 # single row), timed on this machine beside the roofline from its measured
 # ceilings. (On a CPU the dashed roofline is approximate — the ceilings come
-# from a copy and one large product measured seconds earlier, and BLAS switches
+# from a copy and one large product, sampled between the sweep's rounds, and BLAS switches
 # from a matrix–vector to a matrix–matrix kernel between one row and two, which
 # is why $T = 2$ costs about twice $T = 1$.)
 

@@ -34,7 +34,7 @@ import tracemalloc
 import numpy as np
 import matplotlib.pyplot as plt
 
-from llmmath import adversarial, ciphers, claims, hardware, kernels, memory, models, plots, reversible, widgets
+from llmmath import adversarial, ciphers, claims, kernels, memory, models, plots, reversible, widgets
 
 # %% [markdown]
 # ## Claim 38 (2:08:05) — small perturbations, large changes: ciphers want it, networks do not
@@ -332,12 +332,12 @@ for m_ in ("llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"):
 # **Measured on this machine.** A toy 8-layer model (width 1024, fp32) whose
 # layers compute $h \leftarrow \tanh(hW)$, $k = hW_k$, $v = hW_v$: recompute K, V
 # for 256 past tokens, or gather them from a cache. Predictions from this
-# machine's measured ceilings (chapter 0).
+# machine's ceilings (chapter 0), sampled between the rounds in which the two are
+# timed, so both sides and their ceilings see the same load.
 
 # %%
 be = kernels.backend()
 xp = be.xp
-me = hardware.local()
 n_layers, d, n_tok, n_ctx = 8, 1024, 256, 1024
 g = np.random.default_rng(5)
 Ws = [xp.asarray(g.standard_normal((3, d, d), dtype=np.float32) / np.float32(np.sqrt(d))) for _ in range(n_layers)]
@@ -355,10 +355,11 @@ def recompute_kv():
 def read_kv():
     return cache[idx]
 
-t_rec = kernels.time_fn(recompute_kv, warmup=1, repeats=3).min_s
-t_read = kernels.time_fn(read_kv, warmup=1, repeats=5).min_s
-pred_rec = n_tok * n_layers * 3 * 2 * d * d / me.flops_per_s("fp32")
-pred_read = 2 * n_tok * n_layers * 2 * d * 4 / me.hbm_bytes_per_s  # gather: read the rows and write the copy
+probe = kernels.CeilingProbe(("fp32",))   # ceilings sampled between the rounds: both sides see the same load
+timed = kernels.time_interleaved({"recompute": recompute_kv, "read": read_kv}, rounds=5, warmup=1, probe=probe)
+t_rec, t_read = timed["recompute"].min_s, timed["read"].min_s
+pred_rec = n_tok * n_layers * 3 * 2 * d * d / probe.flops_per_s("fp32")
+pred_read = 2 * n_tok * n_layers * 2 * d * 4 / probe.copy_bytes_per_s  # gather: read the rows and write the copy
 print(f"recompute K,V of {n_tok} tokens: measured {t_rec * 1e3:.2f} ms, predicted {pred_rec * 1e3:.2f} ms")
 print(f"read them from the cache:        measured {t_read * 1e3:.2f} ms, predicted {pred_read * 1e3:.2f} ms")
 print(f"reading is {t_rec / t_read:.0f}x faster here (predicted {pred_rec / pred_read:.0f}x)")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from llmmath import hardware, kernels, widgets
+from llmmath import kernels, widgets
 
 
 @pytest.fixture
@@ -84,11 +84,53 @@ def test_batch_sweep_refuses_bad_sizes():
 
 
 def test_local_chip_is_measured_and_plausible():
-    me = hardware.local()
+    me = kernels.local_chip()
     assert me.key.startswith("local-")
     assert 1e8 < me.hbm_bytes_per_s < 1e14       # 0.1 GB/s .. 100 TB/s
     assert 1e8 < me.flops_per_s("fp32") < 1e16
-    assert hardware.local() is me                # measured once per process
+    assert kernels.local_chip() is me            # measured once per process
+    assert "measured" in me.sources["all"] and "MiB" in me.sources["all"]   # says how
+
+
+def test_pure_math_modules_import_no_measured_demo():
+    """The math (units .. training) is pure: it must not import the kernels or the course machinery."""
+    import ast
+    from pathlib import Path
+
+    lib = Path(kernels.__file__).parent
+    math_modules = ["units", "hardware", "models", "roofline", "serving", "attention", "schedule",
+                    "network", "parallelism", "memory", "training"]
+    demos = {"kernels", "attention_kernels", "critical_batch", "adversarial", "reversible", "mpi_bench",
+             "mpi_collectives", "claims", "checks", "answers", "widgets", "plots"}
+    for name in math_modules:
+        tree = ast.parse((lib / f"{name}.py").read_text())
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                imported |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
+        assert not imported & demos, f"{name} imports {sorted(imported & demos)}"
+
+
+def test_ceiling_probe_samples_between_rounds_and_refuses_misuse():
+    probe = kernels.CeilingProbe(("fp32",), copy_bytes=2**20, matmul_n=64)
+    with pytest.raises(RuntimeError, match="sample"):
+        probe.copy_bytes_per_s
+    calls = []
+    t = kernels.time_interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+                                 rounds=3, warmup=1, probe=probe)
+    assert calls == ["a", "b"] + ["a", "b"] * 3          # warm-up once, then round-robin
+    assert len(probe.copy_samples_s) == 3 and len(t["a"].samples_s) == 3
+    # a copy of 1 MiB, read + written: bandwidth = 2 MiB / best time
+    assert probe.copy_bytes_per_s == pytest.approx(2 * 2**20 / min(probe.copy_samples_s))
+    assert probe.flops_per_s("fp32") == pytest.approx(2 * 64**3 / min(probe.matmul_samples_s["fp32"]))
+    with pytest.raises(KeyError, match="fp16"):
+        probe.flops_per_s("fp16")
+    with pytest.raises(KeyError, match="int8"):
+        kernels.CeilingProbe(("int8",))
+    with pytest.raises(ValueError, match="rounds"):
+        kernels.time_interleaved({"a": lambda: None}, rounds=0)
+    with pytest.raises(ValueError, match="at least one"):
+        kernels.time_interleaved({})
 
 
 def test_explorer_redraws_only_what_changes_and_reports_errors_as_text():

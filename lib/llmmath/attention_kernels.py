@@ -742,10 +742,11 @@ def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_d
     ``L`` tokens (a view, so each (sequence, head) stays contiguous in its rows).
     Block selection for the sparse call is done beforehand (its summaries and
     scores are 1/block_size of the work and are counted in :func:`sparse_bytes`
-    but not timed). ``bytes_per_s`` defaults to this machine's measured copy
-    bandwidth (:func:`llmmath.kernels.measure_copy_bandwidth`). Sizes default to
-    :func:`default_sweep_shape`. Each time is the best of ``repeats`` runs (like
-    the bandwidth it is compared with: on a shared machine the median wanders).
+    but not timed). ``bytes_per_s`` defaults to this machine's copy bandwidth,
+    sampled at the start of every round (:class:`llmmath.kernels.CeilingProbe`), so
+    ceiling and kernel see the same load. Sizes default to :func:`default_sweep_shape`.
+    The calls are timed round-robin, ``repeats`` rounds; each time is the best of its
+    rounds (like the bandwidth it is compared with: on a shared machine the median wanders).
 
     Raises:
         ValueError: a context below ``block_size * top_k`` or bad sizes.
@@ -759,13 +760,14 @@ def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_d
     if min(contexts) < block_size * top_k:
         raise ValueError(f"every context must hold top_k * block_size = {top_k * block_size} tokens, "
                          f"got {min(contexts)}")
-    bytes_per_s = bytes_per_s or kernels.measure_copy_bandwidth(be=be)
+    probe = kernels.CeilingProbe((), be=be) if bytes_per_s is None else None   # copy only, sampled every round
     repeats = repeats or (20 if be.is_gpu else 3)
     elem = 2 if dtype == "fp16" else 4
     q, k, v = random_cache(batch, q_heads, kv_heads, max(contexts), head_dim, dtype, be=be)
     meth = _resolve_method(method, q, k)
     with _one_blas_thread(meth):
-        dense, sparse = _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be)
+        dense, sparse = _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe)
+    bytes_per_s = bytes_per_s or probe.copy_bytes_per_s
     ctx = np.asarray(contexts, float)
     db = np.array([dense_bytes(batch, kv_heads, L, head_dim, elem) for L in contexts])
     # the timed sparse call reads the kept blocks' K and V (selection done beforehand)
@@ -775,19 +777,20 @@ def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_d
                              block_size=block_size, top_k=top_k), be.device_name)
 
 
-def _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be):
-    dense, sparse = [], []
+def _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe=None):
+    """Best-of-``repeats`` times of the dense and sparse calls per context, timed round-robin
+    (``probe``, if given, samples the copy ceiling at the start of every round)."""
+    fns = {}
     for L in contexts:
         kl, vl = k[:, :, :L], v[:, :, :L]
         if meth == "cupy":
             kl, vl = be.xp.ascontiguousarray(kl), be.xp.ascontiguousarray(vl)
-        dense.append(kernels.time_fn(lambda: decode_attention(q, kl, vl, method=meth), repeats=repeats, be=be).min_s)
         blocks = select_blocks(q, block_summaries(kl, block_size), top_k)
-        sparse.append(kernels.time_fn(lambda: block_sparse_decode_attention(q, kl, vl, block_size, top_k, blocks=blocks,
-                                                                            method=meth),
-                                      repeats=repeats, be=be).min_s)
-        del kl, vl
-    return dense, sparse
+        fns[("dense", L)] = lambda kl=kl, vl=vl: decode_attention(q, kl, vl, method=meth)
+        fns[("sparse", L)] = (lambda kl=kl, vl=vl, blocks=blocks:
+                              block_sparse_decode_attention(q, kl, vl, block_size, top_k, blocks=blocks, method=meth))
+    t = kernels.time_interleaved(fns, rounds=repeats, warmup=1, probe=probe, be=be)
+    return [t[("dense", L)].min_s for L in contexts], [t[("sparse", L)].min_s for L in contexts]
 
 
 class _one_blas_thread:

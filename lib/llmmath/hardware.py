@@ -8,8 +8,9 @@ A :class:`Chip` holds the handful of numbers the course's formulas need:
 * ``scale_up_domain`` -- chips (packages) in one scale-up domain.
 
 Every catalog number comes from ``data/hardware.toml``, which cites a datasheet
-for each. :func:`local` measures the machine the reader is sitting at, so that
-every formula can be evaluated against it too.
+for each. The machine the reader is sitting at is measured as a Chip by
+:func:`llmmath.kernels.local_chip` (a measured demo, kept out of this pure module),
+so that every formula can be evaluated against it too.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Mapping
 from . import _catalog
 from .units import DTYPE_BYTES, dtype_bytes
 
-__all__ = ["Chip", "get", "names", "catalog", "local", "System", "systems", "system"]
+__all__ = ["Chip", "get", "names", "catalog", "System", "systems", "system"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,42 +145,6 @@ def get(name: str | Chip) -> Chip:
         KeyError: unknown name; the message names the closest entries.
     """
     return _catalog.resolve(name, Chip, catalog(), "chip")
-
-
-@lru_cache(maxsize=None)
-def local() -> Chip:
-    """This machine as a :class:`Chip`, measured once per process.
-
-    Measures, on the active backend (see :func:`llmmath.kernels.backend`):
-
-    * ``hbm_bytes_per_s``: a large device-to-device copy, counting bytes read plus
-      bytes written (on a CPU: DRAM bandwidth of one NumPy copy);
-    * ``peak_flops_per_s``: a large matrix product (fp32 on a CPU; fp32 and fp16,
-      with bf16 reported equal to fp16, on a GPU).
-
-    These are achieved ceilings, not datasheet peaks; they are what a kernel on
-    this machine can hope to reach. Takes about a second on a 2-core CPU.
-    """
-    from . import kernels
-
-    be = kernels.backend()
-    bw = kernels.measure_copy_bandwidth()
-    flops = {"fp32": kernels.measure_matmul_flops(dtype="fp32")}
-    if be.is_gpu:
-        flops["fp16"] = kernels.measure_matmul_flops(dtype="fp16")
-        flops["bf16"] = flops["fp16"]
-    return Chip(
-        key=f"local-{be.name}",
-        name=f"this machine ({be.device_name})",
-        vendor="",
-        generation="measured",
-        year=0,
-        peak_flops_per_s=MappingProxyType(flops),
-        hbm_bytes=float(be.memory_bytes),
-        hbm_bytes_per_s=bw,
-        sources=MappingProxyType({"all": "measured by llmmath.kernels on this machine"}),
-        note="achieved ceilings from a large copy and a large matmul, not datasheet peaks",
-    )
 
 
 # ---------------------------------------------------------------------------

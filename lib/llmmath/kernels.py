@@ -22,7 +22,8 @@ import numpy as np
 
 __all__ = [
     "Backend", "backend", "Timing", "time_fn", "measure_copy_bandwidth",
-    "measure_matmul_flops", "BatchSweep", "batch_sweep", "default_sweep_sizes", "loglog_slope",
+    "measure_matmul_flops", "CeilingProbe", "time_interleaved", "local_chip",
+    "BatchSweep", "batch_sweep", "default_sweep_sizes", "loglog_slope",
 ]
 
 _NP_DTYPES = {"fp32": "float32", "fp16": "float16", "fp64": "float64"}
@@ -206,6 +207,150 @@ def measure_matmul_flops(n: int | None = None, dtype: str = "fp32", be: Backend 
     return 2.0 * n**3 / t.min_s  # a ceiling: the best of the repeats
 
 
+class CeilingProbe:
+    """This machine's ceilings, sampled *between* a demo's kernels so both see the same load.
+
+    A ceiling measured once at start-up and a kernel timed seconds later can see
+    different machines: on a shared 2-core box another process may take half the
+    memory bandwidth during one and not the other, and the kernel then appears to
+    beat its roofline floor (seen: 2.9x). A probe instead runs one copy and one
+    square product per :meth:`sample`, which a demo calls at the start of every
+    round of its round-robin (:func:`time_interleaved`); each ceiling is the best
+    of its samples, like the kernels' times beside it, so a burst of load slows
+    a sample of each rather than all of one.
+
+    * copy: ``copy_bytes`` (default 128 MiB on a CPU, 2 GiB on a GPU) copied, bytes
+      read plus bytes written (:func:`measure_copy_bandwidth`'s convention);
+    * matmul: an ``n x n x n`` product (2 n^3 FLOPs) per dtype in ``dtypes``, n = 2048
+      on a CPU, 8192 on a GPU (:func:`measure_matmul_flops`'s sizes).
+
+    Raises:
+        KeyError: a dtype other than fp32, fp16 or fp64.
+    """
+
+    def __init__(self, dtypes: Sequence[str] = ("fp32",), be: Backend | None = None,
+                 copy_bytes: float | None = None, matmul_n: int | None = None):
+        self.be = be or backend()
+        for dt in dtypes:
+            if dt not in _NP_DTYPES:
+                raise KeyError(f"dtypes must be among {list(_NP_DTYPES)}, got {dt!r}")
+        copy_bytes = copy_bytes or (2 * 2**30 if self.be.is_gpu else 128 * 2**20)
+        self.matmul_n = int(matmul_n or (8192 if self.be.is_gpu else 2048))
+        self._src = _random(self.be, (int(copy_bytes // 4),), "fp32")
+        self._dst = self.be.xp.empty_like(self._src)
+        self._mm = {dt: (_random(self.be, (self.matmul_n,) * 2, dt, 1), _random(self.be, (self.matmul_n,) * 2, dt, 2))
+                    for dt in dtypes}
+        self.copy_samples_s: list[float] = []
+        self.matmul_samples_s: dict[str, list[float]] = {dt: [] for dt in dtypes}
+        self._warm = False
+
+    def sample(self) -> None:
+        """Time one copy and one product per dtype (after a first, untimed, warm-up of each)."""
+        xp = self.be.xp
+        copy = lambda: xp.copyto(self._dst, self._src)  # noqa: E731
+        self.copy_samples_s.append(time_fn(copy, warmup=0 if self._warm else 1, repeats=1, be=self.be).min_s)
+        for dt, (a, b) in self._mm.items():
+            t = time_fn(lambda: a @ b, warmup=0 if self._warm else 1, repeats=1, be=self.be)
+            self.matmul_samples_s[dt].append(t.min_s)
+        self._warm = True
+
+    def _need(self):
+        if not self.copy_samples_s:
+            raise RuntimeError("CeilingProbe has no samples yet: call .sample() first")
+
+    @property
+    def copy_bytes_per_s(self) -> float:
+        """Best copy bandwidth sampled, bytes/s (bytes read + bytes written)."""
+        self._need()
+        return 2.0 * self._src.nbytes / min(self.copy_samples_s)
+
+    def flops_per_s(self, dtype: str = "fp32") -> float:
+        """Best matmul rate sampled at ``dtype``, FLOP/s.
+
+        Raises:
+            KeyError: ``dtype`` was not probed.
+        """
+        self._need()
+        if dtype not in self.matmul_samples_s:
+            raise KeyError(f"dtype {dtype!r} was not probed; probed: {list(self.matmul_samples_s)}")
+        return 2.0 * self.matmul_n**3 / min(self.matmul_samples_s[dtype])
+
+    def describe(self) -> str:
+        """How the ceilings were measured, in words (for a chapter's printout)."""
+        n = len(self.copy_samples_s)
+        return (f"best of {n} copies of {self._src.nbytes / 2**20:.0f} MiB and {n} "
+                f"{self.matmul_n}^3 products ({', '.join(self.matmul_samples_s)}), "
+                f"sampled between the kernel's rounds")
+
+
+def time_interleaved(fns: dict, *, rounds: int = 5, warmup: int = 1, probe: CeilingProbe | None = None,
+                     be: Backend | None = None) -> dict:
+    """Time several functions round-robin, so every one of them sees the same load.
+
+    Round r calls ``probe.sample()`` (if a probe is given), then each function once.
+    Before the first round each function gets ``warmup`` untimed calls. Returns
+    ``{name: Timing}`` with ``rounds`` samples each; compare their ``min_s`` (or
+    ``median_s``) with ceilings from the same probe.
+
+    Raises:
+        ValueError: ``rounds`` < 1, ``warmup`` < 0, or no functions.
+    """
+    be = be or backend()
+    if not fns:
+        raise ValueError("fns must name at least one function to time")
+    if rounds < 1 or warmup < 0:
+        raise ValueError(f"need rounds >= 1 and warmup >= 0, got rounds={rounds}, warmup={warmup}")
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    samples: dict = {name: [] for name in fns}
+    for _ in range(rounds):
+        if probe is not None:
+            probe.sample()
+        for name, fn in fns.items():
+            samples[name].append(time_fn(fn, warmup=0, repeats=1, be=be).samples_s[0])
+    return {name: Timing(tuple(v)) for name, v in samples.items()}
+
+
+@lru_cache(maxsize=None)
+def local_chip():
+    """This machine as a :class:`llmmath.hardware.Chip`, measured once per process.
+
+    Measures, on the active backend (:func:`backend`): ``hbm_bytes_per_s`` from a
+    large copy (bytes read + bytes written; :func:`measure_copy_bandwidth`) and
+    ``peak_flops_per_s`` from a large square product (fp32 on a CPU; fp32 and fp16
+    on a GPU, bf16 reported equal to fp16; :func:`measure_matmul_flops`). These are
+    achieved ceilings, not datasheet peaks. Measured once, at the first call: for a
+    check that compares a kernel with them, sample the ceilings between the kernel's
+    runs instead (:class:`CeilingProbe`). Takes about a second on a 2-core CPU.
+    """
+    from types import MappingProxyType
+
+    from .hardware import Chip
+
+    be = backend()
+    bw = measure_copy_bandwidth(be=be)
+    flops = {"fp32": measure_matmul_flops(dtype="fp32", be=be)}
+    if be.is_gpu:
+        flops["fp16"] = measure_matmul_flops(dtype="fp16", be=be)
+        flops["bf16"] = flops["fp16"]
+    how = (f"copy of {(2 * 2**30 if be.is_gpu else 128 * 2**20) / 2**20:.0f} MiB (read + write), "
+           f"best of {10 if be.is_gpu else 4}; {8192 if be.is_gpu else 2048}^3 products, best of "
+           f"{10 if be.is_gpu else 4}")
+    return Chip(
+        key=f"local-{be.name}",
+        name=f"this machine ({be.device_name})",
+        vendor="",
+        generation="measured",
+        year=0,
+        peak_flops_per_s=MappingProxyType(flops),
+        hbm_bytes=float(be.memory_bytes),
+        hbm_bytes_per_s=bw,
+        sources=MappingProxyType({"all": f"measured by llmmath.kernels on this machine: {how}"}),
+        note="achieved ceilings from a large copy and a large matmul, not datasheet peaks",
+    )
+
+
 def loglog_slope(x, y) -> float:
     """Robust slope of ``log y`` against ``log x``: the median of all pairwise slopes (Theil-Sen).
 
@@ -303,15 +448,15 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
 
     The prediction is ``max(2 B d^2 / F, (d^2 + 2 B d) b / W)``: every weight read
     once, X read and Y written once (b bytes per element). ``F`` and ``W`` default
-    to this machine's measured ceilings (:func:`llmmath.hardware.local`).
-    Shows its progress on one line when ``progress`` is true. ``repeats``
-    (timed runs per batch, after one warm-up) defaults to 2 on a CPU, 10 on a GPU.
+    to this machine's ceilings sampled between the sweep's rounds
+    (:class:`CeilingProbe`), so kernel and ceilings see the same load. The batches
+    are timed round-robin, ``repeats`` rounds (default 3 on a CPU, 10 on a GPU)
+    after one warm-up each, and each batch reports its best, as each ceiling does.
+    Shows its progress on one line when ``progress`` is true.
 
     Raises:
         ValueError: a batch < 1, d_model < 1, or an unknown dtype.
     """
-    from .hardware import local
-
     be = be or backend()
     d0, dt0, b0 = default_sweep_sizes(be)
     d = int(d_model or d0)
@@ -321,25 +466,26 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
     batches = np.asarray(list(batches if batches is not None else b0), dtype=np.int64)
     if d < 1 or batches.size == 0 or (batches < 1).any():
         raise ValueError(f"need d_model >= 1 and batches >= 1, got d_model={d}, batches={batches.tolist()}")
-    if flops_per_s is None or bytes_per_s is None:
-        chip = local()
-        flops_per_s = flops_per_s or chip.peak_flops_per_s.get(dtype, chip.peak_flops_per_s["fp32"])
-        bytes_per_s = bytes_per_s or chip.hbm_bytes_per_s
-    repeats = repeats or (10 if be.is_gpu else 2)
+    probe = CeilingProbe((dtype,), be=be) if flops_per_s is None or bytes_per_s is None else None
+    repeats = repeats or (10 if be.is_gpu else 3)
     b = 4.0 if dtype == "fp32" else 2.0
     W = _random(be, (d, d), dtype, 3)
-    measured = []
+    fns = {}
     for B in batches:
         X = _random(be, (int(B), d), dtype, 4)
         Y = be.xp.empty((int(B), d), dtype=W.dtype)
-        t = time_fn(lambda: be.xp.matmul(X, W, out=Y), warmup=1, repeats=repeats, be=be)
-        measured.append(t.median_s)
-        if progress:  # one line, rewritten in place: the table comes at the end
-            print(f"\r  batch sweep on {be.name}: B = {int(B)} ({len(measured)}/{len(batches)}) ...",
-                  end="", file=sys.stdout, flush=True)
+        fns[int(B)] = (lambda X=X, Y=Y: be.xp.matmul(X, W, out=Y))
+    if progress:
+        print(f"  batch sweep on {be.name}: {len(batches)} batches x {repeats} rounds ...", end="",
+              file=sys.stdout, flush=True)
+    timings = time_interleaved(fns, rounds=repeats, warmup=1, probe=probe, be=be)
     if progress:
         print(f"\r  batch sweep on {be.name}: {len(batches)} batches done." + " " * 20, file=sys.stdout, flush=True)
+    measured = np.array([timings[int(B)].min_s for B in batches])
+    if probe is not None:
+        flops_per_s = flops_per_s or probe.flops_per_s(dtype)
+        bytes_per_s = bytes_per_s or probe.copy_bytes_per_s
     compute = 2.0 * batches * d * d / flops_per_s
     memory = (d * d + 2.0 * batches * d) * b / bytes_per_s
-    return BatchSweep(batches.astype(float), np.asarray(measured), compute, memory, d, dtype,
+    return BatchSweep(batches.astype(float), measured, compute, memory, d, dtype,
                       float(flops_per_s), float(bytes_per_s), be.device_name)

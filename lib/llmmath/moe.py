@@ -33,7 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import hardware, kernels, models
+from . import kernels, models
 from ._validate import positive, positive_int, result
 
 __all__ = [
@@ -314,10 +314,11 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     (two matrices; weights read once, activations in and out); the prediction is the
     sum over the experts that received tokens (the ``"loop"`` method runs them one
     after another), or over all E (``"padded"``, T_e -> T_max). ``F`` and ``W``
-    default to this machine's measured ceilings (:func:`llmmath.hardware.local`);
-    sizes default to :func:`default_moe_sizes`. The batches are timed round-robin,
-    ``repeats`` rounds (default 3 on a CPU, 10 on a GPU) after one warm-up each, and
-    each batch reports its best: a busy machine only ever slows a call down.
+    default to this machine's ceilings sampled at the start of every round
+    (:class:`llmmath.kernels.CeilingProbe`); sizes default to :func:`default_moe_sizes`.
+    The batches are timed round-robin, ``repeats`` rounds (default 3 on a CPU, 10 on
+    a GPU) after one warm-up each, and each batch reports its best, as each ceiling
+    does: a busy machine only ever slows a call down, and it slows both alike.
 
     Raises:
         ValueError: a batch < 1, k > E, a size < 1, an unknown dtype or method.
@@ -337,10 +338,7 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     batches = np.asarray(list(batches if batches is not None else dflt["batches"]), dtype=np.int64)
     if batches.size == 0 or (batches < 1).any():
         raise ValueError(f"batches must all be >= 1, got {batches.tolist()}")
-    if flops_per_s is None or bytes_per_s is None:
-        chip = hardware.local()
-        flops_per_s = flops_per_s or chip.peak_flops_per_s.get(dtype, chip.peak_flops_per_s["fp32"])
-        bytes_per_s = bytes_per_s or chip.hbm_bytes_per_s
+    probe = kernels.CeilingProbe((dtype,), be=be) if flops_per_s is None or bytes_per_s is None else None
     repeats = repeats or (10 if be.is_gpu else 3)
     b = 4.0 if dtype == "fp32" else 2.0
     xp = be.xp
@@ -349,29 +347,21 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     scale = np.float32(1.0 / np.sqrt(d))
     w_up *= scale
     w_down *= np.float32(1.0 / np.sqrt(f))
-    pred, comp, mem, touched, mean_t, max_t = [], [], [], [], [], []
-    cases = []
+    cases, counts_all = [], []
     for i, B in enumerate(batches):
         B = int(B)
         x = kernels._random(be, (B, d), dtype, 13 + i)
         assign = route_uniform(B, E, k, seed=seed + i, xp=xp)
-        counts = be.to_numpy(tokens_per_expert(assign, E)).astype(float)
+        counts_all.append(be.to_numpy(tokens_per_expert(assign, E)).astype(float))
         cases.append((x, assign))
-        T = counts if method == "loop" else np.full(E, counts.max())
-        T_used = T[T > 0]
-        c_e = 4.0 * T_used * d * f / flops_per_s
-        m_e = (2.0 * d * f + 2.0 * T_used * (d + f)) * b / bytes_per_s
-        pred.append(float(np.sum(np.maximum(c_e, m_e))))
-        comp.append(float(c_e.sum()))
-        mem.append(float(m_e.sum()))
-        touched.append(int((counts > 0).sum()))
-        mean_t.append(B * k / E)
-        max_t.append(float(counts.max()))
     # Round-robin over the batches, `repeats` rounds (the first preceded by a warm-up call),
     # keeping each batch's best: a burst of load from other processes then hits one sample
-    # of several batches rather than every sample of one.
+    # of several batches rather than every sample of one. The ceilings, unless given, are
+    # sampled at the start of every round (kernels.CeilingProbe), so they see the same load.
     best = np.full(len(cases), np.inf)
     for rnd in range(repeats):
+        if probe is not None:
+            probe.sample()
         for i, (x, assign) in enumerate(cases):
             t = kernels.time_fn(lambda: grouped_expert_matmul(x, assign, w_up, w_down, method),
                                 warmup=1 if rnd == 0 else 0, repeats=1, be=be)
@@ -382,6 +372,22 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     meas = list(best)
     if progress:
         print(f"\r  MoE sweep on {be.name}: {len(batches)} batches done." + " " * 20, file=sys.stdout, flush=True)
+    if probe is not None:
+        flops_per_s = flops_per_s or probe.flops_per_s(dtype)
+        bytes_per_s = bytes_per_s or probe.copy_bytes_per_s
+    pred, comp, mem, touched, mean_t, max_t = [], [], [], [], [], []
+    for B, counts in zip(batches, counts_all):
+        B = int(B)
+        T = counts if method == "loop" else np.full(E, counts.max())
+        T_used = T[T > 0]
+        c_e = 4.0 * T_used * d * f / flops_per_s
+        m_e = (2.0 * d * f + 2.0 * T_used * (d + f)) * b / bytes_per_s
+        pred.append(float(np.sum(np.maximum(c_e, m_e))))
+        comp.append(float(c_e.sum()))
+        mem.append(float(m_e.sum()))
+        touched.append(int((counts > 0).sum()))
+        mean_t.append(B * k / E)
+        max_t.append(float(counts.max()))
     arr = lambda v: np.asarray(v, dtype=float)  # noqa: E731
     return MoESweep(batches.astype(float), arr(meas), arr(pred), arr(comp), arr(mem), arr(touched), arr(mean_t),
                     arr(max_t), E, k, d, f, dtype, float(flops_per_s), float(bytes_per_s), method, be.device_name)
