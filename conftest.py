@@ -37,10 +37,16 @@ if _nbval is not None:
     class JupytextNotebook(_nbval.IPyNbFile):
         """An nbval notebook read from a Jupytext ``.py`` file."""
 
+        # nbval waits 5 s for a cell's output after the kernel's reply; on a loaded
+        # 2-core machine that wait has to cover a whole scheduler backlog.
+        output_timeout_s = 120
+
         def collect(self):
             nb = jupytext.read(self.path)
             with mock.patch.object(_nbval, "nbformat", SimpleNamespace(read=lambda *a, **k: nb)):
-                yield from super().collect()
+                for item in super().collect():
+                    item.output_timeout = self.output_timeout_s
+                    yield item
 
 
 class _NotAModule(pytest.File):
