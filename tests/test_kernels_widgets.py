@@ -112,16 +112,21 @@ def test_pure_math_modules_import_no_measured_demo():
 
 
 def test_ceiling_probe_samples_between_rounds_and_refuses_misuse():
-    probe = kernels.CeilingProbe(("fp32",), copy_bytes=2**20, matmul_n=64)
+    probe = kernels.CeilingProbe(("fp32",), array_bytes=2**20, matmul_n=64)
     with pytest.raises(RuntimeError, match="sample"):
         probe.copy_bytes_per_s
     calls = []
     t = kernels.time_interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
                                  rounds=3, warmup=1, probe=probe)
     assert calls == ["a", "b"] + ["a", "b"] * 3          # warm-up once, then round-robin
-    assert len(probe.copy_samples_s) == 3 and len(t["a"].samples_s) == 3
-    # a copy of 1 MiB, read + written: bandwidth = 2 MiB / best time
-    assert probe.copy_bytes_per_s == pytest.approx(2 * 2**20 / min(probe.copy_samples_s))
+    assert len(probe.stream_samples_s["copy"]) == 3 and len(t["a"].samples_s) == 3
+    # STREAM's counting over 1 MiB arrays: a copy moves 2 MiB, a read 1 MiB, an add 3 MiB
+    rates = probe.stream_bytes_per_s
+    assert rates["copy"] == pytest.approx(2 * 2**20 / min(probe.stream_samples_s["copy"]))
+    assert rates["read"] == pytest.approx(2**20 / min(probe.stream_samples_s["read"]))
+    assert rates["add"] == pytest.approx(3 * 2**20 / min(probe.stream_samples_s["add"]))
+    assert rates["update"] == pytest.approx(3 * 2**20 / min(probe.stream_samples_s["update"]))
+    assert probe.memory_bytes_per_s == max(rates.values()) and probe.copy_bytes_per_s == rates["copy"]
     assert probe.flops_per_s("fp32") == pytest.approx(2 * 64**3 / min(probe.matmul_samples_s["fp32"]))
     with pytest.raises(KeyError, match="fp16"):
         probe.flops_per_s("fp16")

@@ -213,56 +213,83 @@ class CeilingProbe:
     A ceiling measured once at start-up and a kernel timed seconds later can see
     different machines: on a shared 2-core box another process may take half the
     memory bandwidth during one and not the other, and the kernel then appears to
-    beat its roofline floor (seen: 2.9x). A probe instead runs one copy and one
+    beat its roofline floor (seen: 2.9x). A probe instead runs its streams and one
     square product per :meth:`sample`, which a demo calls at the start of every
     round of its round-robin (:func:`time_interleaved`); each ceiling is the best
     of its samples, like the kernels' times beside it, so a burst of load slows
     a sample of each rather than all of one.
 
-    * copy: ``copy_bytes`` (default 128 MiB on a CPU, 2 GiB on a GPU) copied, bytes
-      read plus bytes written (:func:`measure_copy_bandwidth`'s convention);
-    * matmul: an ``n x n x n`` product (2 n^3 FLOPs) per dtype in ``dtypes``, n = 2048
-      on a CPU, 8192 on a GPU (:func:`measure_matmul_flops`'s sizes).
+    Memory: four streaming kernels over arrays of ``array_bytes`` each (default
+    128 MiB on a CPU, 4x a 32 MiB L3; 2 GiB on a GPU, 34x the H200's L2), counted as
+    STREAM counts them (McCalpin, "STREAM: Sustainable Memory Bandwidth in High
+    Performance Computers"; bytes the program reads and writes, not the extra
+    line reads a cache may make before a write): ``copy`` c = a (2 arrays' bytes),
+    ``read`` sum(a) (1), ``add`` c = a + b (3), and ``update`` c += b (3, the
+    read-modify-write pattern STREAM leaves out). Which one streams fastest differs
+    between machines (on the 2-core EPYC VM this course is tested on, a lone core's
+    in-place update moves 1.5-3x the bytes per second of its copy), so
+    :attr:`memory_bytes_per_s`, the roof for a kernel whose byte count is exact,
+    is the best of the four.
+    Compute: an ``n x n x n`` product (2 n^3 FLOPs) per dtype in ``dtypes``, n = 2048
+    on a CPU, 8192 on a GPU (:func:`measure_matmul_flops`'s sizes); ``dtypes=()``
+    probes memory only.
 
     Raises:
         KeyError: a dtype other than fp32, fp16 or fp64.
     """
 
+    STREAMS = {"copy": 2, "read": 1, "add": 3, "update": 3}   # arrays of bytes each kernel moves
+
     def __init__(self, dtypes: Sequence[str] = ("fp32",), be: Backend | None = None,
-                 copy_bytes: float | None = None, matmul_n: int | None = None):
+                 array_bytes: float | None = None, matmul_n: int | None = None):
         self.be = be or backend()
         for dt in dtypes:
             if dt not in _NP_DTYPES:
                 raise KeyError(f"dtypes must be among {list(_NP_DTYPES)}, got {dt!r}")
-        copy_bytes = copy_bytes or (2 * 2**30 if self.be.is_gpu else 128 * 2**20)
+        array_bytes = array_bytes or (2 * 2**30 if self.be.is_gpu else 128 * 2**20)
+        self.array_elements = int(array_bytes // 4)
         self.matmul_n = int(matmul_n or (8192 if self.be.is_gpu else 2048))
-        self._src = _random(self.be, (int(copy_bytes // 4),), "fp32")
-        self._dst = self.be.xp.empty_like(self._src)
+        self._a = _random(self.be, (self.array_elements,), "fp32", 5)
+        self._b = _random(self.be, (self.array_elements,), "fp32", 6)
+        self._c = self.be.xp.empty_like(self._a)
         self._mm = {dt: (_random(self.be, (self.matmul_n,) * 2, dt, 1), _random(self.be, (self.matmul_n,) * 2, dt, 2))
                     for dt in dtypes}
-        self.copy_samples_s: list[float] = []
+        xp, a, b, c = self.be.xp, self._a, self._b, self._c
+        # only c is written, and each sample rewrites it before updating it: values stay bounded
+        self._streams = {"copy": lambda: xp.copyto(c, a), "read": lambda: a.sum(), "add": lambda: xp.add(a, b, out=c),
+                         "update": lambda: xp.add(c, b, out=c)}
+        self.stream_samples_s: dict[str, list[float]] = {k: [] for k in self.STREAMS}
         self.matmul_samples_s: dict[str, list[float]] = {dt: [] for dt in dtypes}
         self._warm = False
 
     def sample(self) -> None:
-        """Time one copy and one product per dtype (after a first, untimed, warm-up of each)."""
-        xp = self.be.xp
-        copy = lambda: xp.copyto(self._dst, self._src)  # noqa: E731
-        self.copy_samples_s.append(time_fn(copy, warmup=0 if self._warm else 1, repeats=1, be=self.be).min_s)
+        """Time each stream and one product per dtype once (after a first, untimed, warm-up of each)."""
+        for name, fn in self._streams.items():
+            self.stream_samples_s[name].append(time_fn(fn, warmup=0 if self._warm else 1, repeats=1, be=self.be).min_s)
         for dt, (a, b) in self._mm.items():
             t = time_fn(lambda: a @ b, warmup=0 if self._warm else 1, repeats=1, be=self.be)
             self.matmul_samples_s[dt].append(t.min_s)
         self._warm = True
 
     def _need(self):
-        if not self.copy_samples_s:
+        if not self.stream_samples_s["copy"]:
             raise RuntimeError("CeilingProbe has no samples yet: call .sample() first")
+
+    @property
+    def stream_bytes_per_s(self) -> dict:
+        """Best rate of each stream kernel sampled, bytes/s: ``{"copy": .., "read": .., "add": .., "update": ..}``."""
+        self._need()
+        return {k: n * 4.0 * self.array_elements / min(self.stream_samples_s[k]) for k, n in self.STREAMS.items()}
 
     @property
     def copy_bytes_per_s(self) -> float:
         """Best copy bandwidth sampled, bytes/s (bytes read + bytes written)."""
-        self._need()
-        return 2.0 * self._src.nbytes / min(self.copy_samples_s)
+        return self.stream_bytes_per_s["copy"]
+
+    @property
+    def memory_bytes_per_s(self) -> float:
+        """The memory roof: the best of the copy, read, add and update streams, bytes/s."""
+        return max(self.stream_bytes_per_s.values())
 
     def flops_per_s(self, dtype: str = "fp32") -> float:
         """Best matmul rate sampled at ``dtype``, FLOP/s.
@@ -277,10 +304,10 @@ class CeilingProbe:
 
     def describe(self) -> str:
         """How the ceilings were measured, in words (for a chapter's printout)."""
-        n = len(self.copy_samples_s)
-        return (f"best of {n} copies of {self._src.nbytes / 2**20:.0f} MiB and {n} "
-                f"{self.matmul_n}^3 products ({', '.join(self.matmul_samples_s)}), "
-                f"sampled between the kernel's rounds")
+        n = len(self.stream_samples_s["copy"])
+        mm = (f" and {self.matmul_n}^3 products ({', '.join(self.matmul_samples_s)})" if self.matmul_samples_s else "")
+        return (f"best of {n} samples of copy, read, add and update streams over {4 * self.array_elements / 2**20:.0f} MiB "
+                f"arrays{mm}, taken between the kernels' rounds")
 
 
 def time_interleaved(fns: dict, *, rounds: int = 5, warmup: int = 1, probe: CeilingProbe | None = None,
