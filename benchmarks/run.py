@@ -80,14 +80,13 @@ def product_correctness(lines: list[str]) -> None:
 
 def sweep_fidelity(lines: list[str]) -> None:
     be = kernels.backend()
-    me = kernels.local_chip()
     lines.append(f"## batch sweep on {be.name}: {be.device_name}")
-    lines.append(f"measured ceilings: copy {fmt_bytes_per_s(me.hbm_bytes_per_s)}, "
-                 + ", ".join(f"{k} {fmt_flops_per_s(v)}" for k, v in me.peak_flops_per_s.items()))
     s = kernels.batch_sweep(progress=True)
+    lines.append(f"ceilings sampled between the sweep's rounds: copy {fmt_bytes_per_s(s.bytes_per_s)}, "
+                 f"{s.dtype} matmul {fmt_flops_per_s(s.flops_per_s)}")
     lines.append(s.table())
     mem = s.memory_s >= s.compute_s
-    frac = s.achieved_bytes_per_s[mem] / me.hbm_bytes_per_s
+    frac = s.achieved_bytes_per_s[mem] / s.bytes_per_s
     lines.append(f"memory-bound region (B <= {int(s.batch[mem].max())}): weight streaming at "
                  f"{frac.min():.0%} .. {frac.max():.0%} of the measured copy bandwidth (median {np.median(frac):.0%})")
     lines.append(f"measured / predicted over all B: {s.measured_over_predicted.min():.2f} .. "
