@@ -4,8 +4,15 @@ The source directory is the repository root and this directory is only the
 configuration directory (``sphinx-build -c book . OUT``), so the chapters are
 read in place: ``chapters/NN_*.py`` (and ``solutions/NN_*.py`` unless this is a
 student build, ``-t student``) are Jupytext py:percent notebooks that myst-nb
-reads through ``jupytext.reads`` and executes at build time. Nothing else in
-the tree (``lib/``, ``tests/``, ``tools/``, config files) is a page.
+reads through ``jupytext.reads``. Nothing else in the tree (``lib/``,
+``tests/``, ``tools/``, config files) is a page.
+
+Execution: ``tools/build_book.py`` executes the notebooks itself (in an order
+that keeps the timing measurements apart, and with a clear report of a failing
+cell) into a folder it names in ``LLMMATH_BOOK_EXECUTED``; then each notebook
+page's source is replaced by its executed ``.ipynb`` (``source-read``) and
+myst-nb executes nothing. Without that variable (a plain ``sphinx-build -c book
+. OUT``) myst-nb executes every notebook itself, as before.
 
 Everything the pages load at view time is served from ``_static``: MathJax 3,
 require.js and the Jupyter widgets HTML manager are vendored from npm into
@@ -24,6 +31,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 STUDENT = tags.has("student")  # noqa: F821  (``tags`` is injected by Sphinx)
 VENDOR = Path(os.environ.get("LLMMATH_BOOK_VENDOR", ROOT / "build" / "book-vendor"))
+EXECUTED = os.environ.get("LLMMATH_BOOK_EXECUTED")  # executed notebooks: <EXECUTED>/<docname>.ipynb
 
 project = "llmmath — the math of LLM training and serving"
 author = "the llmmath authors"
@@ -41,6 +49,9 @@ exclude_patterns = ["build", ".venv", "**/.ipynb_checkpoints", "book/conf.py"]
 # --- notebooks: Jupytext .py (percent) files, executed at build time ------------------------
 nb_custom_formats = {".py": ["jupytext.reads", {"fmt": "py:percent"}]}
 nb_execution_mode = "force"
+if EXECUTED:  # the page's source is its executed notebook (``_executed_notebook``), JSON
+    nb_custom_formats = {".py": ["jupytext.reads", {"fmt": "ipynb"}]}
+    nb_execution_mode = "off"
 nb_execution_timeout = 600
 nb_execution_raise_on_error = True  # a chapter that fails to run fails the build
 nb_execution_show_tb = True
@@ -90,6 +101,17 @@ def _solutions_toc(app, docname, source):
     source[0] = source[0].replace("<!-- solutions-toc -->", toc)
 
 
+def _executed_notebook(app, docname, source):
+    """With ``LLMMATH_BOOK_EXECUTED``, a notebook page's source is the notebook tools/build_book.py executed."""
+    if not EXECUTED or not docname.startswith(("chapters/", "solutions/")):
+        return
+    path = Path(EXECUTED) / f"{docname}.ipynb"
+    if not path.is_file():
+        raise RuntimeError(f"{docname}: no executed notebook {path} (tools/build_book.py executes the pages "
+                           "before Sphinx; unset LLMMATH_BOOK_EXECUTED to let myst-nb execute them)")
+    source[0] = path.read_text(encoding="utf-8")
+
+
 def _claims_page(app):
     import claims_page  # tools/claims_page.py: generated from llmmath.claims at every build
 
@@ -99,3 +121,4 @@ def _claims_page(app):
 def setup(app):
     app.connect("builder-inited", _claims_page)
     app.connect("source-read", _solutions_toc)
+    app.connect("source-read", _executed_notebook)

@@ -91,3 +91,79 @@ def test_built_sites_name_no_cdn():
         pytest.skip("nothing built (python tools/build_book.py; python tools/build_slides.py)")
     for site in sites:
         assert not book_assets.cdn_references(site), site
+
+
+# --- tools/build_book.py's execution step: order, failure report, quiet output -------------------------
+
+_HEADER = ("# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3 (ipykernel)\n#     language: python\n"
+           "#     name: python3\n# ---\n\n")
+
+
+def _execution_deps():
+    for mod in ("jupytext", "nbclient", "nbformat", "ipykernel"):
+        pytest.importorskip(mod, reason=f"{mod} is needed to execute notebooks (the book or test extra)")
+    import build_book
+
+    return build_book
+
+
+def test_notebooks_that_measure_time_are_found_and_run_first_and_alone(tmp_path):
+    build_book = _execution_deps()
+    texts = {"01_calc.py": "# %%\nx = 1 + 1\n",
+             "02_timed.py": "# %%\nfrom llmmath import kernels\nt = kernels.time_fn(lambda: None)\n",
+             "03_clock.py": "# %% [markdown]\n# kernels are discussed here\n\n# %%\nimport time\nt = time.perf_counter()\n"}
+    for name, text in texts.items():
+        (tmp_path / name).write_text(_HEADER + text)
+    jobs = build_book.plan(sorted(tmp_path.glob("*.py")), tmp_path / "out")
+    assert [(j.src.name, j.timing) for j in jobs] == [("02_timed.py", True), ("03_clock.py", True),
+                                                      ("01_calc.py", False)]
+    assert jobs[0].dest == tmp_path / "out" / tmp_path.name / "02_timed.ipynb"
+    assert not build_book.measures_time(_HEADER + "# %% [markdown]\n# measured with time_fn\n\n# %%\nx = 1\n")
+
+
+def test_a_failing_notebook_is_reported_with_its_cell_line_and_message(tmp_path):
+    """The console names the notebook, the failing cell (number, .py line, source) and the assertion message."""
+    build_book = _execution_deps()
+    good = tmp_path / "01_good.py"
+    good.write_text(_HEADER + "# %%\nimport sys\nprint('to the terminal', file=sys.__stderr__)\n")
+    bad = tmp_path / "02_bad.py"
+    bad.write_text(_HEADER + "# %% [markdown]\n# # A tiny notebook\n\n# %%\nx = 1 + 1\nprint(x)\n\n"
+                   "# %%\nratio = x / 4\nassert ratio > 1, f\"ratio {ratio} is too small: mismeasured\"\n"
+                   "print('never')\n")
+    jobs = build_book.plan([good, bad], tmp_path / "out")
+    lines: list[str] = []
+    results = build_book.execute_all(jobs, n_jobs=2, echo=lines.append)
+    ok, failed = results
+    assert ok.ok and not failed.ok
+    assert any(ln.startswith("[") and "01_good.py" in ln and " ok " in ln for ln in lines), lines
+    assert any("02_bad.py" in ln and "FAILED" in ln for ln in lines), lines
+    assert any("AssertionError: ratio 0.5 is too small: mismeasured" in ln for ln in lines), lines
+    # the kernel's terminal output goes to a log, counted on the progress line; the harmless warning is dropped
+    assert ok.stderr == ["to the terminal"], ok.stderr
+    assert not any("without encryption" in ln for r in results for ln in r.stderr)
+
+    assert (failed.cell, failed.n_cells, failed.cell_line, failed.line) == (3, 3, 17, 18)
+    report = build_book.format_failure(failed)
+    first, *rest = report.splitlines()
+    assert first.startswith("FAILED ") and "02_bad.py:18 (cell 3 of 3, from line 17)" in first, report
+    assert "    | ratio = x / 4" in rest and any("assert ratio > 1" in ln for ln in rest), report
+    assert rest.count("    AssertionError: ratio 0.5 is too small: mismeasured") == 1, report
+    assert Path(failed.dest).is_file() and Path(ok.dest).is_file()  # executed (partly) for a look
+
+
+def test_book_config_renders_the_notebooks_the_build_executed(tmp_path, monkeypatch):
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "chapters" / "00_x.ipynb").write_text('{"cells": [], "executed": true}')
+    monkeypatch.setenv("LLMMATH_BOOK_EXECUTED", str(tmp_path))
+    conf = _conf(False)
+    assert conf["nb_execution_mode"] == "off" and conf["nb_custom_formats"][".py"][1] == {"fmt": "ipynb"}
+    source = ["# %%\nx = 1\n"]
+    conf["_executed_notebook"](None, "chapters/00_x", source)
+    assert source == ['{"cells": [], "executed": true}']
+    with pytest.raises(RuntimeError, match="no executed notebook"):
+        conf["_executed_notebook"](None, "chapters/01_missing", source)
+    index = ["<!-- solutions-toc -->"]
+    conf["_executed_notebook"](None, "book/index", index)  # not a notebook: left alone
+    assert index == ["<!-- solutions-toc -->"]
+    monkeypatch.delenv("LLMMATH_BOOK_EXECUTED")
+    assert _conf(False)["nb_execution_mode"] == "force"  # a plain sphinx-build executes with myst-nb

@@ -6,7 +6,10 @@
 Slide boundaries are the cells' ``slideshow`` metadata in ``chapters/*.py``
 (``tools/mark_slides.py`` sets them by a rule; edit by hand in JupyterLab's
 property inspector). Each chapter is read with Jupytext, executed (plots and
-widget snapshots included), and exported with ``jupyter nbconvert``'s
+widget snapshots included) by ``tools/build_book.py``'s :func:`execute_all`
+(the same order, parallelism, failure report and quiet output as the book: the
+chapters that measure time run alone; executed notebooks and kernel logs go to
+``build/.executed-slides``), and exported with ``jupyter nbconvert``'s
 SlidesExporter through ``book/slides/llmmath-reveal`` (nbconvert's reveal
 template without its CDN URLs). reveal.js, jQuery, require.js, MathJax 3 and the
 widget manager come from npm (``book/package-lock.json``) into
@@ -21,33 +24,38 @@ import os
 import shutil
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "build" / "slides"
+EXECUTED = ROOT / "build" / ".executed-slides"
 sys.path.insert(0, str(ROOT / "tools"))
 import book_assets  # noqa: E402
+import build_book  # noqa: E402
 
 A = "_assets"
 
 
-def build_one(src: str, out_dir: str, timeout_s: int = 600) -> tuple[str, float, int]:
+def chapter_text(path: Path) -> str:
+    """The chapter's text; without any slide boundaries, those of ``tools/mark_slides.py``'s rule (in memory)."""
     import jupytext
-    from nbclient import NotebookClient
+
+    text = path.read_text(encoding="utf-8")
+    if not any("slideshow" in cell.metadata for cell in jupytext.reads(text, fmt="py:percent").cells):
+        import mark_slides
+
+        print(f"{path.name}: no slide metadata; using tools/mark_slides.py's rule", flush=True)
+        text = mark_slides.mark(text)
+    return text
+
+
+def export(executed: Path, out_dir: Path) -> tuple[Path, int]:
+    """Write the executed notebook's reveal.js deck into ``out_dir``; return it and its number of slides."""
+    import nbformat
     from nbconvert import SlidesExporter
     from traitlets.config import Config
 
-    t0 = time.perf_counter()
-    path = Path(src)
-    nb = jupytext.read(path)
-    if not any("slideshow" in cell.metadata for cell in nb.cells):
-        import mark_slides  # no boundaries marked yet: apply the default rule, in memory only
-
-        print(f"{path.name}: no slide metadata; using tools/mark_slides.py's rule", flush=True)
-        nb = jupytext.reads(mark_slides.mark(path.read_text(encoding="utf-8")), fmt="py:percent")
-    NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    nb = nbformat.read(str(executed), as_version=4)
     c = Config()
     c.SlidesExporter.template_name = "llmmath-reveal"
     c.SlidesExporter.extra_template_basedirs = [str(ROOT / "book" / "slides")]
@@ -63,11 +71,11 @@ def build_one(src: str, out_dir: str, timeout_s: int = 600) -> tuple[str, float,
     exporter = SlidesExporter(config=c)
     exporter.mermaid_js_url = exporter.mermaid_layout_elk_js_url = ""  # not config traits; unused
     body, _ = exporter.from_notebook_node(nb, resources={"mathjax_shim_url": f"{A}/mathjax2-shim.js",
-                                                         "metadata": {"name": path.stem}})
+                                                         "metadata": {"name": executed.stem}})
     n_slides = sum(1 for cell in nb.cells if cell.metadata.get("slideshow", {}).get("slide_type") == "slide")
-    out = Path(out_dir) / f"{path.stem}.slides.html"
+    out = out_dir / f"{executed.stem}.slides.html"
     out.write_text(body, encoding="utf-8")
-    return str(out), time.perf_counter() - t0, n_slides
+    return out, n_slides
 
 
 def write_index(decks: list[Path]) -> Path:
@@ -91,20 +99,34 @@ def write_index(decks: list[Path]) -> Path:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("chapters", nargs="*", type=Path, help="chapter notebooks (default: all of chapters/)")
-    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="chapters executed at once")
+    ap.add_argument("-j", "--jobs", type=int, default=build_book.default_jobs(),
+                    help="chapters that do not measure time executed at once (default: CPU cores - 1, at least 1); "
+                         "those that measure time always run alone")
+    ap.add_argument("-v", "--verbose", action="store_true", help="show everything the kernels print")
     args = ap.parse_args(argv)
     srcs = [p.resolve() for p in args.chapters] or sorted((ROOT / "chapters").glob("[0-9][0-9]_*.py"))
     t0 = time.perf_counter()
-    if OUT.exists():
-        shutil.rmtree(OUT)
+    for d in (OUT, EXECUTED):
+        if d.exists():
+            shutil.rmtree(d)
     assets = book_assets.vendor(OUT / A, reveal=True)
     shutil.copy2(ROOT / "book" / "_static" / "mathjax2-shim.js", assets / "mathjax2-shim.js")
+    os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # the kernels inherit these
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-    with ProcessPoolExecutor(max_workers=max(1, min(args.jobs, len(srcs)))) as pool:
-        results = list(pool.map(build_one, map(str, srcs), [str(OUT)] * len(srcs)))
-    for out, secs, n in results:
-        print(f"{Path(out).relative_to(ROOT)}: {n} slides, {secs:.0f} s")
-    index = write_index([Path(r[0]) for r in results])
+    jobs = build_book.plan(srcs, EXECUTED, texts={p: chapter_text(p) for p in srcs})
+    results = build_book.execute_all(jobs, n_jobs=args.jobs, verbose=args.verbose)
+    failed = [r for r in results if not r.ok]
+    if failed:
+        print(f"\n{len(failed)} of {len(results)} chapters failed; no slides were written:", file=sys.stderr)
+        for r in failed:
+            print(build_book.format_failure(r), file=sys.stderr)
+        return 1
+    decks = []
+    for r in sorted(results, key=lambda r: Path(r.src).name):
+        out, n = export(Path(r.dest), OUT)
+        decks.append(out)
+        print(f"{out.relative_to(ROOT)}: {n} slides")
+    index = write_index(decks)
     cdn = book_assets.cdn_references(OUT)
     if cdn:
         print("the slides name a CDN (they must work offline):\n  " + "\n  ".join(cdn), file=sys.stderr)
