@@ -60,7 +60,14 @@ def entries(filename: str, table: str, cls, convert=None) -> Mapping:
 
 
 def resolve(name, cls, catalog: Mapping, what: str):
-    """An object of ``cls`` as is, or the catalog entry called ``name`` (KeyError with suggestions)."""
+    """An object of ``cls`` as is, or the catalog entry called ``name`` (KeyError with suggestions).
+
+    Raises:
+        TypeError: ``name`` is neither a string nor a ``cls`` (the message says both are allowed).
+    """
     if isinstance(name, cls):
         return name
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must be a catalog name (a string such as {next(iter(catalog))!r}) "
+                        f"or a {cls.__name__}, got {name!r}")
     return lookup(dict(catalog), name, what)[1]
