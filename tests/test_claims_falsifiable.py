@@ -1,0 +1,249 @@
+"""Every check that rests on catalog data can fail: realistic slips in the catalogs trip it.
+
+The course promises that each claim's check fails when the numbers stop supporting
+it. A check that compares the library with itself fed the same catalog values, or
+an identity that holds by construction, passes whatever the data say. This test
+keeps the promise: it applies the mistakes people really make when copying a
+datasheet, a config or a paper (each slip below is named after one) to copies of
+the TOML catalogs, and asserts that every claim whose check reads catalog data
+*trips* under at least one of them: the check raises, or returns a verdict word
+other than the recorded one.
+
+Claims whose checks rest only on simulation or measurement are listed in
+``NOT_CATALOG`` with the reason; a test also asserts that no slip trips them (if
+one does, the check does read the catalogs and belongs in the main list).
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+
+import pytest
+
+from llmmath import _catalog, claims
+
+RECORDED = None  # filled lazily from test_claims_answers (one source of the recorded verdicts)
+
+
+def _recorded() -> dict:
+    global RECORDED
+    if RECORDED is None:
+        from test_claims_answers import RECORDED as R
+
+        RECORDED = dict(R)
+    return RECORDED
+
+
+# --------------------------------------------------------------------------------------
+# The slips: (name, catalog file, function that edits the parsed TOML in place)
+# --------------------------------------------------------------------------------------
+
+TENSOR_DTYPES = ("tf32", "bf16", "fp16", "fp8", "int8", "fp4", "fp6")
+
+
+def _sparse_as_dense(chips):
+    def edit(data):
+        for key in chips or data["chips"]:
+            peaks = data["chips"][key]["peak_flops_per_s"]
+            for dt in TENSOR_DTYPES:
+                if dt in peaks:
+                    peaks[dt] *= 2
+    return edit
+
+
+def _scale(table, keys, field, factor):
+    def edit(data):
+        for key in keys or data[table]:
+            row = data[table][key]
+            if field in row:
+                row[field] *= factor
+    return edit
+
+
+def _set(table, key, field, value):
+    def edit(data):
+        data[table][key][field] = value
+    return edit
+
+
+def _fp8_without_speedup(data):
+    for row in data["chips"].values():
+        peaks = row["peak_flops_per_s"]
+        if "fp8" in peaks and "bf16" in peaks:
+            peaks["fp8"] = peaks["bf16"]
+
+
+def _tier_prices_swapped(data):
+    for row in data["prices"].values():
+        for side in ("input", "output"):
+            lo, hi = f"{side}_usd_per_mtok", f"{side}_above_threshold_usd_per_mtok"
+            row[lo], row[hi] = row[hi], row[lo]
+
+
+GIB = 2**30 / 1e9
+
+SLIPS = [
+    # hardware.toml: FLOP/s, bandwidth and capacity read the wrong way off a datasheet
+    ("H100 datasheet's with-sparsity tensor FLOP/s taken as dense", "hardware.toml", _sparse_as_dense(["h100-sxm"])),
+    ("every chip's with-sparsity tensor FLOP/s taken as dense", "hardware.toml", _sparse_as_dense(None)),
+    ("fp8 FLOP/s copied from the bf16 column (no fp8 speed-up)", "hardware.toml", _fp8_without_speedup),
+    ("H100 NVLink's 900 GB/s bidirectional taken per direction", "hardware.toml",
+     _scale("chips", ["h100-sxm"], "scale_up_bytes_per_s", 2)),
+    ("every chip's scale-up bandwidth bidirectional taken per direction", "hardware.toml",
+     _scale("chips", None, "scale_up_bytes_per_s", 2)),
+    ("400 Gb/s NICs read as 400 GB/s", "hardware.toml", _scale("chips", None, "scale_out_bytes_per_s", 8)),
+    ("HBM capacity in GiB read as GB (every chip)", "hardware.toml", _scale("chips", None, "hbm_bytes", 1 / GIB)),
+    ("H200's HBM bandwidth copied from the H100 row (3.35 TB/s)", "hardware.toml",
+     _set("chips", "h200", "hbm_bytes_per_s", 3.35e12)),
+    ("HBM bandwidth in TiB/s typed as TB/s, then halved by a per-stack slip (every chip)", "hardware.toml",
+     _scale("chips", None, "hbm_bytes_per_s", 0.5)),
+    ("H100's HBM capacity taken from the 94 GB NVL part", "hardware.toml", _set("chips", "h100-sxm", "hbm_bytes", 94e9)),
+    ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", "hardware.toml",
+     _set("chips", "b200", "hbm_bytes_per_s", 4.8e12)),
+    ("A100 80GB's HBM bandwidth taken from the 40 GB part (1.555 TB/s)", "hardware.toml",
+     _set("chips", "a100-80gb", "hbm_bytes_per_s", 1.555e12)),
+    # models.toml: config fields mistyped
+    ("DeepSeek-V3 top-k 8 typed as 6", "models.toml", _set("models", "deepseek-v3", "experts_per_token", 6)),
+    ("DeepSeek-V3 routed experts 256 taken from V2 (160)", "models.toml", _set("models", "deepseek-v3", "n_experts", 160)),
+    ("DeepSeek-V3 expert width taken as the dense d_ff (18432)", "models.toml",
+     _set("models", "deepseek-v3", "d_ff_expert", 18432)),
+    ("DeepSeek-V3 kv_lora_rank typed as the q rank (1536)", "models.toml",
+     _set("models", "deepseek-v3", "kv_lora_rank", 1536)),
+    ("Llama-3.1-70B's 8 KV heads read as 64 (MHA)", "models.toml", _set("models", "llama-3.1-70b", "n_kv_heads", 64)),
+    ("Llama-3.1-8B's 8 KV heads read as 32 (MHA)", "models.toml", _set("models", "llama-3.1-8b", "n_kv_heads", 32)),
+    ("Kimi K2 top-k 8 typed as 16", "models.toml", _set("models", "kimi-k2", "experts_per_token", 16)),
+    ("every model's layer count doubled (attention and MLP blocks counted as separate layers)", "models.toml",
+     _scale("models", None, "n_layers", 2)),
+    # systems.toml and deployments.toml: domains and links
+    ("NVL72's 1.8 TB/s bidirectional NVLink taken per direction (every system)", "systems.toml",
+     _scale("systems", None, "scale_up_bytes_per_s_per_package", 2)),
+    ("NVL144 counted in dies where packages were meant (every system doubles)", "systems.toml",
+     _scale("systems", None, "packages", 2)),
+    ("GB200 NVL72 counted in dies: 144 packages", "systems.toml", _set("systems", "gb200-nvl72", "packages", 144)),
+    ("HGX H100's NVLink 900 GB/s bidirectional taken per direction", "systems.toml",
+     _scale("systems", ["hgx-h100"], "scale_up_bytes_per_s_per_package", 2)),
+    ("GB200's 8 TB/s HBM taken per die, not per package (4 TB/s)", "systems.toml",
+     _set("systems", "gb200-nvl72", "hbm_bytes_per_s_per_package", 4e12)),
+    ("system scale-out 400 Gb/s read as 400 GB/s", "systems.toml",
+     _scale("systems", None, "scale_out_bytes_per_s_per_package", 8)),
+    ("system HBM bandwidth per package halved (a per-die figure taken per package)", "systems.toml",
+     _scale("systems", None, "hbm_bytes_per_s_per_package", 0.5)),
+    ("deployment link bandwidths bidirectional taken per direction", "deployments.toml",
+     _scale("deployments", None, "scale_out_bytes_per_s", 2)),
+    ("deployment GPU counts read per node instead of per deployment", "deployments.toml",
+     _scale("deployments", None, "gpus", 1 / 8)),
+    # training_runs.toml, pricing, studies
+    ("training tokens off by 10x (billions vs trillions slip)", "training_runs.toml",
+     _scale("runs", None, "tokens", 10)),
+    ("training tokens a tenth of the published count", "training_runs.toml", _scale("runs", None, "tokens", 0.1)),
+    ("long-context price tiers swapped (above-threshold price as the base)", "long_context_pricing.toml",
+     _tier_prices_swapped),
+    ("context windows read in KiB of tokens (x1.024) and thresholds dropped", "long_context_pricing.toml",
+     _scale("prices", None, "threshold_tokens", 0)),
+]
+
+# Claims whose checks rest only on a simulation or a measurement on this machine.
+NOT_CATALOG = {
+    12: "simulates a fixed-cadence batch schedule (schedule.simulate), no catalog number",
+    23: "measures a critical batch size on a toy regression (critical_batch), no catalog number",
+    37: "measures top-k attention's accuracy on random and structured data against the exact prediction",
+    38: "trains a digit classifier and attacks it; a cipher's avalanche, no catalog number",
+    39: "trains a reversible network and measures its memory, no catalog number",
+}
+
+
+def _clear_caches():
+    """Forget every catalog-derived cache (hardware, models, systems ...), keep the rest.
+
+    Only modules that read the catalogs (those that import ``_catalog``) are cleared: the
+    trained classifier of chapter 9 and compiled kernels stay cached, or each slip would
+    retrain them.
+    """
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("llmmath") or getattr(mod, "_catalog", None) is not _catalog:
+            continue
+        for attr in vars(mod).values():
+            if callable(attr) and hasattr(attr, "cache_clear"):
+                attr.cache_clear()
+
+
+@pytest.fixture
+def slipped(monkeypatch):
+    """``slipped(slips, fn)``: run ``fn()`` with the slips applied to copies of their catalogs, then restore."""
+    real_load = _catalog.load.__wrapped__
+
+    def run(slips, fn):
+        data = {}
+        for _name, filename, edit in slips:
+            data.setdefault(filename, copy.deepcopy(real_load(filename)))
+            edit(data[filename])
+        monkeypatch.setattr(_catalog, "load", lambda fname: data[fname] if fname in data else real_load(fname))
+        _clear_caches()
+        try:
+            return fn()
+        finally:
+            monkeypatch.undo()
+            _clear_caches()
+
+    return run
+
+
+def _trips(claim_id: int) -> tuple[bool, str]:
+    """Whether claim ``claim_id``'s check fails now: it raises ClaimCheckFailed (an assertion), or its
+    verdict word changes. An error the slip provokes elsewhere (a placement that no longer divides,
+    say) is not the check catching the mistake, and does not count."""
+    try:
+        v = claims.check(claim_id, quiet=True)
+    except AssertionError as e:  # claims.ClaimCheckFailed is one
+        return True, f"{type(e).__name__}: {str(e)[:120]}"
+    except (ValueError, KeyError, TypeError, ZeroDivisionError) as e:
+        return False, f"not a check failure: {type(e).__name__}: {str(e)[:120]}"
+    if v.verdict != _recorded()[claim_id]:
+        return True, f"verdict {v.verdict!r} instead of {_recorded()[claim_id]!r}"
+    return False, ""
+
+
+def test_the_slips_are_many_named_and_each_changes_its_catalog():
+    assert len(SLIPS) >= 15
+    assert len({s[0] for s in SLIPS}) == len(SLIPS)
+    for name, filename, edit in SLIPS:
+        before = _catalog.load.__wrapped__(filename)
+        after = copy.deepcopy(before)
+        edit(after)
+        assert after != before, f"slip {name!r} changes nothing in {filename}"
+
+
+# (That every check passes on the real catalogs is test_claims_answers.test_checks_return_their_recorded_verdicts.)
+
+
+CATALOG_CLAIMS = sorted(set(range(1, 41)) - set(NOT_CATALOG))
+
+# Checks known not to trip yet (they compare the library with itself or state an identity);
+# strict: the marker must go as soon as a check is rebuilt and trips.
+NOT_YET_FALSIFIABLE = {1, 6, 8, 21, 22, 24, 28, 29, 30}
+
+
+def _catalog_param(cid):
+    if cid in NOT_YET_FALSIFIABLE:
+        return pytest.param(cid, marks=pytest.mark.xfail(strict=True, reason="check not yet rebuilt on an "
+                                                                             "independent derivation"))
+    return cid
+
+
+@pytest.mark.parametrize("claim_id", [_catalog_param(c) for c in CATALOG_CLAIMS])
+def test_a_catalog_based_check_trips_on_a_realistic_slip(claim_id, slipped):
+    for slip in SLIPS:
+        tripped, _why = slipped([slip], lambda: _trips(claim_id))
+        if tripped:
+            return
+    pytest.fail(f"claim {claim_id}'s check passed under every one of the {len(SLIPS)} slips: it cannot fail on "
+                f"wrong data. Rebuild it on an independent derivation (a datasheet or paper figure, a hand "
+                f"derivation written in the check).")
+
+
+@pytest.mark.parametrize("claim_id", sorted(NOT_CATALOG))
+def test_simulation_and_measurement_claims_do_not_read_the_catalogs(claim_id, slipped):
+    tripped, why = slipped(SLIPS, lambda: _trips(claim_id))   # every slip at once
+    assert not tripped, (f"claim {claim_id} trips when the catalogs are slipped ({why}): it does read catalog "
+                         f"data, so move it from NOT_CATALOG to the catalog-based claims")
