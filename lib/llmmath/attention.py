@@ -33,7 +33,9 @@ further down, with the published parameters of NSA, DSA, MoBA and Quest in
 :data:`PUBLISHED`).
 
 All functions are pure, broadcast over NumPy arrays, take SI units (bytes,
-FLOPs, seconds) and return floats for scalar input.
+FLOPs, seconds) and return floats for scalar input. Array arguments whose shapes
+do not broadcast together, booleans given as numbers, and results beyond
+float64 are refused with a ValueError or TypeError naming the arguments.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import hardware, models
-from ._validate import non_negative, positive, positive_int, result
+from ._validate import at_least, broadcast, finite_result, flag, non_negative, positive, positive_int, result
 from .hardware import default_compute_dtype
 from .units import dtype_bytes
 
@@ -132,6 +134,7 @@ def bytes_per_cached_token(model, kv_dtype: str = "bf16", variant: str | None = 
     return float((m.kv_lora_rank + m.qk_rope_head_dim) * b)
 
 
+@finite_result
 def arithmetic_intensity(model, kv_dtype: str = "bf16", variant: str | None = None, heads_split: int = 1) -> float:
     """FLOPs per cache byte of decode attention, FLOP/byte.
 
@@ -158,6 +161,7 @@ def arithmetic_intensity(model, kv_dtype: str = "bf16", variant: str | None = No
     return f / by
 
 
+@finite_result
 def decode_attention_flops(model, context, variant: str | None = None):
     """FLOPs of one sequence's decode attention over ``context`` cached tokens, all layers.
 
@@ -169,6 +173,7 @@ def decode_attention_flops(model, context, variant: str | None = None):
     return result(m.n_layers * flops_per_cached_token(m, variant) * L)
 
 
+@finite_result
 def decode_attention_bytes(model, context, kv_dtype: str = "bf16", variant: str | None = None):
     """Cache bytes one sequence's decode step reads over ``context`` tokens, all layers (``L beta``)."""
     m = models.get(model)
@@ -176,6 +181,7 @@ def decode_attention_bytes(model, context, kv_dtype: str = "bf16", variant: str 
     return result(m.n_layers * bytes_per_cached_token(m, kv_dtype, variant) * L)
 
 
+@finite_result
 def memory_bound_margin(model, chip, kv_dtype: str = "bf16", variant: str | None = None,
                         compute_dtype: str = "bf16", heads_split: int = 1) -> float:
     """The chip's ridge F/W divided by decode attention's intensity.
@@ -199,6 +205,7 @@ def _slopes(model, chip, weight_dtype, kv_dtype, compute_dtype):
     return m, c, F, W, beta, a
 
 
+@finite_result(allow_inf=True)
 def kv_crossover_context(model, chip, kv_dtype: str = "bf16", weight_dtype: str = "bf16", compute_dtype=None) -> float:
     """L*: the context at which one more sequence adds as much KV-read time as compute time.
 
@@ -222,6 +229,7 @@ def kv_crossover_context(model, chip, kv_dtype: str = "bf16", weight_dtype: str 
     return float(2.0 * m.matmul_params_per_token / denom) if denom > 0 else float("inf")
 
 
+@finite_result(allow_inf=True)
 def crossover_context_at_batch(model, chip, batch, kv_dtype: str = "bf16", weight_dtype: str = "bf16",
                                compute_dtype=None):
     """Smallest context at which a decode step of ``batch`` sequences is memory-bound.
@@ -275,21 +283,25 @@ PUBLISHED = {
 }
 
 
+@finite_result
 def dense_kv_bytes(context, bytes_per_token):
     """Dense attention: every cached token is read, ``L * beta_layer`` bytes (linear in L)."""
-    return result(non_negative("context", context) * non_negative("bytes_per_token", bytes_per_token))
+    L, beta = broadcast(context=non_negative("context", context),
+                        bytes_per_token=non_negative("bytes_per_token", bytes_per_token))
+    return result(L * beta)
 
 
 def _topk(name, k, L, clip):
-    if not clip and np.any(k > L):
-        shape = np.broadcast(k, L).shape
-        mask = np.broadcast_to(k > L, shape)
-        kb, Lb = np.broadcast_to(k, shape)[mask].flat[0], np.broadcast_to(L, shape)[mask].flat[0]
+    """min(k, L), refusing k > L unless ``clip`` (k and L already broadcast together)."""
+    if not flag("clip", clip) and np.any(k > L):
+        mask = k > L
+        kb, Lb = k[mask].flat[0], L[mask].flat[0]
         raise ValueError(f"{name} = {kb:g} tokens is larger than the context {Lb:g}; top-k must be "
                          f"<= context (or pass clip=True to read all tokens of a short context)")
     return np.minimum(k, L)
 
 
+@finite_result
 def block_topk_kv_bytes(context, block_size, top_k_blocks, bytes_per_token, summary_bytes_per_block,
                         clip: bool = False):
     """Block top-k attention: scan one summary per block, then read the top-k blocks whole.
@@ -304,19 +316,27 @@ def block_topk_kv_bytes(context, block_size, top_k_blocks, bytes_per_token, summ
         ValueError: block_size < 1, top_k_blocks < 1, negative bytes, or
             ``k s > L`` (unless ``clip``: then all of a short context is read).
     """
-    L = non_negative("context", context)
-    s = positive("block_size", block_size)
+    return _block_topk(context, block_size, top_k_blocks, bytes_per_token, summary_bytes_per_block, clip,
+                       ("context", "block_size", "top_k_blocks", "bytes_per_token", "summary_bytes_per_block"))
+
+
+def _block_topk(context, block_size, top_k_blocks, bytes_per_token, summary_bytes_per_block, clip, names):
+    """:func:`block_topk_kv_bytes`, with the caller's argument ``names`` in every message."""
+    n_L, n_s, n_k, n_beta, n_sigma = names
+    L = non_negative(n_L, context)
+    s = positive(n_s, block_size)
     if np.any(s < 1):
-        raise ValueError(f"block_size must be >= 1 token, got {np.min(s):g}")
-    k = positive("top_k_blocks", top_k_blocks)
+        raise ValueError(f"{n_s} must be >= 1 token, got {np.min(s):g}")
+    k = positive(n_k, top_k_blocks)
     if np.any(k < 1):
-        raise ValueError(f"top_k_blocks must be >= 1, got {np.min(k):g}")
-    sel = _topk("top_k_blocks * block_size", k * s, L, clip)
-    sigma = non_negative("summary_bytes_per_block", summary_bytes_per_block)
-    beta = non_negative("bytes_per_token", bytes_per_token)
+        raise ValueError(f"{n_k} must be >= 1, got {np.min(k):g}")
+    L, s, k, beta, sigma = broadcast(**{n_L: L, n_s: s, n_k: k, n_beta: non_negative(n_beta, bytes_per_token),
+                                        n_sigma: non_negative(n_sigma, summary_bytes_per_block)})
+    sel = _topk(f"{n_k} * {n_s}", k * s, L, clip)
     return result(np.ceil(L / s) * sigma + sel * beta)
 
 
+@finite_result
 def block_topk_optimal(context, top_k_blocks, bytes_per_token, summary_bytes_per_block):
     """The block size that minimises :func:`block_topk_kv_bytes`, and the bytes it reads.
 
@@ -329,14 +349,15 @@ def block_topk_optimal(context, top_k_blocks, bytes_per_token, summary_bytes_per
     Raises:
         ValueError: non-positive inputs.
     """
-    L = positive("context", context)
-    k = positive("top_k_blocks", top_k_blocks)
-    beta = positive("bytes_per_token", bytes_per_token)
-    sigma = positive("summary_bytes_per_block", summary_bytes_per_block)
+    L, k, beta, sigma = broadcast(context=positive("context", context),
+                                  top_k_blocks=positive("top_k_blocks", top_k_blocks),
+                                  bytes_per_token=positive("bytes_per_token", bytes_per_token),
+                                  summary_bytes_per_block=positive("summary_bytes_per_block", summary_bytes_per_block))
     s = np.maximum(np.sqrt(L * sigma / (k * beta)), 1.0)
     return result(s), result(L * sigma / s + k * s * beta)
 
 
+@finite_result
 def indexer_topk_kv_bytes(context, top_k, bytes_per_token, indexer_bytes_per_token, clip: bool = False):
     """Fixed top-k tokens chosen by a cheap indexer (DeepSeek-V3.2's DSA).
 
@@ -351,12 +372,14 @@ def indexer_topk_kv_bytes(context, top_k, bytes_per_token, indexer_bytes_per_tok
     k = positive("top_k", top_k)
     if np.any(k < 1):
         raise ValueError(f"top_k must be >= 1 token, got {np.min(k):g}")
-    sel = _topk("top_k", k, L, clip)
     iota = non_negative("indexer_bytes_per_token", indexer_bytes_per_token)
-    beta = non_negative("bytes_per_token", bytes_per_token)
+    L, k, iota, beta = broadcast(context=L, top_k=k, indexer_bytes_per_token=iota,
+                                 bytes_per_token=non_negative("bytes_per_token", bytes_per_token))
+    sel = _topk("top_k", k, L, clip)
     return result(L * iota + sel * beta)
 
 
+@finite_result
 def nsa_kv_bytes(context, bytes_per_token, compress_stride=16, select_block=64, select_blocks=16, window=512):
     """Native Sparse Attention at decode, defaults from the paper (see :data:`PUBLISHED`).
 
@@ -367,16 +390,19 @@ def nsa_kv_bytes(context, bytes_per_token, compress_stride=16, select_block=64, 
     blocks and the window is not subtracted: an upper bound by at most ``w beta``.)
 
     Raises:
-        ValueError: non-positive sizes or negative bytes.
+        ValueError: a stride, block, block count or window below 1 token, negative bytes,
+            shapes that do not broadcast.
     """
-    L = non_negative("context", context)
-    beta = non_negative("bytes_per_token", bytes_per_token)
-    d = positive("compress_stride", compress_stride)
-    sel = positive("select_block", select_block) * positive("select_blocks", select_blocks)
-    w = positive("window", window)
-    return result((np.floor(L / d) + np.minimum(sel, L) + np.minimum(w, L)) * beta)
+    L, beta, d, lb, nb, w = broadcast(
+        context=non_negative("context", context), bytes_per_token=non_negative("bytes_per_token", bytes_per_token),
+        compress_stride=at_least("compress_stride", compress_stride, 1, "token"),
+        select_block=at_least("select_block", select_block, 1, "token"),
+        select_blocks=at_least("select_blocks", select_blocks, 1, "block"),
+        window=at_least("window", window, 1, "token"))
+    return result((np.floor(L / d) + np.minimum(lb * nb, L) + np.minimum(w, L)) * beta)
 
 
+@finite_result
 def quest_kv_bytes(context, bytes_per_token, key_bytes_per_token, token_budget=2048, page=16):
     """Quest at decode: scan a min and a max key per page, then load the top pages.
 
@@ -384,35 +410,46 @@ def quest_kv_bytes(context, bytes_per_token, key_bytes_per_token, token_budget=2
     ``2 key_bytes / page`` (1/16 of dense for K=V sizes and 16-token pages).
 
     Raises:
-        ValueError: page < 1, budget < 1, negative bytes.
+        ValueError: page < 1, budget < 1, negative bytes, shapes that do not broadcast.
     """
     L = non_negative("context", context)
     p = positive("page", page)
     if np.any(p < 1):
         raise ValueError(f"page must be >= 1 token, got {np.min(p):g}")
-    budget = positive("token_budget", token_budget)
-    kb = non_negative("key_bytes_per_token", key_bytes_per_token)
-    beta = non_negative("bytes_per_token", bytes_per_token)
+    L, p, budget, kb, beta = broadcast(
+        context=L, page=p, token_budget=at_least("token_budget", token_budget, 1, "token"),
+        key_bytes_per_token=non_negative("key_bytes_per_token", key_bytes_per_token),
+        bytes_per_token=non_negative("bytes_per_token", bytes_per_token))
     return result(np.ceil(L / p) * 2 * kb + np.minimum(budget, L) * beta)
 
 
+@finite_result
 def moba_kv_bytes(context, bytes_per_token, key_bytes_per_token, block=512, top_k=3):
     """MoBA at decode: score every block by its mean key, read the top-k blocks.
 
     :func:`block_topk_kv_bytes` with a summary of one key per block; selection
     capped at L. Defaults from the paper (see :data:`PUBLISHED`).
+
+    Raises:
+        ValueError: block or top_k below 1, negative bytes, shapes that do not broadcast
+            (each message names this function's own arguments).
     """
-    return block_topk_kv_bytes(context, block, top_k, bytes_per_token, key_bytes_per_token, clip=True)
+    return _block_topk(context, block, top_k, bytes_per_token, key_bytes_per_token, True,
+                       ("context", "block", "top_k", "bytes_per_token", "key_bytes_per_token"))
 
 
+@finite_result
 def loglog_slope(context, bytes_read):
     """d log(bytes) / d log(L) between consecutive points: 1 for linear growth, 0.5 for sqrt(L).
 
     Raises:
-        ValueError: fewer than 2 points, or non-positive values.
+        ValueError: fewer than 2 points, non-positive values, or repeated contexts.
     """
     L = positive("context", context)
     y = positive("bytes_read", bytes_read)
     if L.ndim != 1 or L.size < 2 or y.shape != L.shape:
-        raise ValueError(f"need two 1-d arrays of equal length >= 2, got shapes {L.shape} and {y.shape}")
+        raise ValueError(f"context and bytes_read: need two 1-d arrays of equal length >= 2, got shapes {L.shape} "
+                         f"and {y.shape}")
+    if np.any(np.diff(L) == 0):
+        raise ValueError("context must hold distinct values (a slope between two equal contexts is undefined)")
     return np.diff(np.log(y)) / np.diff(np.log(L))

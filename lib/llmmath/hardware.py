@@ -16,11 +16,13 @@ so that every formula can be evaluated against it too.
 from __future__ import annotations
 
 import dataclasses
+import math
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Mapping
 
 from . import _catalog
+from ._validate import non_negative_int, positive, positive_int, scalar
 from .units import DTYPE_BYTES, dtype_bytes
 
 __all__ = ["Chip", "get", "names", "catalog", "System", "systems", "system"]
@@ -63,6 +65,28 @@ class Chip:
     note: str = ""
     unverified: tuple[str, ...] = ()
 
+    def __post_init__(self):
+        """Validate every field (also on :func:`dataclasses.replace`)."""
+        key = _check_strings(self, ("key", "name", "vendor", "generation", "scale_up_name", "scale_out_name",
+                                    "hbm_type", "note"))
+        with _prefixed(key):
+            object.__setattr__(self, "year", non_negative_int("year", self.year))
+            peaks = self.peak_flops_per_s
+            if not hasattr(peaks, "items"):
+                raise TypeError(f"peak_flops_per_s must be a mapping dtype -> FLOP/s, got {peaks!r}")
+            unknown = [k for k in peaks if k not in DTYPE_BYTES]
+            if unknown:
+                raise KeyError(f"peak_flops_per_s has unknown dtypes {unknown}; allowed: {', '.join(DTYPE_BYTES)}")
+            checked = {k: float(positive(f"peak_flops_per_s[{k!r}]", scalar(f"peak_flops_per_s[{k!r}]", v)))
+                       for k, v in peaks.items()}
+            object.__setattr__(self, "peak_flops_per_s", MappingProxyType(checked))
+            object.__setattr__(self, "hbm_bytes", _number("hbm_bytes", self.hbm_bytes, minimum=0.0))
+            object.__setattr__(self, "hbm_bytes_per_s", _number("hbm_bytes_per_s", self.hbm_bytes_per_s))
+            for f in ("scale_up_bytes_per_s", "scale_out_bytes_per_s", "tdp_watts"):
+                object.__setattr__(self, f, _number(f, getattr(self, f), minimum=0.0, unknown=True))
+            for f in ("scale_up_domain", "scale_up_domain_dies"):
+                object.__setattr__(self, f, positive_int(f, getattr(self, f)))
+
     def flops_per_s(self, dtype: str = "bf16") -> float:
         """Dense peak FLOP/s at ``dtype``.
 
@@ -99,6 +123,43 @@ class Chip:
         return f"Chip({self.key!r})"
 
 
+class _prefixed:
+    """Prefix the message of a TypeError/ValueError/KeyError raised inside with ``key: ``."""
+
+    def __init__(self, key: str):
+        self.key = key
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type in (TypeError, ValueError, KeyError):
+            msg = exc.args[0] if exc.args else ""
+            raise exc_type(f"{self.key}: {msg}") from None
+        return False
+
+
+def _check_strings(obj, fields) -> str:
+    key = obj.key if isinstance(obj.key, str) else repr(obj.key)
+    for f in fields:
+        if not isinstance(getattr(obj, f), str):
+            raise TypeError(f"{key}: {f} must be a string, got {getattr(obj, f)!r}")
+    return key
+
+
+def _number(name: str, value, minimum: float | None = None, unknown: bool = False) -> float:
+    """A finite float > 0 (or >= ``minimum``); NaN too where ``unknown`` (no published figure)."""
+    v = scalar(name, value, finite=False)
+    if unknown and math.isnan(v):
+        return v
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite{' (or NaN: unknown)' if unknown else ''}, got {v!r}")
+    if (v < minimum) if minimum is not None else (v <= 0):
+        raise ValueError(f"{name} must be {'>= ' + format(minimum, 'g') if minimum is not None else '> 0'}"
+                         f"{' (or NaN: unknown)' if unknown else ''}, got {v!r}")
+    return v
+
+
 def default_compute_dtype(chip: Chip, weight_dtype: str) -> str:
     """The matmul precision used for ``weight_dtype`` weights on ``chip``.
 
@@ -106,6 +167,7 @@ def default_compute_dtype(chip: Chip, weight_dtype: str) -> str:
     otherwise (fp8 weights on an A100, fp4 on an H100) they are upcast and the
     matmul runs at bf16, or at fp32 if the chip has no bf16 (a CPU).
     """
+    chip = get(chip)
     dtype_bytes(weight_dtype)
     if weight_dtype in chip.peak_flops_per_s:
         return weight_dtype
@@ -179,6 +241,18 @@ class System:
     note: str = ""
     unverified: tuple[str, ...] = ()
     superseded_by: str = ""  # an announcement later shipped as another entry: leave it out of statistics
+
+    def __post_init__(self):
+        """Validate every field (also on :func:`dataclasses.replace`); NaN marks an unpublished figure."""
+        key = _check_strings(self, ("key", "name", "vendor", "chip", "scale_up_name", "scale_out_name", "note",
+                                    "superseded_by"))
+        with _prefixed(key):
+            object.__setattr__(self, "year", non_negative_int("year", self.year))
+            for f in ("packages", "dies", "marketing_count"):
+                object.__setattr__(self, f, positive_int(f, getattr(self, f)))
+            for f in ("hbm_bytes_per_package", "hbm_bytes_per_s_per_package", "scale_up_bytes_per_s_per_package",
+                      "scale_out_bytes_per_s_per_package", "bf16_flops_per_s_per_package"):
+                object.__setattr__(self, f, _number(f, getattr(self, f), unknown=True))
 
     @property
     def hbm_bytes(self) -> float:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import hardware, models
-from ._validate import positive, positive_int, result
+from ._validate import broadcast, finite_result, flag, positive, positive_int, result
 from .hardware import default_compute_dtype
 
 __all__ = ["activation_bytes_per_layer", "kv_read_vs_recompute_s"]
@@ -33,6 +33,7 @@ __all__ = ["activation_bytes_per_layer", "kv_read_vs_recompute_s"]
 RECOMPUTE_MODES = ("none", "selective", "full")
 
 
+@finite_result
 def activation_bytes_per_layer(seq_len, batch, d_model, n_heads, tensor_parallel: int = 1,
                                sequence_parallel: bool = False, recompute: str = "none"):
     """Bytes of activations one transformer layer keeps for the backward pass (Korthikanti et al. 2022).
@@ -48,13 +49,16 @@ def activation_bytes_per_layer(seq_len, batch, d_model, n_heads, tensor_parallel
             drops the ``5 a s^2 b`` term) or ``"full"`` (keep only each layer's input).
 
     Raises:
-        ValueError: non-positive sizes, unknown ``recompute`` (allowed: none, selective, full).
+        ValueError: non-positive sizes, unknown ``recompute`` (allowed: none, selective, full),
+            seq_len and batch shapes that do not broadcast.
+        TypeError: a non-boolean ``sequence_parallel``; a boolean where a size is expected.
     """
     if recompute not in RECOMPUTE_MODES:
         raise ValueError(f"recompute must be one of {RECOMPUTE_MODES}, got {recompute!r}")
-    s, b = positive("seq_len", seq_len), positive("batch", batch)
+    s, b = broadcast(seq_len=positive("seq_len", seq_len), batch=positive("batch", batch))
     h, a = positive_int("d_model", d_model), positive_int("n_heads", n_heads)
     t = positive_int("tensor_parallel", tensor_parallel)
+    sequence_parallel = flag("sequence_parallel", sequence_parallel)
     sbh = s * b * h
     if recompute == "full":
         return result(2.0 * sbh / (t if sequence_parallel else 1))
@@ -63,6 +67,7 @@ def activation_bytes_per_layer(seq_len, batch, d_model, n_heads, tensor_parallel
     return result(sbh * (linear + scores))
 
 
+@finite_result
 def kv_read_vs_recompute_s(model, chip, context=0, weight_dtype: str = "bf16", kv_dtype: str = "bf16"):
     """``(read_s, recompute_s)`` for one cached token, on one chip at its roofline.
 

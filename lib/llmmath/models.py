@@ -30,10 +30,18 @@ from typing import Mapping
 import numpy as np
 
 from . import _catalog
-from ._validate import non_negative, positive, result
+from ._validate import finite_result, non_negative, non_negative_int, positive, positive_int, result, scalar
 from .units import dtype_bytes
 
 __all__ = ["Model", "get", "names", "catalog"]
+
+_STR_FIELDS = ("key", "name", "norm", "pos_embedding", "source", "published_total_source", "note")
+_BOOL_FIELDS = ("gated_mlp", "tied_embeddings", "qk_norm", "attn_bias", "qkv_bias", "mlp_bias", "attn_sinks",
+                "router_bias")
+_INT_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab", "max_context",
+               "n_experts", "experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers",
+               "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+_POSITIVE_FIELDS = ("n_layers", "d_model", "n_heads", "head_dim", "vocab")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,22 +89,68 @@ class Model:
     note: str = ""
 
     def __post_init__(self):
-        for f in ("n_layers", "d_model", "n_heads", "head_dim", "vocab"):
-            if getattr(self, f) < 1:
-                raise ValueError(f"{self.key}: {f} must be >= 1, got {getattr(self, f)}")
+        """Validate every field (also on :func:`dataclasses.replace`); whole floats become ints."""
+        key = self.key if isinstance(self.key, str) else repr(self.key)
+        for f in _STR_FIELDS:
+            if not isinstance(getattr(self, f), str):
+                raise TypeError(f"{key}: {f} must be a string, got {getattr(self, f)!r}")
+        for f in _BOOL_FIELDS:
+            v = getattr(self, f)
+            if not isinstance(v, (bool, np.bool_)):
+                raise TypeError(f"{key}: {f} must be True or False, got {v!r}")
+            object.__setattr__(self, f, bool(v))
+        for f in _INT_FIELDS:
+            lo = 1 if f in _POSITIVE_FIELDS else 0
+            try:
+                v = (positive_int if lo else non_negative_int)(f, getattr(self, f))
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"{key}: {e}") from None
+            object.__setattr__(self, f, v)
+        for f in ("published_total_params", "published_active_params"):  # 0: not published
+            try:
+                v = float(non_negative(f, scalar(f, getattr(self, f))))
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"{key}: {e}") from None
+            object.__setattr__(self, f, v if v != int(v) else int(v))
         if self.norm not in ("rmsnorm", "layernorm"):
-            raise ValueError(f"{self.key}: norm must be 'rmsnorm' or 'layernorm', got {self.norm!r}")
+            raise ValueError(f"{key}: norm must be 'rmsnorm' or 'layernorm', got {self.norm!r}")
         if self.pos_embedding not in ("rope", "learned"):
-            raise ValueError(f"{self.key}: pos_embedding must be 'rope' or 'learned', got {self.pos_embedding!r}")
-        if self.n_experts and not (1 <= self.experts_per_token <= self.n_experts):
-            raise ValueError(
-                f"{self.key}: experts_per_token must be between 1 and n_experts={self.n_experts}, "
-                f"got {self.experts_per_token}"
-            )
-        if not self.is_mla and self.n_kv_heads < 1:
-            raise ValueError(f"{self.key}: n_kv_heads must be >= 1, got {self.n_kv_heads}")
-        if not self.is_mla and self.n_heads % self.n_kv_heads:
-            raise ValueError(f"{self.key}: n_heads={self.n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}")
+            raise ValueError(f"{key}: pos_embedding must be 'rope' or 'learned', got {self.pos_embedding!r}")
+        if self.pos_embedding == "learned" and self.max_context < 1:
+            raise ValueError(f"{key}: max_context must be >= 1 with learned positions (it sizes the "
+                             f"position table), got {self.max_context}")
+        if self.n_experts:
+            if not 1 <= self.experts_per_token <= self.n_experts:
+                raise ValueError(
+                    f"{key}: experts_per_token must be between 1 and n_experts={self.n_experts}, "
+                    f"got {self.experts_per_token}"
+                )
+            if self.d_ff_expert < 1:
+                raise ValueError(f"{key}: d_ff_expert must be >= 1 in a mixture of experts "
+                                 f"(n_experts={self.n_experts}), got {self.d_ff_expert}")
+            if self.n_dense_layers >= self.n_layers:
+                raise ValueError(f"{key}: n_dense_layers must be between 0 and n_layers - 1 = "
+                                 f"{self.n_layers - 1} (at least one MoE layer), got {self.n_dense_layers}")
+        else:
+            for f in ("experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers", "router_bias"):
+                if getattr(self, f):
+                    raise ValueError(f"{key}: {f} must be 0 (False) in a dense model (n_experts=0), "
+                                     f"got {getattr(self, f)!r}; set n_experts for a mixture of experts")
+        if (not self.n_experts or self.n_dense_layers) and self.d_ff < 1:
+            raise ValueError(f"{key}: d_ff must be >= 1 (the dense MLP width"
+                             f"{'' if not self.n_experts else ' of the ' + str(self.n_dense_layers) + ' dense layers'})"
+                             f", got {self.d_ff}")
+        if self.is_mla:
+            if self.qk_nope_head_dim + self.qk_rope_head_dim < 1 or self.v_head_dim < 1:
+                raise ValueError(f"{key}: latent attention (kv_lora_rank={self.kv_lora_rank}) needs "
+                                 f"qk_nope_head_dim + qk_rope_head_dim >= 1 and v_head_dim >= 1, got "
+                                 f"{self.qk_nope_head_dim}, {self.qk_rope_head_dim} and {self.v_head_dim}")
+        else:
+            if self.n_kv_heads < 1:
+                raise ValueError(f"{key}: n_kv_heads must be >= 1, got {self.n_kv_heads}")
+            if self.n_heads % self.n_kv_heads:
+                raise ValueError(f"{key}: n_heads={self.n_heads} is not a multiple of n_kv_heads={self.n_kv_heads}"
+                                 f"; allowed n_kv_heads: the divisors of n_heads")
 
     # ---- structure -------------------------------------------------------
     @property
@@ -148,7 +202,8 @@ class Model:
         return n
 
     def mlp_params(self, d_ff: int) -> int:
-        """One MLP (or one expert) of width ``d_ff``."""
+        """One MLP (or one expert) of width ``d_ff`` (a whole number >= 0)."""
+        d_ff = non_negative_int("d_ff", d_ff)
         d = self.d_model
         if self.gated_mlp:
             return 3 * d * d_ff + ((2 * d_ff + d) if self.mlp_bias else 0)
@@ -217,6 +272,7 @@ class Model:
         return self.active_params - lookup
 
     # ---- per-token FLOPs and bytes -------------------------------------------
+    @finite_result
     def attention_flops_per_token(self, context) -> float | np.ndarray:
         """FLOPs of the context-dependent part of attention for one new token.
 
@@ -233,6 +289,7 @@ class Model:
             per_pos = 4 * self.n_heads * self.head_dim
         return result(self.n_layers * per_pos * L)
 
+    @finite_result
     def flops_per_token(self, context=0) -> float | np.ndarray:
         """Forward FLOPs of one token: ``2 * matmul_params_per_token`` + attention over ``context``."""
         return result(2.0 * self.matmul_params_per_token + self.attention_flops_per_token(context))
@@ -249,6 +306,7 @@ class Model:
             return self.n_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * b
         return 2.0 * self.n_layers * self.n_kv_heads * self.head_dim * b
 
+    @finite_result
     def expected_params_read(self, batch) -> float | np.ndarray:
         """Weights one decode step must read from HBM for ``batch`` tokens.
 
@@ -256,7 +314,8 @@ class Model:
         lookup reads only ``batch`` rows. Each routed expert is read if at least
         one token picks it; with uniform routing the chance an expert is missed
         by all ``B`` tokens is ``(1 - k/E)^B``, so the expected fraction read is
-        ``1 - (1 - k/E)^B`` -> 1 once ``B >> E/k``.
+        ``1 - (1 - k/E)^B`` -> 1 once ``B >> E/k``. Returns an array shaped like
+        ``batch`` (a float for a scalar), for dense and MoE models alike.
         """
         B = positive("batch", batch)
         lookup = self.embedding_params if not self.tied_embeddings else 0
@@ -268,7 +327,7 @@ class Model:
             experts = all_experts * frac
         else:
             experts = 0.0
-        return result(dense + rows + experts)
+        return result(np.broadcast_to(dense + rows + experts, B.shape))
 
     @property
     def weights_read_params(self) -> int:

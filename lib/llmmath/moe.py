@@ -34,7 +34,7 @@ from typing import Sequence
 import numpy as np
 
 from . import kernels, models
-from ._validate import positive, positive_int, result
+from ._validate import finite_result, flag, non_negative_int, positive, positive_int, result, scalar, whole
 
 __all__ = [
     "expected_tokens_per_expert", "expected_experts_touched", "expert_balance_batch", "sparsities",
@@ -51,6 +51,7 @@ def _experts(n_experts, top_k):
     return E, k
 
 
+@finite_result
 def expected_tokens_per_expert(batch, n_experts: int, top_k: int):
     """Mean tokens each routed expert receives in one step: ``B k / E`` (uniform routing).
 
@@ -65,6 +66,7 @@ def expected_tokens_per_expert(batch, n_experts: int, top_k: int):
     return result(positive("batch", batch) * k / E)
 
 
+@finite_result
 def expected_experts_touched(batch, n_experts: int, top_k: int):
     """Expected number of distinct experts that at least one of ``B`` tokens picks: ``E (1 - (1 - k/E)^B)``.
 
@@ -79,6 +81,7 @@ def expected_experts_touched(batch, n_experts: int, top_k: int):
     return result(E * (1.0 - (1.0 - k / E) ** B))
 
 
+@finite_result
 def expert_balance_batch(balance_ratio, n_experts: int, top_k: int):
     """Batch at which each routed expert's matmul becomes compute-bound: ``R E / k``.
 
@@ -132,7 +135,7 @@ def route_uniform(batch: int, n_experts: int, top_k: int, seed: int = 0, xp=np):
     """
     B = positive_int("batch", batch)
     E, k = _experts(n_experts, top_k)
-    rng = xp.random.default_rng(seed)
+    rng = xp.random.default_rng(non_negative_int("seed", seed))
     scores = rng.random((B, E), dtype=xp.float32)
     if k == E:
         return xp.broadcast_to(xp.arange(E), (B, E)).copy()
@@ -142,10 +145,22 @@ def route_uniform(batch: int, n_experts: int, top_k: int, seed: int = 0, xp=np):
 def tokens_per_expert(assign, n_experts: int):
     """How many tokens each expert received: ``bincount`` of an assignment ``(B, k)`` -> ``(E,)`` ints."""
     E = positive_int("n_experts", n_experts)
+    assign = _ids("assign", assign, E)
     xp = _xp_of(assign)
-    if assign.size and (int(assign.min()) < 0 or int(assign.max()) >= E):
-        raise ValueError(f"assign holds expert ids outside 0..{E - 1}")
     return xp.bincount(assign.ravel(), minlength=E)
+
+
+def _ids(name, assign, E):
+    """``assign`` as an integer array (NumPy or CuPy) of expert ids in 0..E-1, else a clear error."""
+    if _xp_of(assign) is np:
+        if isinstance(assign, (bool, np.bool_, str, bytes)) or assign is None:
+            raise TypeError(f"{name} must be an integer array of expert ids, got {assign!r}")
+        assign = np.asarray(assign)
+    if assign.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be an integer array of expert ids (0..{E - 1}), got dtype {assign.dtype}")
+    if assign.size and (int(assign.min()) < 0 or int(assign.max()) >= E):
+        raise ValueError(f"{name} holds expert ids outside 0..{E - 1}")
+    return assign
 
 
 def _xp_of(a):
@@ -177,14 +192,23 @@ def grouped_expert_matmul(x, assign, w_up, w_down, method: str = "loop"):
         ValueError: mismatched shapes or an unknown method.
     """
     xp = _xp_of(x)
+    if xp is np:  # lists and other array-likes; CuPy arrays stay on the device
+        named = {"x": x, "w_up": w_up, "w_down": w_down}
+        for name, a in named.items():
+            if isinstance(a, (bool, np.bool_, str, bytes)) or a is None or np.asarray(a).dtype.kind != "f":
+                raise TypeError(f"{name} must be a float array, got {a!r}"[:200])
+        x, w_up, w_down = (np.asarray(a) for a in named.values())
+        assign = np.asarray(assign)
     if x.ndim != 2 or assign.ndim != 2 or w_up.ndim != 3 or w_down.ndim != 3:
         raise ValueError("need x (B, d), assign (B, k), w_up (E, d, f), w_down (E, f, d)")
     B, d = x.shape
     E, d2, f = w_up.shape
     if d2 != d or w_down.shape != (E, f, d) or assign.shape[0] != B:
-        raise ValueError(f"shape mismatch: x {x.shape}, assign {assign.shape}, w_up {w_up.shape}, w_down {w_down.shape}")
+        raise ValueError(f"shape mismatch: x {x.shape}, assign {assign.shape}, w_up {w_up.shape}, "
+                         f"w_down {w_down.shape}")
     if method not in ("loop", "padded"):
         raise ValueError(f"method must be 'loop' or 'padded', got {method!r}")
+    assign = _ids("assign", assign, E)
     k = assign.shape[1]
     flat = assign.ravel()
     order = xp.argsort(flat, kind="stable")
@@ -223,6 +247,13 @@ def moe_reference(x, assign, w_up, w_down) -> np.ndarray:
     """The same layer in float64 NumPy, token by token (slow; for checking small cases)."""
     x, assign = np.asarray(x, dtype=np.float64), np.asarray(assign)
     w_up, w_down = np.asarray(w_up, dtype=np.float64), np.asarray(w_down, dtype=np.float64)
+    if x.ndim != 2 or assign.ndim != 2 or w_up.ndim != 3 or w_down.ndim != 3:
+        raise ValueError("need x (B, d), assign (B, k), w_up (E, d, f), w_down (E, f, d)")
+    E, d, f = w_up.shape
+    if x.shape[1] != d or w_down.shape != (E, f, d) or assign.shape[0] != x.shape[0]:
+        raise ValueError(f"shape mismatch: x {x.shape}, assign {assign.shape}, w_up {w_up.shape}, "
+                         f"w_down {w_down.shape}")
+    assign = _ids("assign", assign, E)
     B, k = assign.shape
     y = np.zeros_like(x)
     for j in range(k):
@@ -325,19 +356,29 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     """
     be = be or kernels.backend()
     dflt = default_moe_sizes(be)
-    E = positive_int("n_experts", n_experts or dflt["n_experts"])
-    k = positive_int("top_k", top_k or dflt["top_k"])
+    pick = lambda v, key: dflt[key] if v is None else v  # noqa: E731  (0 is an error, not "the default")
+    E = positive_int("n_experts", pick(n_experts, "n_experts"))
+    k = positive_int("top_k", pick(top_k, "top_k"))
     _experts(E, k)
-    d = positive_int("d_model", d_model or dflt["d_model"])
-    f = positive_int("d_ff", d_ff or dflt["d_ff"])
-    dtype = dtype or dflt["dtype"]
+    d = positive_int("d_model", pick(d_model, "d_model"))
+    f = positive_int("d_ff", pick(d_ff, "d_ff"))
+    dtype = pick(dtype, "dtype")
     if dtype not in ("fp32", "fp16"):
         raise ValueError(f"dtype must be 'fp32' or 'fp16', got {dtype!r}")
     if method not in ("loop", "padded"):
         raise ValueError(f"method must be 'loop' or 'padded', got {method!r}")
-    batches = np.asarray(list(batches if batches is not None else dflt["batches"]), dtype=np.int64)
-    if batches.size == 0 or (batches < 1).any():
-        raise ValueError(f"batches must all be >= 1, got {batches.tolist()}")
+    batches = whole("batches", list(batches) if batches is not None else dflt["batches"], 1)
+    if batches.ndim != 1 or batches.size == 0:
+        raise ValueError(f"batches must be a non-empty list of whole numbers >= 1, got {batches.tolist()}")
+    batches = batches.astype(np.int64)
+    if flops_per_s is not None:
+        flops_per_s = float(positive("flops_per_s", scalar("flops_per_s", flops_per_s)))
+    if bytes_per_s is not None:
+        bytes_per_s = float(positive("bytes_per_s", scalar("bytes_per_s", bytes_per_s)))
+    if repeats is not None:
+        repeats = positive_int("repeats", repeats)
+    seed = non_negative_int("seed", seed)
+    progress = flag("progress", progress)
     probe = kernels.CeilingProbe((dtype,), be=be) if flops_per_s is None or bytes_per_s is None else None
     repeats = repeats or (10 if be.is_gpu else 3)
     b = 4.0 if dtype == "fp32" else 2.0

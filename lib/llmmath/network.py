@@ -18,14 +18,16 @@ all-to-all (pairwise)         ``(p-1) alpha + (p-1)/p * n / beta``
 
 ``n`` is always the size of one rank's whole buffer: the full vector for
 all-reduce, the gathered result for all-gather, one rank's send buffer for
-all-to-all. All functions broadcast over ``n_bytes`` arrays.
+all-to-all. All functions broadcast over ``n_bytes``, bandwidth and latency
+arrays; shapes that do not broadcast together, and results beyond float64, are
+refused with a ValueError naming the arguments.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._validate import non_negative, positive, positive_int, result
+from ._validate import broadcast, finite_result, flag, in_range, non_negative, positive, positive_int, result
 
 __all__ = [
     "all_reduce_time_s", "all_gather_time_s", "reduce_scatter_time_s", "all_to_all_time_s",
@@ -39,23 +41,26 @@ def _link(bytes_per_s, latency_s):
     return positive("bytes_per_s", bytes_per_s), non_negative("latency_s", latency_s)
 
 
+@finite_result
 def all_gather_time_s(n_bytes, n_ranks: int, bytes_per_s, latency_s=0.0):
     """Ring all-gather of a result of ``n_bytes`` over ``n_ranks`` ranks (seconds).
 
     Raises:
         ValueError: negative bytes, ``n_ranks`` < 1, bandwidth <= 0, negative latency.
     """
-    n = non_negative("n_bytes", n_bytes)
     p = positive_int("n_ranks", n_ranks)
     beta, alpha = _link(bytes_per_s, latency_s)
+    n, beta, alpha = broadcast(n_bytes=non_negative("n_bytes", n_bytes), bytes_per_s=beta, latency_s=alpha)
     return result((p - 1) * alpha + (p - 1) / p * n / beta)
 
 
+@finite_result
 def reduce_scatter_time_s(n_bytes, n_ranks: int, bytes_per_s, latency_s=0.0):
     """Ring reduce-scatter of a vector of ``n_bytes`` (each rank keeps 1/p of the sum), seconds."""
     return all_gather_time_s(n_bytes, n_ranks, bytes_per_s, latency_s)
 
 
+@finite_result
 def all_reduce_time_s(n_bytes, n_ranks: int, bytes_per_s, latency_s=0.0, algorithm: str = "ring",
                       reduce_bytes_per_s=None):
     """All-reduce of a vector of ``n_bytes`` over ``n_ranks`` ranks (seconds).
@@ -71,14 +76,17 @@ def all_reduce_time_s(n_bytes, n_ranks: int, bytes_per_s, latency_s=0.0, algorit
     """
     if algorithm not in ALL_REDUCE_ALGORITHMS:
         raise ValueError(f"algorithm must be one of {ALL_REDUCE_ALGORITHMS}, got {algorithm!r}")
-    n = non_negative("n_bytes", n_bytes)
     p = positive_int("n_ranks", n_ranks)
     beta, alpha = _link(bytes_per_s, latency_s)
+    gamma = np.inf if reduce_bytes_per_s is None else positive("reduce_bytes_per_s", reduce_bytes_per_s)
+    n, beta, alpha, gamma = broadcast(n_bytes=non_negative("n_bytes", n_bytes), bytes_per_s=beta, latency_s=alpha,
+                                      reduce_bytes_per_s=gamma)
     steps = 2 * (p - 1) if algorithm == "ring" else 2 * np.ceil(np.log2(p))
-    compute = 0.0 if reduce_bytes_per_s is None else (p - 1) / p * n / positive("reduce_bytes_per_s", reduce_bytes_per_s)
+    compute = (p - 1) / p * n / gamma  # 0 without a reduce rate (gamma = inf)
     return result(steps * alpha + 2 * (p - 1) / p * n / beta + compute)
 
 
+@finite_result
 def all_to_all_time_s(n_bytes, n_ranks: int, bytes_per_s, latency_s=0.0, fraction_out_of_domain=0.0,
                       scale_out_bytes_per_s=None):
     """All-to-all where each rank sends ``n_bytes`` in total, spread evenly over all ranks (seconds).
@@ -95,19 +103,20 @@ def all_to_all_time_s(n_bytes, n_ranks: int, bytes_per_s, latency_s=0.0, fractio
     Raises:
         ValueError: ``f`` outside [0, 1], or ``f > 0`` without ``scale_out_bytes_per_s``.
     """
-    n = non_negative("n_bytes", n_bytes)
     p = positive_int("n_ranks", n_ranks)
     beta, alpha = _link(bytes_per_s, latency_s)
-    f = non_negative("fraction_out_of_domain", fraction_out_of_domain)
-    if np.any(f > 1):
-        raise ValueError(f"fraction_out_of_domain must be in [0, 1], got {fraction_out_of_domain!r}")
-    sent = (p - 1) / p * n
+    f = in_range("fraction_out_of_domain", fraction_out_of_domain, 0.0, 1.0)
     if np.any(f > 0):
         if scale_out_bytes_per_s is None:
             raise ValueError("fraction_out_of_domain > 0 needs scale_out_bytes_per_s (the slower link's bandwidth)")
         beta_out = positive("scale_out_bytes_per_s", scale_out_bytes_per_s)
-        return result((p - 1) * alpha + np.maximum((1 - f) * sent / beta, f * sent / beta_out))
-    return result((p - 1) * alpha + sent / beta)
+    else:  # nothing leaves the domain: the scale-out link, if given, carries nothing
+        beta_out = 1.0 if scale_out_bytes_per_s is None else positive("scale_out_bytes_per_s", scale_out_bytes_per_s)
+    n, beta, alpha, f, beta_out = broadcast(n_bytes=non_negative("n_bytes", n_bytes), bytes_per_s=beta,
+                                            latency_s=alpha, fraction_out_of_domain=f,
+                                            scale_out_bytes_per_s=beta_out)
+    sent = (p - 1) / p * n
+    return result((p - 1) * alpha + np.maximum((1 - f) * sent / beta, f * sent / beta_out))
 
 
 def fit_alpha_beta(n_bytes, time_s):
@@ -121,10 +130,15 @@ def fit_alpha_beta(n_bytes, time_s):
         ValueError: fewer than 2 points, mismatched shapes, or a fit whose slope is
             not positive (the times do not grow with size: bandwidth undefined).
     """
-    n = non_negative("n_bytes", n_bytes).ravel()
-    t = positive("time_s", time_s).ravel()
-    if n.shape != t.shape or n.size < 2 or np.unique(n).size < 2:
-        raise ValueError(f"need >= 2 distinct sizes with one time each, got {n.size} sizes and {t.size} times")
+    n = non_negative("n_bytes", n_bytes)
+    t = positive("time_s", time_s)
+    if n.shape != t.shape:
+        raise ValueError(f"n_bytes and time_s must have the same shape (one time per size), got n_bytes of shape "
+                         f"{n.shape} and time_s of shape {t.shape}")
+    n, t = n.ravel(), t.ravel()
+    if n.size < 2 or np.unique(n).size < 2:
+        raise ValueError(f"n_bytes must hold >= 2 distinct sizes (with one time_s each) to fit two constants, "
+                         f"got {n.size} sizes of which {np.unique(n).size} distinct")
     A = np.stack([np.ones_like(n), n], axis=1)
     w = 1.0 / t  # relative error weighting: small and large messages count alike
     (alpha, inv_beta), *_ = np.linalg.lstsq(A * w[:, None], t * w, rcond=None)
@@ -133,6 +147,7 @@ def fit_alpha_beta(n_bytes, time_s):
     return float(max(alpha, 0.0)), float(1.0 / inv_beta)
 
 
+@finite_result
 def moe_all_to_all_bytes_per_token(d_model: int, experts_per_token: int, ep: int,
                                    dispatch_bytes: float = 1.0, combine_bytes: float = 2.0):
     """Bytes one token sends over the expert-parallel all-to-all in one MoE layer.
@@ -147,10 +162,12 @@ def moe_all_to_all_bytes_per_token(d_model: int, experts_per_token: int, ep: int
     d = positive_int("d_model", d_model)
     k = positive_int("experts_per_token", experts_per_token)
     e = positive_int("ep", ep)
-    b = positive("dispatch_bytes", dispatch_bytes) + positive("combine_bytes", combine_bytes)
-    return result(k * d * b * (e - 1) / e)
+    b_d, b_c = broadcast(dispatch_bytes=positive("dispatch_bytes", dispatch_bytes),
+                         combine_bytes=positive("combine_bytes", combine_bytes))
+    return result(k * d * (b_d + b_c) * (e - 1) / e)
 
 
+@finite_result
 def expert_flops_per_all_to_all_byte(d_ff_expert: int, gated: bool = True,
                                      dispatch_bytes: float = 1.0, combine_bytes: float = 2.0):
     """Expert FLOPs done per byte of all-to-all traffic (FLOP/byte), independent of d_model and k.
@@ -161,5 +178,6 @@ def expert_flops_per_all_to_all_byte(d_ff_expert: int, gated: bool = True,
     FLOP/s per link byte/s: above it the experts, not the link, set the pace.
     """
     f = positive_int("d_ff_expert", d_ff_expert)
-    b = positive("dispatch_bytes", dispatch_bytes) + positive("combine_bytes", combine_bytes)
-    return result((6.0 if gated else 4.0) * f / b)
+    b_d, b_c = broadcast(dispatch_bytes=positive("dispatch_bytes", dispatch_bytes),
+                         combine_bytes=positive("combine_bytes", combine_bytes))
+    return result((6.0 if flag("gated", gated) else 4.0) * f / (b_d + b_c))

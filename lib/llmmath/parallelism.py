@@ -22,7 +22,8 @@ import dataclasses
 import numpy as np
 
 from . import _catalog, hardware, models, network, serving
-from ._validate import non_negative, positive, positive_int, result
+from ._validate import (MAX_INT, broadcast, check_finite, finite_result, flag, non_negative, positive, positive_int,
+                        result, scalar, whole)
 from .units import dtype_bytes
 
 __all__ = [
@@ -42,6 +43,7 @@ def hop_latencies() -> dict:
     return dict(_catalog.load("deployments.toml")["latency"])
 
 
+@finite_result
 def bubble_fraction(stages, microbatches):
     """Idle fraction of a synchronous training pipeline (GPipe or 1F1B): ``(p-1) / (m+p-1)``.
 
@@ -50,13 +52,13 @@ def bubble_fraction(stages, microbatches):
     Narayanan et al. 2021, section 2.2). Broadcasts over arrays.
 
     Raises:
-        ValueError: stages or microbatches < 1.
+        ValueError: stages or microbatches not whole numbers >= 1, shapes that do not broadcast.
     """
-    p = positive("stages", stages)
-    m = positive("microbatches", microbatches)
-    if np.any(p < 1) or np.any(m < 1):
-        raise ValueError(f"stages and microbatches must be >= 1, got {stages!r} and {microbatches!r}")
+    p, m = broadcast(stages=whole("stages", stages, 1), microbatches=whole("microbatches", microbatches, 1))
     return result((p - 1) / (m + p - 1))
+
+
+_MAX_SLOTS = 100_000
 
 
 def pipeline_schedule(stages: int, microbatches: int, kind: str = "1f1b",
@@ -70,11 +72,18 @@ def pipeline_schedule(stages: int, microbatches: int, kind: str = "1f1b",
     (forward) or next (backward) stage. Communication is taken as free.
 
     Raises:
-        ValueError: unknown ``kind``, stages/microbatches < 1, non-positive times.
+        ValueError: unknown ``kind``, stages/microbatches < 1, non-positive times, or
+            more than 100,000 (stage, micro-batch) slots (too many to simulate event by event).
+        TypeError: a non-boolean ``forward_only``, an array for a time.
     """
     p = positive_int("stages", stages)
     m = positive_int("microbatches", microbatches)
-    tf, tb = float(positive("forward_s", forward_s)), float(positive("backward_s", backward_s))
+    if p * m > _MAX_SLOTS:
+        raise ValueError(f"stages * microbatches = {p * m} slots are too many to simulate one by one; allowed: "
+                         f"at most {_MAX_SLOTS:,} (use bubble_fraction for the closed form)")
+    tf = float(positive("forward_s", scalar("forward_s", forward_s)))
+    tb = float(positive("backward_s", scalar("backward_s", backward_s)))
+    forward_only = flag("forward_only", forward_only)
     if kind not in ("gpipe", "1f1b"):
         raise ValueError(f"kind must be 'gpipe' or '1f1b', got {kind!r}")
     # The order in which each stage runs its work items.
@@ -159,6 +168,7 @@ def check_placement(model, ep: int = 1, pp: int = 1, tp: int = 1) -> None:
                          + ("" if m.is_mla else f" and {m.n_kv_heads} KV heads"))
 
 
+@finite_result
 def memory_per_gpu(model, ep: int = 1, pp: int = 1, tp: int = 1, batch=1, context=0, microbatches=None,
                    weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> MemoryPerGPU:
     """Weights and KV cache one GPU must hold (bytes).
@@ -181,8 +191,8 @@ def memory_per_gpu(model, ep: int = 1, pp: int = 1, tp: int = 1, batch=1, contex
     """
     m = models.get(model)
     check_placement(m, ep, pp, tp)
-    B = positive("batch", batch)
-    L = non_negative("context", context)
+    ep, pp, tp = int(ep), int(pp), int(tp)
+    B, L = broadcast(batch=positive("batch", batch), context=non_negative("context", context))
     mb = pp if microbatches is None else positive_int("microbatches", microbatches)
     routed = m.n_moe_layers * m.n_experts * m.expert_params
     other = m.total_params - routed
@@ -193,6 +203,7 @@ def memory_per_gpu(model, ep: int = 1, pp: int = 1, tp: int = 1, batch=1, contex
     return MemoryPerGPU(result(weights), result(kv), ep * pp * tp)
 
 
+@finite_result
 def boundary_traffic_ratio(model, layers_per_stage, ep: int, scale_up_bytes_per_s, scale_out_bytes_per_s,
                            dispatch_bytes: float = 1.0, combine_bytes: float = 2.0, activation_bytes: float = 2.0):
     """In-stage all-to-all time per token / pipeline-boundary time per token.
@@ -206,18 +217,30 @@ def boundary_traffic_ratio(model, layers_per_stage, ep: int, scale_up_bytes_per_
 
     Above 1, the boundary is less busy than the scale-up fabric and is not the
     bottleneck: the speaker's condition "k x layers x 2 > bandwidth ratio (~8)".
-    Broadcasts over ``layers_per_stage``.
+    Broadcasts over ``layers_per_stage``, the bandwidths and the byte sizes.
+
+    Raises:
+        ValueError: a dense model; ``layers_per_stage`` outside [1, n_layers] (it may be
+            an average, e.g. 61/8); ``ep`` < 1; non-positive bandwidths or bytes;
+            shapes that do not broadcast.
     """
     m = models.get(model)
     if not m.is_moe:
         raise ValueError(f"{m.key} is dense: it has no expert all-to-all")
     Ls = positive("layers_per_stage", layers_per_stage)
-    inside = Ls * network.moe_all_to_all_bytes_per_token(m.d_model, m.experts_per_token, ep,
-                                                          dispatch_bytes, combine_bytes)
-    inside_s = inside / positive("scale_up_bytes_per_s", scale_up_bytes_per_s)
-    boundary_s = m.d_model * positive("activation_bytes", activation_bytes) / positive(
-        "scale_out_bytes_per_s", scale_out_bytes_per_s)
-    return result(inside_s / boundary_s)
+    if np.any(Ls < 1) or np.any(Ls > m.n_layers):
+        raise ValueError(f"layers_per_stage must be between 1 and {m.key}'s {m.n_layers} layers, got "
+                         f"{layers_per_stage!r}")
+    e = positive_int("ep", ep)
+    Ls, up, out, b_d, b_c, b_a = broadcast(
+        layers_per_stage=Ls, scale_up_bytes_per_s=positive("scale_up_bytes_per_s", scale_up_bytes_per_s),
+        scale_out_bytes_per_s=positive("scale_out_bytes_per_s", scale_out_bytes_per_s),
+        dispatch_bytes=positive("dispatch_bytes", dispatch_bytes),
+        combine_bytes=positive("combine_bytes", combine_bytes),
+        activation_bytes=positive("activation_bytes", activation_bytes))
+    inside = Ls * network.moe_all_to_all_bytes_per_token(m.d_model, m.experts_per_token, e, b_d, b_c)
+    boundary_s = m.d_model * b_a / out
+    return result(inside / up / boundary_s)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,6 +254,7 @@ class PipelinedDecode:
     n_chips: int
 
 
+@finite_result
 def pipelined_decode(model, chip, chips_per_stage: int, stages: int, batch, context=0, hop_latency_s=0.0,
                      weight_dtype="bf16", kv_dtype="bf16") -> PipelinedDecode:
     """Decode with ``stages`` pipeline stages of ``chips_per_stage`` chips each, ``stages`` micro-batches in flight.
@@ -249,15 +273,17 @@ def pipelined_decode(model, chip, chips_per_stage: int, stages: int, batch, cont
     """
     P = positive_int("stages", stages)
     n = positive_int("chips_per_stage", chips_per_stage)
-    hop = non_negative("hop_latency_s", hop_latency_s)
-    whole = serving.decode_step(model, chip, batch, context, n_chips=n, weight_dtype=weight_dtype,
-                                kv_dtype=kv_dtype, check_capacity=False)
-    stage = np.asarray(whole.time_s) / P
+    B, L, hop = broadcast(batch=positive("batch", batch), context=non_negative("context", context),
+                          hop_latency_s=non_negative("hop_latency_s", hop_latency_s))
+    one = serving.decode_step(model, chip, B, L, n_chips=n, weight_dtype=weight_dtype,
+                              kv_dtype=kv_dtype, check_capacity=False)
+    stage = np.asarray(one.time_s) / P
     latency = P * stage + P * hop
-    tps = P * np.asarray(whole.batch) / latency
+    tps = P * np.asarray(one.batch) / latency
     return PipelinedDecode(result(stage), result(latency), result(tps), result(n * P / tps), n * P)
 
 
+@finite_result
 def moe_layer_all_to_all_s(model, system, ep: int, batch_per_rack, racks: int = 1, dispatch_bytes=1.0,
                            combine_bytes=2.0):
     """Dispatch + combine time of one MoE layer, ``batch_per_rack`` sequences on each rack's ``ep`` GPUs.
@@ -267,14 +293,40 @@ def moe_layer_all_to_all_s(model, system, ep: int, batch_per_rack, racks: int = 
     is the same however many racks the layer spans; spanning ``racks`` equal
     racks, a fraction ``1 - 1/racks`` of it leaves the rack over the scale-out
     NICs (:func:`llmmath.network.all_to_all_time_s`).
+
+    ``ep = 1`` on one rack is one GPU holding every expert: no token leaves it, no
+    message is sent, and the time is exactly 0 (not even the per-message latency:
+    an all-to-all over one rank is a no-op). Broadcasts over ``batch_per_rack``
+    and the byte sizes.
+
+    Raises:
+        ValueError: ``ep`` or ``racks`` not whole numbers >= 1, ``batch_per_rack``
+            negative or NaN, non-positive byte sizes, shapes that do not broadcast.
+        KeyError: unknown model or system.
     """
     m, s_ = models.get(model), hardware.system(system)
+    if not m.is_moe:
+        raise ValueError(f"{m.key} is dense: it has no expert all-to-all")
+    ep = positive_int("ep", ep)
+    racks = positive_int("racks", racks)
+    batch, b_d, b_c = broadcast(batch_per_rack=non_negative("batch_per_rack", batch_per_rack),
+                                dispatch_bytes=positive("dispatch_bytes", dispatch_bytes),
+                                combine_bytes=positive("combine_bytes", combine_bytes))
+    if racks > 1 and not s_.scale_out_bytes_per_s_per_package > 0:
+        raise ValueError(f"racks={racks} needs the scale-out bandwidth between racks, but {s_.key} publishes none; "
+                         f"allowed: racks=1 for this system")
     n = ep * racks
-    per_gpu = batch_per_rack / ep * network.moe_all_to_all_bytes_per_token(
-        m.d_model, m.experts_per_token, n, dispatch_bytes, combine_bytes)
+    if n > MAX_INT:
+        raise ValueError(f"ep * racks = {ep} * {racks} GPUs is more than 2**53; allowed: ep and racks whose "
+                         f"product is at most {MAX_INT}")
+    if n == 1:  # one GPU, every expert local: nothing to send
+        return result(np.zeros(batch.shape))
+    per_gpu = batch / ep * network.moe_all_to_all_bytes_per_token(
+        m.d_model, m.experts_per_token, n, b_d, b_c)
     buffer = per_gpu * n / (n - 1)  # all_to_all_time_s takes the whole send buffer, 1/n of which stays local
+    check_finite("moe_layer_all_to_all_s (bytes each GPU sends)", buffer, batch_per_rack=batch,
+                 dispatch_bytes=b_d, combine_bytes=b_c)
     f = 1.0 - 1.0 / racks
     return network.all_to_all_time_s(buffer, n, s_.scale_up_bytes_per_s_per_package,
                                      fraction_out_of_domain=f,
                                      scale_out_bytes_per_s=s_.scale_out_bytes_per_s_per_package if f else None)
-

@@ -27,12 +27,14 @@ import dataclasses
 
 import numpy as np
 
-from ._validate import as_array, non_negative, positive, positive_int
+from ._validate import (as_array, broadcast, finite_result, in_range, non_negative, non_negative_int, positive,
+                        positive_int, scalar, whole)
 
 __all__ = ["poisson_arrivals", "uniform_arrivals", "CadenceResult", "simulate_cadence",
            "uniform_phase_latency", "max_stable_rate_per_s", "hbm_period_s"]
 
 
+@finite_result
 def poisson_arrivals(rate_per_s: float, n: int, seed: int = 0) -> np.ndarray:
     """``n`` arrival times (seconds, sorted) of a Poisson process of ``rate_per_s``.
 
@@ -42,11 +44,12 @@ def poisson_arrivals(rate_per_s: float, n: int, seed: int = 0) -> np.ndarray:
     Raises:
         ValueError: rate <= 0 or NaN, n < 1.
     """
-    rate = float(positive("rate_per_s", rate_per_s))
+    rate = float(positive("rate_per_s", scalar("rate_per_s", rate_per_s)))
     n = positive_int("n", n)
-    return np.cumsum(np.random.default_rng(seed).exponential(1.0 / rate, n))
+    return np.cumsum(np.random.default_rng(non_negative_int("seed", seed)).exponential(1.0 / rate, n))
 
 
+@finite_result
 def uniform_arrivals(n: int, duration_s: float, seed: int = 0) -> np.ndarray:
     """``n`` arrival times (seconds, sorted), independent and uniform on ``[0, duration_s)``.
 
@@ -54,8 +57,8 @@ def uniform_arrivals(n: int, duration_s: float, seed: int = 0) -> np.ndarray:
         ValueError: duration <= 0, n < 1.
     """
     n = positive_int("n", n)
-    dur = float(positive("duration_s", duration_s))
-    return np.sort(np.random.default_rng(seed).uniform(0.0, dur, n))
+    dur = float(positive("duration_s", scalar("duration_s", duration_s)))
+    return np.sort(np.random.default_rng(non_negative_int("seed", seed)).uniform(0.0, dur, n))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,8 +100,10 @@ class CadenceResult:
         return float(self.latency_s.max())
 
     def latency_percentile_s(self, q) -> float | np.ndarray:
-        """Latency percentile(s), ``q`` in [0, 100]."""
-        return np.percentile(self.latency_s, q)
+        """Latency percentile(s), ``q`` in [0, 100] (a number or an array)."""
+        q = in_range("q", q, 0.0, 100.0)
+        out = np.percentile(self.latency_s, q)
+        return float(out) if np.ndim(out) == 0 else out
 
     @property
     def batch_sizes(self) -> np.ndarray:
@@ -138,12 +143,12 @@ def simulate_cadence(arrivals_s, period_s: float, step_s: float | None = None, c
         ValueError: period <= 0, step <= 0 or > period, capacity < 1, phase outside
             [0, T), unsorted or NaN arrivals, or an arrival before the first departure slot.
     """
-    T = float(positive("period_s", period_s))
-    step = T if step_s is None else float(positive("step_s", step_s))
+    T = float(positive("period_s", scalar("period_s", period_s)))
+    step = T if step_s is None else float(positive("step_s", scalar("step_s", step_s)))
     if step > T * (1 + 1e-12):
         raise ValueError(f"step_s must be <= period_s (a step cannot start before the previous one ends), "
                          f"got step_s={step!r} > period_s={T!r}")
-    phase = float(non_negative("phase_s", phase_s))
+    phase = float(non_negative("phase_s", scalar("phase_s", phase_s)))
     if phase >= T:
         raise ValueError(f"phase_s must be in [0, period_s), got {phase!r} with period_s={T!r}")
     a = as_array("arrivals_s", arrivals_s)
@@ -153,7 +158,12 @@ def simulate_cadence(arrivals_s, period_s: float, step_s: float | None = None, c
         raise ValueError("arrivals_s must be sorted (non-decreasing); sort them with np.sort first")
     if a[0] < phase:
         raise ValueError(f"arrivals_s must be >= phase_s={phase!r}, got {a[0]!r}")
-    n = np.ceil((a - phase) / T).astype(np.int64)
+    with np.errstate(over="ignore"):
+        slots = np.ceil((a - phase) / T)
+    if not np.all(slots <= 2.0**62):  # int64 departure indices (inf, or beyond 2**62, would wrap around)
+        raise ValueError(f"arrivals_s / period_s is too large: the last arrival ({a[-1]:g} s) is more than 2**62 "
+                         f"periods of {T:g} s after phase_s; allowed: a longer period_s or earlier arrivals")
+    n = slots.astype(np.int64)
     if capacity is not None:
         c = positive_int("capacity", capacity)
         N = n.size
@@ -168,6 +178,7 @@ def simulate_cadence(arrivals_s, period_s: float, step_s: float | None = None, c
     return CadenceResult(a, dep, n, T, step, None if capacity is None else int(capacity), phase)
 
 
+@finite_result
 def uniform_phase_latency(period_s, step_s=None) -> dict:
     """Closed forms for arrivals uniform in phase and trains never full (seconds).
 
@@ -180,23 +191,27 @@ def uniform_phase_latency(period_s, step_s=None) -> dict:
     """
     T = positive("period_s", period_s)
     s = T if step_s is None else positive("step_s", step_s)
+    T, s = broadcast(period_s=T, step_s=s)
     f = lambda v: float(v) if np.ndim(v) == 0 else v  # noqa: E731
     return {"mean_wait_s": f(T / 2), "max_wait_s": f(T), "mean_latency_s": f(T / 2 + s),
             "max_latency_s": f(T + s)}
 
 
+@finite_result
 def max_stable_rate_per_s(capacity, period_s):
     """Largest arrival rate a cadence can carry: ``capacity / T`` requests per second.
 
     Above it the backlog grows by ``(rate - c/T)`` requests a second, forever.
 
     Raises:
-        ValueError: non-positive capacity or period.
+        ValueError: capacity not a whole number >= 1, non-positive period, shapes that do not broadcast.
     """
-    r = positive("capacity", capacity) / positive("period_s", period_s)
+    c, T = broadcast(capacity=whole("capacity", capacity, 1), period_s=positive("period_s", period_s))
+    r = c / T
     return float(r) if np.ndim(r) == 0 else r
 
 
+@finite_result
 def hbm_period_s(chip, fill_fraction=1.0):
     """Time for a step that reads ``fill_fraction`` of the chip's HBM once: ``fill C / W`` (seconds).
 
@@ -210,9 +225,7 @@ def hbm_period_s(chip, fill_fraction=1.0):
     """
     from . import hardware
 
-    f = positive("fill_fraction", fill_fraction)
-    if np.any(f > 1):
-        raise ValueError(f"fill_fraction must be in (0, 1], got {fill_fraction!r}")
+    f = in_range("fill_fraction", fill_fraction, 0.0, 1.0, low_open=True)
     if isinstance(chip, hardware.System):
         C, W = chip.hbm_bytes_per_package, chip.hbm_bytes_per_s_per_package
     else:

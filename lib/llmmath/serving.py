@@ -16,7 +16,9 @@ mixture of experts only the experts some token picked (see
 communication between chips), never faster.
 
 All functions broadcast ``batch`` and ``context`` (scalars or NumPy arrays) and
-return floats for scalar input. Source of the method: the JAX scaling book
+return floats for scalar input; arrays whose shapes do not broadcast together,
+booleans given as numbers, and results that overflow float64 are refused with a
+ValueError or TypeError naming the arguments. Source of the method: the JAX scaling book
 (Austin et al., *How to Scale Your Model*, 2025), chapter "All about transformer
 inference"; Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023.
 """
@@ -28,7 +30,8 @@ import dataclasses
 import numpy as np
 
 from . import hardware, models
-from ._validate import non_negative, positive, positive_int, result
+from ._validate import (at_least, broadcast, check_finite, finite_result, flag, non_negative, positive,
+                        positive_int, result, scalar, whole)
 from .hardware import default_compute_dtype
 from .units import dtype_bytes, fmt_bytes
 
@@ -84,10 +87,13 @@ def fits_in_hbm(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv_
     """True where all weights plus ``batch * context`` tokens of KV cache fit in ``n_chips`` HBMs."""
     m, c = models.get(model), hardware.get(chip)
     n = positive_int("n_chips", n_chips)
-    need = m.weight_bytes(weight_dtype) + positive("batch", batch) * non_negative("context", context) * m.kv_bytes_per_token(kv_dtype)
-    return result(need <= n * c.hbm_bytes) if np.ndim(need) == 0 else need <= n * c.hbm_bytes
+    B, L = broadcast(batch=positive("batch", batch), context=non_negative("context", context))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflowing need (inf bytes) does not fit
+        need = m.weight_bytes(weight_dtype) + B * L * m.kv_bytes_per_token(kv_dtype)
+    return result(need <= n * c.hbm_bytes)
 
 
+@finite_result(allow_inf=True)
 def max_batch(model, chip, context, n_chips=1, weight_dtype="bf16", kv_dtype="bf16"):
     """Largest whole batch whose KV cache fits beside the weights (0 if the weights alone do not fit).
 
@@ -129,6 +135,7 @@ def _capacity_error(m, c, n, B, L, weight_dtype, kv_dtype):
     )
 
 
+@finite_result
 def decode_step(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv_dtype="bf16",
                 compute_dtype=None, overlap="max", check_capacity=True) -> DecodeStep:
     """Roofline floor of one decode step, with its parts (see the module docstring).
@@ -148,13 +155,22 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv_
 
     Raises:
         ValueError: non-positive or NaN batch, negative context, n_chips < 1,
-            unknown ``overlap``, or (with ``check_capacity``) a model that does not fit.
+            unknown ``overlap``, batch and context shapes that do not broadcast,
+            a result beyond float64 (absurdly large inputs), or (with
+            ``check_capacity``) a model that does not fit.
+        TypeError: a boolean, string or None where a number is expected.
         KeyError: unknown model, chip or dtype.
     """
+    return _decode_step(model, chip, batch, context, n_chips, weight_dtype, kv_dtype, compute_dtype, overlap,
+                        check_capacity)
+
+
+def _decode_step(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv_dtype="bf16",
+                 compute_dtype=None, overlap="max", check_capacity=True) -> DecodeStep:
     m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
-    B = positive("batch", batch)
-    L = non_negative("context", context)
+    B, L = broadcast(batch=positive("batch", batch), context=non_negative("context", context))
     n = positive_int("n_chips", n_chips)
+    check_capacity = flag("check_capacity", check_capacity)
     if overlap not in ("max", "sum"):
         raise ValueError(f"overlap must be 'max' or 'sum', got {overlap!r}")
     if check_capacity and not np.all(m.weight_bytes(weight_dtype) + B * L * m.kv_bytes_per_token(kv_dtype) <= n * c.hbm_bytes):
@@ -168,15 +184,17 @@ def decode_step(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv_
     return DecodeStep(result(compute), result(weight), result(kv), result(total), result(np.broadcast_to(B, total.shape)), n)
 
 
+@finite_result
 def decode_step_time_s(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv_dtype="bf16", **kw):
     """Roofline floor of one decode step, seconds: ``max(t_compute, t_memory)``.
 
     Same arguments and errors as :func:`decode_step`; returns a float for scalar
     input, else an array shaped like ``broadcast(batch, context)``.
     """
-    return decode_step(model, chip, batch, context, n_chips, weight_dtype, kv_dtype, **kw).time_s
+    return _decode_step(model, chip, batch, context, n_chips, weight_dtype, kv_dtype, **kw).time_s
 
 
+@finite_result
 def decode_cost_per_token(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv_dtype="bf16",
                           usd_per_chip_hour=None, **kw):
     """Machine time per generated token: ``n_chips * step time / B``.
@@ -185,12 +203,15 @@ def decode_cost_per_token(model, chip, batch, context, n_chips=1, weight_dtype="
     (a rental price you supply; the catalog holds no prices) is given.
     Same other arguments and errors as :func:`decode_step`.
     """
-    cost = decode_step(model, chip, batch, context, n_chips, weight_dtype, kv_dtype, **kw).cost_chip_s_per_token
+    cost = _decode_step(model, chip, batch, context, n_chips, weight_dtype, kv_dtype, **kw).cost_chip_s_per_token
     if usd_per_chip_hour is not None:
-        cost = cost * positive("usd_per_chip_hour", usd_per_chip_hour) / 3600.0
+        _, _, price = broadcast(batch=batch, context=context,
+                                usd_per_chip_hour=positive("usd_per_chip_hour", usd_per_chip_hour))
+        cost = cost * price / 3600.0
     return result(cost)
 
 
+@finite_result
 def latency_floor_s(model, chip, n_chips=1, weight_dtype="bf16", check_capacity=True):
     """Time to stream every weight once from HBM: ``P_read * b_w / (n_chips * W)`` (seconds).
 
@@ -205,11 +226,12 @@ def latency_floor_s(model, chip, n_chips=1, weight_dtype="bf16", check_capacity=
     """
     m, c = models.get(model), hardware.get(chip)
     n = positive_int("n_chips", n_chips)
-    if check_capacity and m.weight_bytes(weight_dtype) > n * c.hbm_bytes:
+    if flag("check_capacity", check_capacity) and m.weight_bytes(weight_dtype) > n * c.hbm_bytes:
         raise _capacity_error(m, c, n, 1.0, 0.0, weight_dtype, "bf16")
     return m.weights_read_params * dtype_bytes(weight_dtype) / (n * c.hbm_bytes_per_s)
 
 
+@finite_result(allow_inf=True)
 def balance_batch(model, chip, context=0, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None, *,
                   sparsity="total", attention_flops=True):
     """B*: the batch at which a decode step's compute time equals its memory time.
@@ -256,6 +278,7 @@ def balance_batch(model, chip, context=0, weight_dtype="bf16", kv_dtype="bf16", 
                          f"(E/k: each expert's matmul balances), got {sparsity!r}")
     m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
     L = non_negative("context", context)
+    attention_flops = flag("attention_flops", attention_flops)
     W = c.hbm_bytes_per_s
     if sparsity == "expert":
         out = np.broadcast_to(F * b_w / (2.0 * W) * m.expert_sparsity, np.shape(L)).astype(float)
@@ -272,6 +295,7 @@ def balance_batch(model, chip, context=0, weight_dtype="bf16", kv_dtype="bf16", 
     return result(out)
 
 
+@finite_result
 def cost_ratio_unbatched(model, chip, context=0, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None):
     """Cost per token at batch 1 divided by the best cost per token over all batches.
 
@@ -282,7 +306,7 @@ def cost_ratio_unbatched(model, chip, context=0, weight_dtype="bf16", kv_dtype="
     """
     m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
     L = non_negative("context", context)
-    one = decode_step(m, c, 1, L, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+    one = _decode_step(m, c, 1, L, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                       compute_dtype=compute_dtype, check_capacity=False).time_s
     per_token_compute = (2.0 * m.matmul_params_per_token + m.attention_flops_per_token(L)) / F
     per_token_kv = L * m.kv_bytes_per_token(kv_dtype) / c.hbm_bytes_per_s
@@ -293,6 +317,7 @@ def cost_ratio_unbatched(model, chip, context=0, weight_dtype="bf16", kv_dtype="
 # Prefill, and where attention's context-dependent FLOPs catch up (chapter 8)
 # ---------------------------------------------------------------------------
 
+@finite_result
 def prefill_step(model, chip, prompt_tokens, batch=1, n_chips=1, weight_dtype="bf16", kv_dtype="bf16",
                  compute_dtype=None, overlap="max"):
     """Roofline floor of prefilling ``batch`` prompts of ``prompt_tokens`` tokens each in one pass.
@@ -306,16 +331,24 @@ def prefill_step(model, chip, prompt_tokens, batch=1, n_chips=1, weight_dtype="b
     ``cost_chip_s_per_token`` and ``mfu`` read per prompt token. Capacity is not checked.
 
     Raises:
-        ValueError: non-positive prompt length or batch, n_chips < 1, unknown overlap.
+        ValueError: ``prompt_tokens`` not a whole number >= 1, non-positive batch,
+            n_chips < 1, unknown overlap, shapes that do not broadcast, or a step
+            beyond float64 (absurdly large inputs).
     """
+    return _prefill_step(model, chip, prompt_tokens, batch, n_chips, weight_dtype, kv_dtype, compute_dtype, overlap)
+
+
+def _prefill_step(model, chip, prompt_tokens, batch=1, n_chips=1, weight_dtype="bf16", kv_dtype="bf16",
+                  compute_dtype=None, overlap="max"):
     m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
-    T = positive("prompt_tokens", prompt_tokens)
-    B = positive("batch", batch)
+    T, B = broadcast(prompt_tokens=whole("prompt_tokens", prompt_tokens, 1), batch=positive("batch", batch))
     n = positive_int("n_chips", n_chips)
     if overlap not in ("max", "sum"):
         raise ValueError(f"overlap must be 'max' or 'sum', got {overlap!r}")
-    tokens = B * T
-    attn = np.asarray(m.attention_flops_per_token(T * (T - 1) / 2.0))
+    with np.errstate(over="ignore"):
+        tokens = check_finite("prefill_step (batch * prompt_tokens)", B * T, prompt_tokens=T, batch=B)
+        pairs = check_finite("prefill_step (causal attention pairs)", T * (T - 1) / 2.0, prompt_tokens=T)
+    attn = np.asarray(m.attention_flops_per_token(pairs))
     compute = B * (T * 2.0 * m.matmul_params_per_token + attn) / (n * F)
     W = n * c.hbm_bytes_per_s
     weight = np.asarray(m.expected_params_read(tokens)) * b_w / W
@@ -325,11 +358,13 @@ def prefill_step(model, chip, prompt_tokens, batch=1, n_chips=1, weight_dtype="b
     return DecodeStep(result(compute), result(weight), result(kv), result(total), result(tokens), n)
 
 
+@finite_result
 def prefill_cost_per_token(model, chip, prompt_tokens, batch=1, n_chips=1, **kw):
     """Chip-seconds per prompt token of :func:`prefill_step` (``n * t / (B T)``)."""
-    return prefill_step(model, chip, prompt_tokens, batch, n_chips, **kw).cost_chip_s_per_token
+    return _prefill_step(model, chip, prompt_tokens, batch, n_chips, **kw).cost_chip_s_per_token
 
 
+@finite_result
 def context_attention_flops_per_token(model, context, window=None, global_every: int = 1, topk=None,
                                       indexer_flops_per_position: float = 0.0):
     """Context-dependent FLOPs of one new token, for full, local/global and top-k attention.
@@ -343,28 +378,45 @@ def context_attention_flops_per_token(model, context, window=None, global_every:
       sparse attention), plus ``indexer_flops_per_position * context`` per layer
       for the cheap indexer that picks them (DeepSeek-V3.2's lightning indexer).
 
-    Broadcasts over ``context``. Raises ValueError for a window, top-k or
-    ``global_every`` below 1.
+    Broadcasts over ``context``, ``window``, ``topk`` and ``indexer_flops_per_position``.
+
+    Raises:
+        ValueError: a window or top-k below 1 token, ``global_every`` below 1; a
+            ``window`` with ``global_every=1`` (every layer global: the window would
+            be ignored); ``topk`` together with ``window``/``global_every`` (top-k
+            replaces both); ``indexer_flops_per_position`` without ``topk``;
+            shapes that do not broadcast.
     """
     m = models.get(model)
     L = non_negative("context", context)
     g = positive_int("global_every", global_every)
+    idx_flops = non_negative("indexer_flops_per_position", indexer_flops_per_position)
     per_layer = np.asarray(m.attention_flops_per_token(1.0)) / m.n_layers
     if topk is not None:
-        k = positive("topk", topk)
-        if np.any(k < 1):
-            raise ValueError(f"topk must be >= 1, got {topk!r}")
+        if window is not None or g != 1:
+            raise ValueError("topk replaces window and global_every (every layer attends to its top-k): "
+                             f"give topk alone, got window={window!r}, global_every={global_every!r}")
+        k = at_least("topk", topk, 1, "token")
+        L, k, idx_flops = broadcast(context=L, topk=k, indexer_flops_per_position=idx_flops)
         seen = np.minimum(L, k) * m.n_layers
-        idx = non_negative("indexer_flops_per_position", indexer_flops_per_position) * L * m.n_layers
-        return result(per_layer * seen + idx)
+        return result(per_layer * seen + idx_flops * L * m.n_layers)
+    if np.any(idx_flops):
+        raise ValueError("indexer_flops_per_position applies only with topk (the indexer picks the top-k); "
+                         f"got {indexer_flops_per_position!r} without topk")
     n_global = int(np.ceil(m.n_layers / g))
     n_local = m.n_layers - n_global
     if n_local and window is None:
         raise ValueError(f"global_every={g} leaves {n_local} local layers: give their window")
-    local = np.minimum(L, positive("window", window)) if n_local else 0.0
-    return result(per_layer * (n_global * L + n_local * local))
+    if window is not None and not n_local:
+        raise ValueError(f"window={window!r} would be ignored: global_every={g} makes every layer of {m.key} "
+                         f"global; allowed: global_every between 2 and {m.n_layers} with a window")
+    if window is None:
+        return result(per_layer * m.n_layers * L)
+    L, w = broadcast(context=L, window=at_least("window", window, 1, "token"))
+    return result(per_layer * (n_global * L + n_local * np.minimum(L, w)))
 
 
+@finite_result(allow_inf=True)
 def attention_crossover_context(model, window=None, global_every: int = 1, topk=None,
                                 indexer_flops_per_position: float = 0.0, max_context: float = 1e12):
     """Context L at which a token's attention FLOPs equal its weight FLOPs ``2 N_mm``.
@@ -373,16 +425,26 @@ def attention_crossover_context(model, window=None, global_every: int = 1, topk=
     indexer, the (monotone) cost is solved by bisection. Returns ``inf`` when the
     attention cost never reaches ``2 N_mm`` below ``max_context`` (top-k with no
     indexer saturates at k positions).
+
+    Raises:
+        ValueError: ``max_context`` not > 0; the window/top-k arguments refused by
+            :func:`context_attention_flops_per_token`. TypeError: an array where this
+            search needs single numbers (window, topk, indexer_flops_per_position, max_context).
     """
     m = models.get(model)
     target = 2.0 * m.matmul_params_per_token
+    hi_ctx = float(positive("max_context", scalar("max_context", max_context)))
+    single = {"window": window, "topk": topk, "indexer_flops_per_position": indexer_flops_per_position}
+    for name, v in single.items():
+        if v is not None:
+            scalar(name, v)  # one crossover per design: sweep over designs outside
 
     def cost(L):
         return context_attention_flops_per_token(m, L, window, global_every, topk, indexer_flops_per_position)
 
-    if cost(max_context) < target:
+    if cost(hi_ctx) < target:
         return float("inf")
-    lo, hi = 0.0, float(max_context)
+    lo, hi = 0.0, hi_ctx
     for _ in range(200):
         mid = 0.5 * (lo + hi)
         if cost(mid) < target:
@@ -394,6 +456,7 @@ def attention_crossover_context(model, window=None, global_every: int = 1, topk=
     return hi
 
 
+@finite_result(allow_inf=True)
 def kv_limit_context(model, chip, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None, *, attention_flops=True):
     """The context L at which the balance batch diverges: no batch makes decode compute-bound beyond it (tokens).
 
@@ -413,12 +476,13 @@ def kv_limit_context(model, chip, weight_dtype="bf16", kv_dtype="bf16", compute_
     """
     m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
     W = c.hbm_bytes_per_s
-    a = m.attention_flops_per_token(1.0) if attention_flops else 0.0
+    a = m.attention_flops_per_token(1.0) if flag("attention_flops", attention_flops) else 0.0
     slope = m.kv_bytes_per_token(kv_dtype) / W - a / F
     head = 2.0 * m.matmul_params_per_token / F - (0 if m.tied_embeddings else m.d_model) * b_w / W
     return float(head / slope) if slope > 0 else float("inf")
 
 
+@finite_result
 def utilization_vs_balance(batch_over_balance, overlap="max"):
     """Fraction of peak FLOP/s a decode step reaches at ``x = B / B*`` (short context, weights only).
 

@@ -51,7 +51,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import as_array, positive_int
+from ._validate import as_array, finite_result, flag, non_negative_int, positive_int, scalar
 
 __all__ = [
     "dense_attention",
@@ -101,13 +101,24 @@ def _qkv(q, K, V):
         raise ValueError(f"V has {V.shape[-2]} tokens but K has {K.shape[-2]}; they must match")
     if K.shape[-2] < 1:
         raise ValueError("K must hold at least one token (context >= 1)")
+    _leading(q=q.shape[:-1], K=K.shape[:-2], V=V.shape[:-2])
     return q, K, V
+
+
+def _leading(**shapes):
+    """The leading (trial) axes of q, K, V must broadcast; else a ValueError naming them."""
+    try:
+        np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        desc = ", ".join(f"{k} {v}" for k, v in shapes.items())
+        raise ValueError(f"the leading (trial) axes of {' and '.join(shapes)} must broadcast together, got "
+                         f"{desc}; allowed: equal leading axes, or size 1 / missing where they differ") from None
 
 
 def _scale(scale, d: int) -> float:
     if scale is None:
         return 1.0 / math.sqrt(d)
-    s = float(as_array("scale", scale))
+    s = scalar("scale", scale)
     if s <= 0:
         raise ValueError(f"scale must be > 0, got {s!r}")
     return s
@@ -127,6 +138,7 @@ def _attend(scores: np.ndarray, V: np.ndarray, mask: np.ndarray | None) -> np.nd
 
 # ---- attention ------------------------------------------------------------------------------
 
+@finite_result
 def dense_attention(q, K, V, scale=None) -> np.ndarray:
     """Full softmax attention of one query per row over all L tokens.
 
@@ -175,6 +187,7 @@ def _topk_mask(s: np.ndarray, k: int) -> np.ndarray:
     return mask
 
 
+@finite_result
 def topk_attention(q, K, V, k, scores=None, scale=None) -> np.ndarray:
     """Attention over the ``k`` tokens with the largest selection score.
 
@@ -213,6 +226,7 @@ def topk_attention(q, K, V, k, scores=None, scale=None) -> np.ndarray:
     return _attend(true, V, topk_mask(sel, k))
 
 
+@finite_result
 def block_scores(q, K, block) -> np.ndarray:
     """Block-summary selection score: ``q . mean(K over the block)`` (MoBA's gate).
 
@@ -228,6 +242,10 @@ def block_scores(q, K, block) -> np.ndarray:
     """
     q = as_array("q", q)
     K = as_array("K", K)
+    if q.ndim < 1 or K.ndim < 2 or K.shape[-1] != q.shape[-1]:
+        raise ValueError(f"q must have shape (..., d) and K (..., L, d) with the same d, "
+                         f"got q {q.shape} and K {K.shape}")
+    _leading(q=q.shape[:-1], K=K.shape[:-2])
     return _block_scores(q, K, _whole("block", block, 1, K.shape[-2], "context"))
 
 
@@ -240,6 +258,7 @@ def _block_scores(q: np.ndarray, K: np.ndarray, block: int) -> np.ndarray:
     return np.einsum("...nd,...d->...n", means, q.astype(K.dtype))
 
 
+@finite_result
 def block_topk_attention(q, K, V, block, k_blocks, scale=None) -> np.ndarray:
     """Attention over the tokens of the ``k_blocks`` blocks with the best block score.
 
@@ -269,6 +288,7 @@ def block_topk_attention(q, K, V, block, k_blocks, scale=None) -> np.ndarray:
     return _attend(_scores(q, K, _scale(scale, q.shape[-1])), V, mask)
 
 
+@finite_result
 def indexer_scores(q, K, rank, seed=0) -> np.ndarray:
     """A cheap selection score: q and K projected to ``rank`` dimensions, then dotted.
 
@@ -290,7 +310,11 @@ def indexer_scores(q, K, rank, seed=0) -> np.ndarray:
     """
     q = as_array("q", q)
     K = as_array("K", K)
-    return _indexer_scores(q, K, _whole("rank", rank, 1), seed)
+    if q.ndim < 1 or K.ndim < 2 or K.shape[-1] != q.shape[-1]:
+        raise ValueError(f"q must have shape (..., d) and K (..., L, d) with the same d, "
+                         f"got q {q.shape} and K {K.shape}")
+    _leading(q=q.shape[:-1], K=K.shape[:-2])
+    return _indexer_scores(q, K, _whole("rank", rank, 1), non_negative_int("seed", seed))
 
 
 def _indexer_scores(q: np.ndarray, K: np.ndarray, rank: int, seed) -> np.ndarray:
@@ -353,11 +377,13 @@ def aggregation_task(trials=256, context=2048, needles=32, margin=0.625, dim=32,
     L = _whole("context", context, 1)
     m = _whole("needles", needles, 1, L, "context")
     d = _whole("dim", dim, 1)
-    margin = float(as_array("margin", margin))
+    margin = scalar("margin", margin)
     if not 0.5 < margin <= 1.0:
         raise ValueError(f"margin must be in (0.5, 1], got {margin!r}")
-    sharpness = float(as_array("sharpness", sharpness))
-    jitter = float(as_array("jitter", jitter))
+    sharpness = scalar("sharpness", sharpness)
+    jitter = scalar("jitter", jitter)
+    clustered = flag("clustered", clustered)
+    seed = non_negative_int("seed", seed)
     if sharpness < 0 or jitter < 0:
         raise ValueError(f"sharpness and jitter must be >= 0, got {sharpness!r}, {jitter!r}")
     n_major = math.ceil(margin * m)
@@ -473,7 +499,7 @@ def accuracy_vs_k(task, ks, selector="exact", *, block=32, rank=8, seed=0) -> di
             raise ValueError(f"with selector='block' every k must be a multiple of block={block}, got {bad}")
         sel = _block_scores(q, K, block)
     elif selector == "indexer":
-        sel = _indexer_scores(q, K, _whole("rank", rank, 1), seed)
+        sel = _indexer_scores(q, K, _whole("rank", rank, 1), non_negative_int("seed", seed))
     else:
         sel = true
 

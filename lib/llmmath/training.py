@@ -25,7 +25,7 @@ import dataclasses
 import numpy as np
 
 from . import models
-from ._validate import non_negative, positive, result
+from ._validate import broadcast, finite_result, in_range, non_negative, positive, result, scalar
 
 __all__ = ["ChinchillaFit", "FITS", "train_flops", "chinchilla_loss", "chinchilla_optimal",
            "tokens_per_param_optimal", "loss_terms_ratio_at_optimum", "sum_of_power_laws_minimum",
@@ -43,6 +43,25 @@ class ChinchillaFit:
     alpha: float
     beta: float
     source: str
+
+    def __post_init__(self):
+        """Refuse constants that make the law meaningless (complex, NaN, inf, booleans, negative).
+
+        Raises:
+            TypeError: a constant that is not a real number, or a ``source`` that is not a string.
+            ValueError: ``E`` < 0, or ``A``, ``B``, ``alpha``, ``beta`` not > 0, or NaN/inf.
+        """
+        for f in ("E", "A", "B", "alpha", "beta"):
+            try:
+                v = scalar(f, getattr(self, f))
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"ChinchillaFit: {e}") from None
+            if (v < 0) if f == "E" else (v <= 0):
+                raise ValueError(f"ChinchillaFit: {f} must be {'>= 0 (the irreducible loss)' if f == 'E' else '> 0'}, "
+                                 f"got {v!r}")
+            object.__setattr__(self, f, v)
+        if not isinstance(self.source, str):
+            raise TypeError(f"ChinchillaFit: source must be a string, got {self.source!r}")
 
 
 FITS = {
@@ -62,6 +81,7 @@ def _fit(fit) -> ChinchillaFit:
         raise KeyError(f"unknown fit {fit!r}; allowed: {', '.join(FITS)} (or a ChinchillaFit)") from None
 
 
+@finite_result
 def train_flops(n_params, n_tokens, context=0, model=None):
     """Training FLOPs: ``6 N D`` (+ attention: 3x the forward attention FLOPs over ``context`` per token).
 
@@ -71,16 +91,23 @@ def train_flops(n_params, n_tokens, context=0, model=None):
     tokens on average; backward = 2x forward). Broadcasts.
 
     Raises:
-        ValueError: negative or NaN inputs.
+        ValueError: negative or NaN inputs; a non-zero ``context`` without ``model``
+            (the attention FLOPs need the model's shape: pass ``model=...``).
     """
     N, D = non_negative("n_params", n_params), non_negative("n_tokens", n_tokens)
+    L = non_negative("context", context)
+    if model is None and np.any(L):
+        raise ValueError(f"context={context!r} needs model=... (a catalog name or Model): the attention FLOPs "
+                         f"over the context depend on the model's layers and heads; without a model "
+                         f"only 6 N D is counted, so leave context=0")
+    N, D, L = broadcast(n_params=N, n_tokens=D, context=L)
     flops = 6.0 * N * D
     if model is not None:
-        L = non_negative("context", context)
         flops = flops + 3.0 * D * np.asarray(models.get(model).attention_flops_per_token(L / 2.0))
     return result(flops)
 
 
+@finite_result
 def chinchilla_loss(n_params, n_tokens, fit="hoffmann"):
     """``E + A / N^alpha + B / D^beta`` (nats per token). Broadcasts over N and D.
 
@@ -88,10 +115,11 @@ def chinchilla_loss(n_params, n_tokens, fit="hoffmann"):
         ValueError: non-positive N or D. KeyError: unknown fit name.
     """
     f = _fit(fit)
-    N, D = positive("n_params", n_params), positive("n_tokens", n_tokens)
+    N, D = broadcast(n_params=positive("n_params", n_params), n_tokens=positive("n_tokens", n_tokens))
     return result(f.E + f.A / N**f.alpha + f.B / D**f.beta)
 
 
+@finite_result
 def chinchilla_optimal(compute_flops, fit="hoffmann"):
     """``(N*, D*)``: the parameters and tokens that minimize the fitted loss at ``C = 6 N D`` FLOPs.
 
@@ -106,6 +134,7 @@ def chinchilla_optimal(compute_flops, fit="hoffmann"):
     return result(N), result(D)
 
 
+@finite_result
 def tokens_per_param_optimal(compute_flops, fit="hoffmann"):
     """``D* / N*`` at the compute-optimal point (the famous rule of thumb says ~20)."""
     N, D = chinchilla_optimal(compute_flops, fit)
@@ -123,17 +152,27 @@ def loss_terms_ratio_at_optimum(fit="hoffmann"):
     return f.beta / f.alpha
 
 
+@finite_result
 def sum_of_power_laws_minimum(a, p, b, q):
     """Minimize ``f(x) = a x^p + b x^-q`` over ``x > 0``: returns ``(x*, term1 / term2 at x*)``.
 
     ``f'(x) = 0`` gives ``p a x^p = q b x^-q``, so ``x* = (q b / (p a))^(1/(p+q))`` and
     the two terms stand in the ratio ``q / p`` at the minimum: equal only for ``p = q``.
     """
-    a, p, b, q = (positive(n, v) for n, v in (("a", a), ("p", p), ("b", b), ("q", q)))
+    a, p, b, q = broadcast(a=positive("a", a), p=positive("p", p), b=positive("b", b), q=positive("q", q))
     x = (q * b / (p * a)) ** (1.0 / (p + q))
     return result(x), result(q / p)
 
 
+def _mfu(name, value):
+    return in_range(name, value, 0.0, 1.0, low_open=True)  # a fraction of peak: 0 < MFU <= 1
+
+
+def _rl_cost(value):
+    return in_range("rl_flops_per_param_token", value, 2.0, 6.0)  # a forward (2) .. forward + backward (6)
+
+
+@finite_result
 def compute_split(pretrain_tokens, rl_tokens, inference_tokens, active_params,
                   rl_flops_per_param_token: float = 6.0, mfu_pretrain: float = 0.4, mfu_rl: float = 0.15,
                   mfu_inference: float = 0.15):
@@ -146,31 +185,55 @@ def compute_split(pretrain_tokens, rl_tokens, inference_tokens, active_params,
     decode-heavy RL rollouts and serving far lower), to be varied, not trusted.
 
     Returns ``(costs, shares)``: two dicts keyed ``pretrain``, ``rl``, ``inference``.
+
+    Raises:
+        ValueError: negative token counts, all three zero (shares of nothing are
+            undefined), ``active_params`` <= 0, an MFU outside (0, 1],
+            ``rl_flops_per_param_token`` outside [2, 6], shapes that do not broadcast.
     """
-    N = positive("active_params", active_params)
-    c = positive("rl_flops_per_param_token", rl_flops_per_param_token)
+    D_pre, D_rl, D_inf, N, c, u_pre, u_rl, u_inf = broadcast(
+        pretrain_tokens=non_negative("pretrain_tokens", pretrain_tokens),
+        rl_tokens=non_negative("rl_tokens", rl_tokens),
+        inference_tokens=non_negative("inference_tokens", inference_tokens),
+        active_params=positive("active_params", active_params),
+        rl_flops_per_param_token=_rl_cost(rl_flops_per_param_token),
+        mfu_pretrain=_mfu("mfu_pretrain", mfu_pretrain), mfu_rl=_mfu("mfu_rl", mfu_rl),
+        mfu_inference=_mfu("mfu_inference", mfu_inference))
+    if np.any(D_pre + D_rl + D_inf == 0):
+        raise ValueError("pretrain_tokens, rl_tokens and inference_tokens are all 0: the shares of zero "
+                         "compute are undefined; allowed: at least one of them > 0")
     costs = {
-        "pretrain": 6.0 * N * non_negative("pretrain_tokens", pretrain_tokens) / positive("mfu_pretrain", mfu_pretrain),
-        "rl": c * N * non_negative("rl_tokens", rl_tokens) / positive("mfu_rl", mfu_rl),
-        "inference": 2.0 * N * non_negative("inference_tokens", inference_tokens) / positive("mfu_inference", mfu_inference),
+        "pretrain": 6.0 * N * D_pre / u_pre,
+        "rl": c * N * D_rl / u_rl,
+        "inference": 2.0 * N * D_inf / u_inf,
     }
-    total = sum(costs.values())
+    total = costs["pretrain"] + costs["rl"] + costs["inference"]
     return ({k: result(v) for k, v in costs.items()}, {k: result(v / total) for k, v in costs.items()})
 
 
+@finite_result
 def equal_cost_tokens(pretrain_tokens, rl_flops_per_param_token: float = 6.0, mfu_pretrain: float = 0.4,
                       mfu_rl: float = 0.15, mfu_inference: float = 0.15):
     """RL and inference tokens whose machine time equals pre-training's: ``(D_rl, D_inf)``.
 
     ``D_rl = D_pre (6 / mfu_pretrain) / (c / mfu_rl)``; ``D_inf = D_pre (6 / mfu_pretrain) / (2 / mfu_inference)``.
+
+    Raises:
+        ValueError: negative tokens, an MFU outside (0, 1], ``rl_flops_per_param_token``
+            outside [2, 6], shapes that do not broadcast.
     """
-    D = non_negative("pretrain_tokens", pretrain_tokens)
-    per_pre = 6.0 / positive("mfu_pretrain", mfu_pretrain)
-    d_rl = D * per_pre / (positive("rl_flops_per_param_token", rl_flops_per_param_token) / positive("mfu_rl", mfu_rl))
-    d_inf = D * per_pre / (2.0 / positive("mfu_inference", mfu_inference))
+    D, c, u_pre, u_rl, u_inf = broadcast(
+        pretrain_tokens=non_negative("pretrain_tokens", pretrain_tokens),
+        rl_flops_per_param_token=_rl_cost(rl_flops_per_param_token),
+        mfu_pretrain=_mfu("mfu_pretrain", mfu_pretrain), mfu_rl=_mfu("mfu_rl", mfu_rl),
+        mfu_inference=_mfu("mfu_inference", mfu_inference))
+    per_pre = 6.0 / u_pre
+    d_rl = D * per_pre / (c / u_rl)
+    d_inf = D * per_pre / (2.0 / u_inf)
     return result(d_rl), result(d_inf)
 
 
+@finite_result(allow_inf=True)
 def tokens_for_loss(n_params, target_loss, fit="hoffmann"):
     """Training tokens D that bring a model of ``n_params`` to ``target_loss`` under the fitted law.
 
@@ -182,14 +245,14 @@ def tokens_for_loss(n_params, target_loss, fit="hoffmann"):
         ValueError: non-positive N or loss. KeyError: unknown fit.
     """
     f = _fit(fit)
-    N = positive("n_params", n_params)
-    L = positive("target_loss", target_loss)
+    N, L = broadcast(n_params=positive("n_params", n_params), target_loss=positive("target_loss", target_loss))
     gap = L - f.E - f.A / N**f.alpha
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         D = np.where(gap > 0, (f.B / np.where(gap > 0, gap, 1.0)) ** (1.0 / f.beta), np.inf)
     return result(D)
 
 
+@finite_result(allow_inf=True)
 def train_and_serve_flops(n_params, target_loss, inference_tokens, fit="hoffmann"):
     """``(train_flops, inference_flops)`` of reaching ``target_loss`` at size N, then serving ``inference_tokens``.
 
@@ -197,11 +260,16 @@ def train_and_serve_flops(n_params, target_loss, inference_tokens, fit="hoffmann
     The first falls with N (a bigger model needs fewer tokens), the second rises:
     chapter 7 asks whether their sum is smallest where they are equal.
     """
-    N = positive("n_params", n_params)
-    D = np.asarray(tokens_for_loss(N, target_loss, fit))
+    N, L, D_inf = broadcast(n_params=positive("n_params", n_params), target_loss=positive("target_loss", target_loss),
+                            inference_tokens=non_negative("inference_tokens", inference_tokens))
+    D = np.asarray(tokens_for_loss(N, L, fit))
     with np.errstate(over="ignore", invalid="ignore"):
         train = 6.0 * N * D
-    return result(train), result(2.0 * N * non_negative("inference_tokens", inference_tokens))
+    serve = 2.0 * N * D_inf
+    if not np.all(np.isfinite(serve)):
+        raise ValueError(f"train_and_serve_flops: the serving compute 2 N D_inf is not finite: float64 overflowed; "
+                         f"n_params (max {np.max(N):g}) and inference_tokens (max {np.max(D_inf):g}) are too large")
+    return result(train), result(serve)
 
 
 def train_serve_equal_cost_penalty(inference_tokens, target_loss=2.0, fit="epoch"):
@@ -210,7 +278,13 @@ def train_serve_equal_cost_penalty(inference_tokens, target_loss=2.0, fit="epoch
     Total compute ``6 N D(N) + 2 N D_inf`` over model size N, with D(N) the tokens
     that reach ``target_loss``; N_equal is the crossing of the two terms nearest the
     minimum (there can be two: training compute grows again once D(N) stops falling).
+
+    Raises:
+        ValueError: non-positive inputs, or no crossing. TypeError: an array (this
+            searches one curve: loop over the values you want).
     """
+    inference_tokens = float(positive("inference_tokens", scalar("inference_tokens", inference_tokens)))
+    target_loss = float(positive("target_loss", scalar("target_loss", target_loss)))
     N = np.logspace(9, 13, 8001)
     tr, inf = train_and_serve_flops(N, target_loss, inference_tokens, fit)
     tot = tr + inf

@@ -2,7 +2,9 @@
 
 Every value inside the library is a plain float in SI base units: bytes, FLOPs,
 seconds, dollars. Formatting happens only at display time, through the
-``fmt_*`` functions below.
+``fmt_*`` functions below. Each takes one real number (NaN and inf print as
+such) and ``digits`` >= 1; a string, None, a boolean, a complex number or an
+array of several values is refused with a TypeError naming the argument.
 
 Conventions (stated once, used everywhere):
 
@@ -14,6 +16,8 @@ Conventions (stated once, used everywhere):
 from __future__ import annotations
 
 import math
+
+from ._validate import positive_int, scalar
 
 __all__ = [
     "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB",
@@ -54,8 +58,18 @@ def dtype_bytes(dtype: str) -> float:
         ) from None
 
 
-def _scaled(value: float, unit: str, steps: list[tuple[float, str]], digits: int) -> str:
-    if value is None or not math.isfinite(value):
+def _display(name: str, value, digits) -> tuple[float, int]:
+    """The value to print (a single real number; NaN and inf print as such) and the digits (>= 1).
+
+    Raises:
+        TypeError: a string, None, a boolean, a complex number or an array of several values.
+        ValueError: ``digits`` not a whole number >= 1.
+    """
+    return scalar(name, value, finite=False), positive_int("digits", digits)
+
+
+def _scaled(value: float, digits: int, unit: str, steps: list[tuple[float, str]]) -> str:
+    if not math.isfinite(value):
         return f"{value} {unit}".strip()
     if value != 0:  # round first, so 999.9e9 becomes 1 TB rather than 1e+03 GB
         value = float(f"{value:.{digits}g}")
@@ -71,29 +85,31 @@ _SI = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")
 
 def fmt_bytes(n_bytes: float, digits: int = 3) -> str:
     """``80e9`` -> ``'80 GB'`` (decimal prefixes, as datasheets print)."""
-    return _scaled(float(n_bytes), "B", _SI, digits)
+    return _scaled(*_display("n_bytes", n_bytes, digits), "B", _SI)
 
 
 def fmt_bytes_per_s(bytes_per_s: float, digits: int = 3) -> str:
     """``3.35e12`` -> ``'3.35 TB/s'``."""
-    return _scaled(float(bytes_per_s), "B/s", _SI, digits)
+    return _scaled(*_display("bytes_per_s", bytes_per_s, digits), "B/s", _SI)
 
 
 def fmt_flops(flops: float, digits: int = 3) -> str:
     """``1.4e11`` -> ``'140 GFLOP'``."""
-    return _scaled(float(flops), "FLOP", _SI, digits)
+    return _scaled(*_display("flops", flops, digits), "FLOP", _SI)
 
 
 def fmt_flops_per_s(flops_per_s: float, digits: int = 3) -> str:
     """``989e12`` -> ``'989 TFLOP/s'``."""
-    return _scaled(float(flops_per_s), "FLOP/s", _SI, digits)
+    return _scaled(*_display("flops_per_s", flops_per_s, digits), "FLOP/s", _SI)
 
 
 def fmt_count(n: float, digits: int = 3) -> str:
     """``8.03e9`` -> ``'8.03 B'`` (parameters, tokens: K, M, B, T)."""
     steps = [(1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")]
-    value = float(n)
-    if math.isfinite(value) and value != 0:
+    value, digits = _display("n", n, digits)
+    if not math.isfinite(value):
+        return f"{value}"
+    if value != 0:
         value = float(f"{value:.{digits}g}")
     for scale, prefix in steps:
         if abs(value) >= scale:
@@ -103,7 +119,7 @@ def fmt_count(n: float, digits: int = 3) -> str:
 
 def fmt_seconds(seconds: float, digits: int = 3) -> str:
     """``0.0213`` -> ``'21.3 ms'``; picks ns, us, ms, s, h, days or years."""
-    s = float(seconds)
+    s, digits = _display("seconds", seconds, digits)
     if not math.isfinite(s):
         return f"{s} s"
     # choose the unit from the value as it will print (0.9999 s -> '1 s', not '1e+03 ms')
@@ -121,4 +137,5 @@ def fmt_seconds(seconds: float, digits: int = 3) -> str:
 
 def fmt_usd(dollars: float, digits: int = 3) -> str:
     """``2.5e-6`` -> ``'$2.5e-06'``; ``1234.5`` -> ``'$1.23e+03'``."""
-    return f"${float(dollars):.{digits}g}"
+    value, digits = _display("dollars", dollars, digits)
+    return f"${value:.{digits}g}"
