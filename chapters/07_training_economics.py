@@ -28,7 +28,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from llmmath import _catalog, claims, critical_batch, models, plots, training, widgets
+from llmmath import _catalog, claims, critical_batch, hardware, models, plots, training, widgets
 
 # %% [markdown]
 # ## Claim 23 (59:58) — smaller batches are better per example
@@ -98,8 +98,17 @@ assert v23.verdict == "holds if"
 # 0.82 with the published fit, 1.05 with Epoch's refit.
 #
 # Applied to the speaker's case — train a model to a target loss, then serve
-# it: training compute $6 N D(N)$ falls with size (a bigger model needs fewer
-# tokens) until $D(N)$ stops falling, serving compute $2 N D_\text{inf}$ rises.
+# it: a bigger model needs fewer tokens, so $D(N)$ falls with size all the way
+# (toward the tokens an infinite model would need); training compute
+# $6 N D(N)$ falls with it while $D(N)$ falls faster than $N$ grows, bottoms out,
+# and grows again beyond; serving compute $2 N D_\text{inf}$ rises throughout.
+#
+# Near a given size the training term behaves like $N^{-q}$. Holding the loss
+# fixed, $\alpha\,a\,d\ln N = -\beta\,b\,d\ln D$ with $a = A/N^\alpha$ and $b = B/D^\beta$, so
+# $q = \frac{\alpha}{\beta}\frac{a}{b} - 1$: at the cheapest size, training : serving $= 1 : q$, and
+# "make them equal" is exact only where $q = 1$. The check evaluates $q$ on the Llama 3.1
+# runs (their parameters and tokens from the catalogs, verified against the Llama 3 paper's
+# 3.8×10²⁵ FLOPs) and compares the hand result with the library's numeric minimum.
 
 # %%
 train_serve = widgets.train_serve_explorer()
@@ -143,7 +152,37 @@ assert v28.verdict == "holds if"
 # With decode at 30% of training's MFU: $D_\text{RL}/D_\text{pre} = 1.8/c$ = 0.3–0.9 and
 # $D_\text{inf}/D_\text{pre} = 0.9$ — "fewer RL tokens", and all three counts within
 # a factor ~3: the same order of magnitude, which is all the thirds rule can
-# honestly claim. The MFU ratio is a guess; the plot varies it.
+# honestly claim.
+#
+# **The MFUs, from published runs.** A run's MFU is its model FLOPs over the
+# GPU-hours it took times the GPU's dense peak. The GPU-hours are the developers'
+# (Llama 3.1 model card; DeepSeek-V3 report, pre-training stage only); the peak is
+# bf16 dense for every row (DeepSeek's H800 has the H100 SXM's tensor cores; it
+# trained its matmuls in fp8, whose peak is twice as high, so its fp8 MFU is half
+# the number shown). DeepSeek also published its service's decode rate: 14.8k
+# output tokens/s per 8-GPU H800 node (*DeepSeek-V3/R1 Inference System
+# Overview*, 2025), i.e. $2 N_\text{act} \times 14{,}800 / (8F)$ — the same model on
+# the same chip, so the ratio of the two MFUs does not depend on which peak is used.
+
+# %%
+runs = _catalog.load("training_runs.toml")["runs"]
+print(f"{'run':<16} {'6 N D':>9} {'GPU-hours':>10} {'MFU (bf16 peak)':>16}")
+for key, r in runs.items():
+    if "gpu_hours" in r:
+        flops = 6 * models.get(r["model"]).active_params * r["tokens"]
+        mfu = float(training.achieved_mfu(flops, r["gpu_hours"], hardware.get(r["gpu"]).flops_per_s("bf16")))
+        print(f"{key:<16} {flops:>9.2e} {r['gpu_hours'] / 1e6:>9.2f}M {mfu:>15.1%}")
+ds, n_ds = runs["deepseek-v3"], models.get("deepseek-v3").active_params
+F_h800 = hardware.get(ds["gpu"]).flops_per_s("bf16")
+mfu_pre = float(training.achieved_mfu(6 * n_ds * ds["tokens"], ds["gpu_hours"], F_h800))
+mfu_dec = 2 * n_ds * 14.8e3 / (8 * F_h800)
+rho = mfu_dec / mfu_pre
+print(f"\nDeepSeek-V3 decode in service: {mfu_dec:.1%} MFU, {rho:.2f}x its pre-training MFU (the speaker guessed 0.3)")
+print(f"(the Llama 3 paper measured 38-43% in the 405B's main stage; the whole-run figures above include "
+      f"long-context training, restarts and, for the small models, less efficient parallelism)")
+
+# %% [markdown]
+# The plot varies the MFU ratio; the published one is marked.
 
 # %%
 ratio = np.linspace(0.05, 1, 100)
@@ -153,7 +192,8 @@ for c in (2, 4, 6):
     ax.plot(ratio, d_rl, label=f"RL tokens / pre-training tokens, c = {c}")
 _, d_inf = training.equal_cost_tokens(1.0, mfu_pretrain=1.0, mfu_rl=ratio, mfu_inference=ratio)
 ax.plot(ratio, d_inf, "k--", lw=2.5, alpha=0.5, label="inference tokens / pre-training tokens (= RL at c = 2)")
-ax.axhline(1, color="gray", lw=1); ax.axvline(0.3, color="C3", ls=":", label="decode MFU = 30% of training's")
+ax.axhline(1, color="gray", lw=1); ax.axvline(0.3, color="C3", ls=":", label="the speaker's guess: 30% of training's")
+ax.axvline(rho, color="C2", ls="--", label=f"DeepSeek-V3, published: {rho:.2f}")
 ax.set_xlabel("MFU of RL / inference relative to pre-training"); ax.set_ylabel("tokens for equal machine time")
 ax.set_title("Equal machine time, unequal tokens"); ax.grid(True, alpha=0.3); ax.legend(fontsize=7)
 plt.show()
@@ -178,34 +218,56 @@ assert v30.verdict == "holds if"
 # tokens against $2\times10^{12}$: about 130×.
 #
 # **The 20 tokens per parameter, recomputed.** The rule comes from Chinchilla's
-# 70B model trained on 1.4T tokens. The paper's own fitted law (Approach 3)
-# implies a different, compute-dependent ratio; Epoch's refit (Besiroglu et al.
-# 2024) restores ~20:
+# 70B model trained on 1.4T tokens ($6 \times 70\text{B} \times 1.4\text{T} = 5.9\times10^{23}$
+# FLOPs, about Gopher's budget). The paper's own fitted law (Approach 3, as
+# printed) implies a different, compute-dependent ratio; Epoch's refit
+# (Besiroglu et al. 2024) restores ~20. It is a rule for *dense* models: an MoE
+# has two parameter counts, and its compute-optimal ratio per active parameter
+# is not the dense one.
 
 # %%
 C = np.logspace(20, 27, 100)
 fig, ax = plots.new_axes(width=6.5, height=3.8)
-for fit, style in (("hoffmann", "-"), ("epoch", "--")):
-    ax.semilogx(C, training.tokens_per_param_optimal(C, fit), style,
-                label={"hoffmann": "Hoffmann et al. 2022, as published", "epoch": "Besiroglu et al. 2024 refit"}[fit])
+for fit_name, style in (("hoffmann", "-"), ("epoch", "--")):
+    ax.semilogx(C, training.tokens_per_param_optimal(C, fit_name), style,
+                label={"hoffmann": "Hoffmann et al. 2022, as published", "epoch": "Besiroglu et al. 2024 refit"}[fit_name])
 ax.axhline(20, color="gray", ls=":", label="the rule: 20 tokens per parameter")
-ax.axvline(5.76e23, color="C3", lw=1, ls=":", label="Chinchilla's budget (70B x 1.4T)")
+C_chin = 6 * 70e9 * 1.4e12   # Chinchilla: 70B parameters on 1.4T tokens
+ax.axvline(C_chin, color="C3", lw=1, ls=":", label=f"Chinchilla's budget (70B x 1.4T = {C_chin:.2e} FLOPs)")
 ax.set_xlabel("training compute C (FLOPs)"); ax.set_ylabel("compute-optimal tokens per parameter")
 ax.set_title("Compute-optimal D / N from each published fit"); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=7)
 plt.show()
-for fit in ("hoffmann", "epoch"):
-    N, D = training.chinchilla_optimal(5.76e23, fit)
-    print(f"{fit:>9}: at 5.76e23 FLOPs, N* = {N / 1e9:.0f}B, D* = {D / 1e12:.2f}T, {D / N:.0f} tokens per parameter")
+from llmmath.checks.ch07 import HOFFMANN_UNROUNDED
+for name, law in (("hoffmann", "hoffmann"), ("hoffmann, unrounded exponents", HOFFMANN_UNROUNDED), ("epoch", "epoch")):
+    N, D = training.chinchilla_optimal(C_chin, law)
+    print(f"{name:>29}: at {C_chin:.2e} FLOPs, N* = {N / 1e9:.0f}B, D* = {D / 1e12:.2f}T, {D / N:.0f} tokens per parameter")
 
 # %% [markdown]
 # **Public anchors** — reported pre-training tokens against the active
-# parameters computed from each model's config:
+# parameters computed from each model's config, measured two ways:
+#
+# * **÷ 20 N** — tokens against the rule of thumb at the run's *size*: how much
+#   longer than Chinchilla's recipe a model of that size was trained.
+# * **÷ D\*(C)** — tokens against the compute-optimal tokens at the run's
+#   *compute* $C = 6ND$ (Epoch's refit): how far from the best split of the same
+#   budget. Spending more compute on a model raises $D^*$ too, so this multiple
+#   is smaller (roughly the square root of the first).
+#
+# For MoE models (DeepSeek-V3, Qwen3-235B) both use active parameters, which the
+# dense-model rule was not fitted on: read those rows as rough.
 
 # %%
-print(f"{'run':<17} {'tokens':>8} {'active params':>14} {'tokens/param':>13} {'x 20':>6}")
+print(f"{'run':<17} {'tokens':>8} {'active params':>14} {'tokens/param':>13} {'/ 20 N':>7} {'/ D*(C)':>8}")
+over = {}
 for key, r in _catalog.load("training_runs.toml")["runs"].items():
     n = models.get(r["model"]).active_params
-    print(f"{key:<17} {r['tokens'] / 1e12:>7.1f}T {n / 1e9:>13.1f}B {r['tokens'] / n:>13.0f} {r['tokens'] / n / 20:>5.1f}x")
+    _, d_opt = training.chinchilla_optimal(6 * n * r["tokens"], "epoch")
+    over[key] = (r["tokens"] / n / 20, r["tokens"] / d_opt)
+    print(f"{key:<17} {r['tokens'] / 1e12:>7.1f}T {n / 1e9:>13.1f}B {r['tokens'] / n:>13.0f} {over[key][0]:>6.1f}x "
+          f"{over[key][1]:>7.1f}x")
+a, b = over["llama-3.1-8b"]
+print(f"\nLlama-3.1-8B: {a:.0f}x the tokens of the 20:1 recipe for its size, but only {b:.0f}x the compute-optimal "
+      f"tokens for the compute it got -- the speaker's '100x' is the first kind")
 
 # %%
 v31 = claims.check(31)
@@ -213,13 +275,28 @@ assert v31.verdict == "holds if"
 
 # %% [markdown]
 # ## Summary
-#
-# | # | time | claim | verdict |
-# |---|---|---|---|
-# | 23 | 59:58 | smaller batches always better per example | **holds if** read as a trend: examples flat within noise up to B_crit/8, 2× at B_crit (63 here), ∝ B above |
-# | 28 | 1:20:53 | minimum where the costs are equal | **holds if** the exponents match (terms stand q : p); train + serve: 1.0–2.6× the minimum |
-# | 29 | 1:24:16 | a third each for pre-training, RL, inference | **holds if** taken as "same order of magnitude of tokens" — a ballpark, not a result |
-# | 30 | 1:28:31 | RL should see fewer tokens | **holds if** RL's MFU relative to pre-training is below c/6; with 30% it is, by 1.1–3.3× |
-# | 31 | 1:32:19 | trained ~100× beyond compute-optimal | **holds if** for small, heavily served models (Llama-3.1-8B 93×, Qwen3 80–450×); the arithmetic rests on guesses |
-#
+
+# %%
+def _verdict_table(rows):
+    print(f"| # | time | claim | verdict |\n|---|---|---|---|")
+    for v, claim, why in rows:
+        print(f"| {v.claim_id} | {claims.get(v.claim_id).timestamp} | {claim} | **{v.verdict}** {why} |")
+
+_verdict_table([
+    (v23, "smaller batches always better per example",
+     f"read as a trend: examples flat within noise up to B_crit/8, 2x at B_crit ({fit.B_crit:.0f} here), ∝ B above"),
+    (v28, "minimum where the costs are equal", "the exponents match (terms stand q : p); train + serve of the Llama "
+     "3.1 runs, cost at train = serve: " + ", ".join(f"{k.split(' ')[0].split('-')[-1].upper()} "
+     f"{r.split(' / ')[-1].replace(' the minimum', '')}" for k, r in v28.evidence.items() if "llama" in k)
+     + " the minimum"),
+    (v29, "a third each for pre-training, RL, inference", "taken as 'same order of magnitude of tokens' -- a ballpark "
+     f"(with DeepSeek's published MFUs, decode at {rho:.2f}x pre-training's)"),
+    (v30, "RL should see fewer tokens", f"RL's MFU relative to pre-training is below c/6: with DeepSeek's {rho:.2f}, "
+     f"for c > {6 * rho:.1f}"),
+    (v31, "trained ~100x beyond compute-optimal", f"for small, heavily served models (Llama-3.1-8B "
+     f"{over['llama-3.1-8b'][0]:.0f}x the 20:1 recipe, {over['llama-3.1-8b'][1]:.0f}x the compute-optimal tokens); "
+     "the arithmetic rests on guesses"),
+])
+
+# %% [markdown]
 # Exercises: `exercises/07_training_economics.py`.

@@ -31,7 +31,9 @@ assert abs(training.train_flops(405_853_388_800, 15.6e12) / answer - 1) < 1e-12
 
 # %% [markdown] tags=["solution"]
 # **Worked answer.** $6 \times 4.06\times10^{11} \times 1.56\times10^{13} = 3.8\times10^{25}$ FLOPs — at 40% MFU on
-# H100s (989.5 TFLOP/s) that is $9.6\times10^{10}$ GPU-seconds, 30 million GPU-hours.
+# H100s (989.5 TFLOP/s) that is $3.8\times10^{25} / (0.4 \times 9.895\times10^{14}) = 9.6\times10^{10}$ GPU-seconds,
+# $\div 3600 = 26.7$ million GPU-hours. (Meta's model card reports 30.84M for the whole run, long-context
+# stage and restarts included: 35% MFU over all of it.)
 
 # %% [markdown]
 # ### Problem 2 — a compute-optimal model from the Epoch refit
@@ -52,7 +54,8 @@ assert abs(training.chinchilla_optimal(1e24, "epoch")[0] / answer - 1) < 1e-12
 # END SOLUTION
 
 # %% [markdown] tags=["solution"]
-# **Worked answer.** $G = 0.456$, $(C/6)^{0.513} = 2.1\times10^{11}$: $N^* \approx 96$B, trained on
+# **Worked answer.** $G = (0.3478 \times 482.01 / (0.3658 \times 2085.43))^{1/0.7136} = 0.2198^{1.401} = 0.120$;
+# $(C/6)^{\beta/(\alpha+\beta)} = (1.67\times10^{23})^{0.513} = 8.0\times10^{11}$: $N^* = 0.120 \times 8.0\times10^{11} \approx 96$B, trained on
 # $D^* = C / (6N^*) = 1.74$T tokens — 18 tokens per parameter, close to the famous 20.
 
 # %% [markdown]

@@ -113,3 +113,57 @@ def test_long_context_errors():
         serving.context_attention_flops_per_token("llama-3.1-70b", 100, topk=0)
     with pytest.raises(ValueError, match="prompt_tokens"):
         serving.prefill_step("llama-3.1-8b", "h100-sxm", 0)
+
+
+# ---- issue 12: the numbers chapter 7 prints, derived a second way ----------------------------------------
+
+def test_epoch_optimum_at_1e24_by_hand():
+    a, A, b, B = 0.3478, 482.01, 0.3658, 2085.43
+    G = (a * A / (b * B)) ** (1 / (a + b))
+    assert G == pytest.approx(0.1196, abs=5e-4)                     # not 0.456
+    assert (1e24 / 6) ** (b / (a + b)) == pytest.approx(8.0e11, rel=0.01)   # not 2.1e11
+    N, D = T.chinchilla_optimal(1e24, "epoch")
+    assert N == pytest.approx(G * 8.0e11, rel=0.01) and D / N == pytest.approx(18.2, abs=0.2)
+
+
+def test_llama_405b_gpu_hours_at_40_percent_mfu():
+    seconds = 6 * 405_853_388_800 * 15.6e12 / (0.4 * 989.5e12)
+    assert seconds == pytest.approx(9.6e10, rel=0.01) and seconds / 3600 == pytest.approx(26.7e6, rel=0.01)
+
+
+@pytest.mark.parametrize("fit,expected", [("hoffmann", 93), ("unrounded", 59), ("epoch", 18)])
+def test_tokens_per_parameter_at_chinchillas_budget(fit, expected):
+    """D*/N* = (C/6)^((alpha - beta)/(alpha + beta)) / G^2 (from N* D* = C/6), at 6 x 70B x 1.4T FLOPs."""
+    law = T.ChinchillaFit(1.69, 406.4, 410.7, 0.3392, 0.2849, "unrounded") if fit == "unrounded" else T.FITS[fit]
+    C = 6 * 70e9 * 1.4e12
+    assert C == pytest.approx(5.88e23)                                # not Gopher's 5.76e23
+    G = (law.alpha * law.A / (law.beta * law.B)) ** (1 / (law.alpha + law.beta))
+    by_hand = (C / 6) ** ((law.alpha - law.beta) / (law.alpha + law.beta)) / G**2
+    assert round(by_hand) == pytest.approx(expected, abs=1)
+    assert float(T.tokens_per_param_optimal(C, law)) == pytest.approx(by_hand, rel=1e-9)
+
+
+def test_published_mfus():
+    """DeepSeek-V3: 2.664M H800-hours (pre-training) for 6 x 37B x 14.8T FLOPs; H800 = H100 SXM tensor peak."""
+    flops = 6 * 37e9 * 14.8e12
+    assert float(T.achieved_mfu(flops, 2.664e6, 989.5e12)) == pytest.approx(0.346, abs=0.002)   # bf16 dense
+    assert float(T.achieved_mfu(flops, 2.664e6, 1979e12)) == pytest.approx(0.173, abs=0.002)    # fp8 dense
+    # the 21.6% sometimes quoted: all 2.788M hours over the H100 *PCIe* fp8 dense peak (1,513 TFLOP/s)
+    assert float(T.achieved_mfu(flops, 2.788e6, 1513e12)) == pytest.approx(0.216, abs=0.001)
+    # decode in service: 14.8k tokens/s per 8-GPU node, 2 x 37B FLOPs each
+    assert 2 * 37e9 * 14.8e3 / (8 * 989.5e12) == pytest.approx(0.138, abs=0.001)
+    # Llama-3.1-405B over the model card's 30.84M H100-hours: below the paper's 38-43% main-stage MFU
+    assert float(T.achieved_mfu(6 * 405.85e9 * 15.6e12, 30.84e6, 989.5e12)) == pytest.approx(0.346, abs=0.002)
+    with pytest.raises(ValueError, match="gpu_hours"):
+        T.achieved_mfu(1e24, 0, 989.5e12)
+
+
+def test_local_exponent_of_training_term_matches_numeric_slope():
+    """At fixed loss, d ln(6 N D(N)) / d ln N = -q with q = (alpha/beta)(A N^-alpha)/(B D^-beta) - 1."""
+    f = T.FITS["epoch"]
+    n, d = 8.03e9, 15e12
+    loss = float(T.chinchilla_loss(n, d, "epoch"))
+    q = f.alpha / f.beta * (f.A / n**f.alpha) / (f.B / d**f.beta) - 1
+    h = 1e-4
+    lo, hi = (float(T.train_and_serve_flops(n * np.exp(s), loss, 0.0, "epoch")[0]) for s in (-h, h))
+    assert -(np.log(hi) - np.log(lo)) / (2 * h) == pytest.approx(q, rel=1e-4)

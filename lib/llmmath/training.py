@@ -29,7 +29,7 @@ from ._validate import broadcast, finite_result, in_range, non_negative, positiv
 
 __all__ = ["ChinchillaFit", "FITS", "train_flops", "chinchilla_loss", "chinchilla_optimal",
            "tokens_per_param_optimal", "loss_terms_ratio_at_optimum", "sum_of_power_laws_minimum",
-           "compute_split", "equal_cost_tokens", "tokens_for_loss", "train_and_serve_flops",
+           "compute_split", "equal_cost_tokens", "achieved_mfu", "tokens_for_loss", "train_and_serve_flops",
            "train_serve_equal_cost_penalty"]
 
 
@@ -212,6 +212,24 @@ def compute_split(pretrain_tokens, rl_tokens, inference_tokens, active_params,
 
 
 @finite_result
+def achieved_mfu(model_flops, gpu_hours, peak_flops_per_s):
+    """Model FLOPs utilization a run implies: ``model_flops / (gpu_hours * 3600 * peak_flops_per_s)``.
+
+    ``model_flops``: the FLOPs the model needed (6 N D for pre-training, 2 N per served
+    token); ``gpu_hours``: GPU-hours spent; ``peak_flops_per_s``: one GPU's dense peak at the
+    precision you quote the MFU against. Broadcasts. A result above 1 means the inputs
+    disagree (FLOPs counted too high, hours too low, or a peak taken with sparsity).
+
+    Raises:
+        ValueError: negative FLOPs, non-positive hours or peak, shapes that do not broadcast.
+    """
+    F, H, P = broadcast(model_flops=non_negative("model_flops", model_flops),
+                        gpu_hours=positive("gpu_hours", gpu_hours),
+                        peak_flops_per_s=positive("peak_flops_per_s", peak_flops_per_s))
+    return result(F / (H * 3600.0 * P))
+
+
+@finite_result
 def equal_cost_tokens(pretrain_tokens, rl_flops_per_param_token: float = 6.0, mfu_pretrain: float = 0.4,
                       mfu_rl: float = 0.15, mfu_inference: float = 0.15):
     """RL and inference tokens whose machine time equals pre-training's: ``(D_rl, D_inf)``.
@@ -277,7 +295,8 @@ def train_serve_equal_cost_penalty(inference_tokens, target_loss=2.0, fit="epoch
 
     Total compute ``6 N D(N) + 2 N D_inf`` over model size N, with D(N) the tokens
     that reach ``target_loss``; N_equal is the crossing of the two terms nearest the
-    minimum (there can be two: training compute grows again once D(N) stops falling).
+    minimum (there can be two: D(N) falls all the way, but ever more slowly, toward the
+    tokens an infinite model would need, so past some size ``6 N D(N)`` grows again).
 
     Raises:
         ValueError: non-positive inputs, or no crossing. TypeError: an array (this
