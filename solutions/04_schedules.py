@@ -113,7 +113,8 @@ assert abs(schedule.hbm_period_s("h200") / answer - 1) < 1e-9
 # END SOLUTION
 
 # %% [markdown] tags=["solution"]
-# **Worked answer.** $141\times10^9 / 4.8\times10^{12} = 29.4$ ms — above the claim's 15–20 ms band.
+# **Worked answer.** $141\times10^9 / 4.8\times10^{12} = 29.4$ ms — about 1.5× the claim's 20 ms, near the
+# catalog's median part.
 
 # %% [markdown]
 # ### Problem 6 — throughput at the natural cadence
@@ -131,4 +132,5 @@ assert ok
 
 # %% [markdown] tags=["solution"]
 # **Worked answer.** A step takes $288/22{,}000$ s = 13.1 ms, so 76 steps/s and
-# $2{,}000 \times 76.4 = 152{,}800$ tokens/s — a little above the speaker's 128K, whose 15–20 ms step is slower.
+# $2{,}000 \times 76.4 = 152{,}800$ tokens/s — a little above the speaker's 128K
+# ($\approx 64 \times B$, a step of $1/64$ s $\approx$ 15.6 ms).

@@ -154,12 +154,22 @@ def test_boundary_ratio_by_hand():
         P.boundary_traffic_ratio("llama-3.1-70b", 1, 8, 900e9, 100e9)
 
 
-def test_pipelining_leaves_latency_and_cost_unchanged_without_hops():
+def test_pipelining_never_saves_and_the_slowest_stage_sets_the_pace():
     from llmmath import serving
     one = serving.decode_step("deepseek-v3", "gb200", 2048, 4096, n_chips=64, weight_dtype="fp8", check_capacity=False)
-    for stages in (1, 2, 4, 8):
+    assert [len(r) for r in P.stage_layers("deepseek-v3", 4)] == [16, 15, 15, 15]   # 61 = 4 x 15 + 1
+    assert [len(r) for r in P.stage_layers("deepseek-v3", 8)] == [8] * 5 + [7] * 3
+    single = P.pipelined_decode("deepseek-v3", "gb200", 64, 1, 2048, 4096, weight_dtype="fp8")
+    assert single.token_latency_s == pytest.approx(one.time_s)
+    assert single.chip_s_per_token == pytest.approx(one.cost_chip_s_per_token)
+    for stages in (2, 4, 8):
         d = P.pipelined_decode("deepseek-v3", "gb200", 64, stages, 2048, 4096, weight_dtype="fp8")
-        assert d.token_latency_s == pytest.approx(one.time_s)
-        assert d.chip_s_per_token == pytest.approx(one.cost_chip_s_per_token)
+        # memory-bound stages: their floors add up to the whole step (bytes move, they do not vanish)
+        assert d.stages_s.sum() == pytest.approx(one.time_s, rel=1e-3)
+        assert d.token_latency_s == pytest.approx(stages * d.stages_s.max())
+        assert d.chip_s_per_token >= one.cost_chip_s_per_token * (1 - 1e-12)
+    # Hand, 8 stages: the last holds 7 MoE layers + the LM head, the first 3 dense + 5 MoE layers: lighter.
+    d8 = P.stage_floors_s("deepseek-v3", "gb200", 64, 8, 2048, 4096, weight_dtype="fp8")
+    assert d8[0] < d8[1] and d8[-1] > d8[-2] and d8[1] == pytest.approx(d8[4])
     hop = P.pipelined_decode("deepseek-v3", "gb200", 64, 4, 2048, 4096, hop_latency_s=1e-3, weight_dtype="fp8")
-    assert hop.token_latency_s == pytest.approx(one.time_s + 4e-3)
+    assert hop.token_latency_s == pytest.approx(hop.stages_s.sum() + 4e-3)

@@ -28,8 +28,8 @@ from .units import dtype_bytes
 
 __all__ = [
     "bubble_fraction", "pipeline_schedule", "MemoryPerGPU", "memory_per_gpu", "check_placement",
-    "boundary_traffic_ratio", "PipelinedDecode", "pipelined_decode", "deployments", "hop_latencies",
-    "moe_layer_all_to_all_s",
+    "boundary_traffic_ratio", "stage_layers", "stage_floors_s", "PipelinedDecode", "pipelined_decode", "deployments",
+    "hop_latencies", "moe_layer_all_to_all_s",
 ]
 
 
@@ -243,15 +243,85 @@ def boundary_traffic_ratio(model, layers_per_stage, ep: int, scale_up_bytes_per_
     return result(inside / up / boundary_s)
 
 
+def stage_layers(model, stages: int) -> list[range]:
+    """The layers each of ``stages`` pipeline stages holds: consecutive, as even as counts allow.
+
+    ``n_layers = q * stages + r``: the first ``r`` stages take ``q + 1`` layers, the rest
+    ``q`` (the default split of layer-count partitioners). The input embedding sits on
+    the first stage and the final norm and LM head on the last (see :func:`stage_floors_s`).
+
+    Raises:
+        ValueError: ``stages`` not a whole number in ``1..n_layers``.
+    """
+    m = models.get(model)
+    P = positive_int("stages", stages)
+    if P > m.n_layers:
+        raise ValueError(f"stages={P} but {m.key} has only {m.n_layers} layers; allowed: 1..{m.n_layers}")
+    q, r = divmod(m.n_layers, P)
+    bounds = np.cumsum([0] + [q + (s < r) for s in range(P)])
+    return [range(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _stage_parts(m, batch, layers: range, first: bool, last: bool):
+    """(matmul params, weight params read, fraction of the layers) of one stage, for ``batch`` tokens."""
+    moe = sum(1 for i in layers if m.is_moe and i >= m.n_dense_layers)
+    dense = len(layers) - moe
+    norms = 2 * m._norm_params(m.d_model)
+    dense_layer = m.attention_params_per_layer + m.mlp_params(m.d_ff) + norms
+    fixed = (m.attention_params_per_layer + m.n_shared_experts * m.expert_params + norms
+             + m.router_params_per_layer) if m.is_moe else 0
+    active = dense * dense_layer + moe * (fixed + m.experts_per_token * m.expert_params)
+    frac = 1.0 - (1.0 - m.experts_per_token / m.n_experts) ** batch if m.is_moe else 0.0
+    read = dense * dense_layer + moe * (fixed + frac * m.n_experts * m.expert_params)
+    if last:
+        head = m.lm_head_params or m.vocab * m.d_model  # a tied table is still the head's matmul
+        active, read = active + head + m._norm_params(m.d_model), read + m.lm_head_params + m._norm_params(m.d_model)
+    if first:  # the lookup reads one row per token, does no arithmetic
+        read = read + (np.minimum(batch, m.vocab) * m.d_model if not m.tied_embeddings else 0.0)
+    return active, read, len(layers) / m.n_layers
+
+
+@finite_result
+def stage_floors_s(model, chip, chips_per_stage: int, stages: int, batch, context=0, weight_dtype="bf16",
+                   kv_dtype="bf16"):
+    """Roofline floor of each pipeline stage for one micro-batch of ``batch`` sequences (seconds).
+
+    Stage ``s`` holds the layers of :func:`stage_layers`; the first also holds the input
+    embedding, the last the final norm and LM head. On ``chips_per_stage`` chips its floor is
+    ``max(compute, weights + KV)`` with the same terms as :func:`llmmath.serving.decode_step`
+    restricted to its layers, so the stages' memory and compute terms sum to the whole
+    model's. They are not equal: a dense layer (DeepSeek-V3's first three) is far lighter than
+    an MoE layer, the LM head sits on the last stage, and 61 layers do not divide evenly.
+    Scalar ``batch`` and ``context``; returns an array of ``stages`` floats.
+
+    Raises:
+        ValueError: bad stages (see :func:`stage_layers`), non-positive batch, negative context.
+        KeyError: unknown model, chip or dtype.
+    """
+    m, c, b_w, _b_kv, F = serving._resolve(model, chip, weight_dtype, kv_dtype, None)
+    n = positive_int("chips_per_stage", chips_per_stage)
+    B = float(positive("batch", scalar("batch", batch)))
+    L = float(non_negative("context", scalar("context", context)))
+    split = stage_layers(m, stages)
+    out = []
+    for s, layers in enumerate(split):
+        active, read, share = _stage_parts(m, B, layers, s == 0, s == len(split) - 1)
+        compute = B * (2.0 * active + share * m.attention_flops_per_token(L)) / (n * F)
+        memory = (read * b_w + share * B * L * m.kv_bytes_per_token(kv_dtype)) / (n * c.hbm_bytes_per_s)
+        out.append(max(compute, memory))
+    return result(np.array(out))
+
+
 @dataclasses.dataclass(frozen=True)
 class PipelinedDecode:
-    """One decode cycle of a forward-only pipeline (seconds; tokens per second)."""
+    """Steady-state decode with a forward-only pipeline (seconds; tokens per second)."""
 
-    stage_s: float | np.ndarray          # one stage's roofline floor for one micro-batch
-    token_latency_s: float | np.ndarray  # a micro-batch's round trip through all stages (+ hops)
-    tokens_per_s: float | np.ndarray     # all stages together, micro-batches = stages
-    chip_s_per_token: float | np.ndarray
+    stage_s: float            # the slowest stage's floor for one micro-batch (it sets the pace)
+    token_latency_s: float    # time between two tokens of one sequence (a micro-batch's round trip)
+    tokens_per_s: float       # all stages together, micro-batches = stages
+    chip_s_per_token: float
     n_chips: int
+    stages_s: np.ndarray      # every stage's floor
 
 
 @finite_result
@@ -259,28 +329,31 @@ def pipelined_decode(model, chip, chips_per_stage: int, stages: int, batch, cont
                      weight_dtype="bf16", kv_dtype="bf16") -> PipelinedDecode:
     """Decode with ``stages`` pipeline stages of ``chips_per_stage`` chips each, ``stages`` micro-batches in flight.
 
-    Each stage holds ``1/stages`` of the layers: its floor for a micro-batch of
-    ``batch`` sequences is the whole model's floor on ``chips_per_stage`` chips
-    divided by ``stages`` (1/P of the FLOPs, of the weight bytes and of the KV
-    bytes). A token's round trip visits every stage and crosses ``stages`` links
-    (the last one back to the first stage), so::
+    Stage floors ``t_s`` come from :func:`stage_floors_s` (layers split by count; embedding on
+    the first stage, LM head on the last). A micro-batch visits every stage and crosses
+    ``stages`` links (the last one back to the first stage); with ``stages`` micro-batches
+    circulating, the slowest stage is busy ``stages * max(t_s)`` per round, so::
 
-        latency = stages * stage_s + stages * hop     (= the one-stage step time, plus hops)
-        tokens/s = stages * batch / latency           (every stage busy, no bubble)
+        latency  = max(sum(t_s) + stages * hop,  stages * max(t_s))
+        tokens/s = stages * batch / latency
 
-    With ``stages = 1`` and no hop this is :func:`llmmath.serving.decode_step`.
-    Capacity is not checked here (see :func:`memory_per_gpu`).
+    With ``stages = 1`` and no hop this is :func:`llmmath.serving.decode_step`. With equal stages
+    and no hop the latency and the chip-seconds per token equal the unpipelined ones; any
+    imbalance (``stages * max(t_s) > sum(t_s)``) makes them worse, never better. Scalar
+    ``batch``, ``context`` and ``hop_latency_s``. Capacity is not checked here (see :func:`memory_per_gpu`).
     """
     P = positive_int("stages", stages)
     n = positive_int("chips_per_stage", chips_per_stage)
     B, L, hop = broadcast(batch=positive("batch", batch), context=non_negative("context", context),
                           hop_latency_s=non_negative("hop_latency_s", hop_latency_s))
-    one = serving.decode_step(model, chip, B, L, n_chips=n, weight_dtype=weight_dtype,
-                              kv_dtype=kv_dtype, check_capacity=False)
-    stage = np.asarray(one.time_s) / P
-    latency = P * stage + P * hop
-    tps = P * np.asarray(one.batch) / latency
-    return PipelinedDecode(result(stage), result(latency), result(tps), result(n * P / tps), n * P)
+    if np.ndim(B):
+        raise ValueError(f"pipelined_decode takes a scalar batch, context and hop_latency_s, got shape {np.shape(B)}; "
+                         "allowed: one configuration per call")
+    hop = float(hop)
+    t = stage_floors_s(model, chip, n, P, B, L, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    latency = max(float(t.sum()) + P * hop, P * float(t.max()))
+    tps = P * float(B) / latency
+    return PipelinedDecode(float(t.max()), latency, tps, n * P / tps, n * P, t)
 
 
 @finite_result

@@ -28,53 +28,148 @@ def _check_20() -> Verdict:
                    rows)
 
 
+# DeepSeek-V3's published config (huggingface.co/deepseek-ai/DeepSeek-V3, config.json), written here so the
+# checks below derive bytes by hand instead of reading models.toml.
+_DS = dict(layers=61, dense_layers=3, d=7168, d_ff=18432, experts=256, shared=1, k=8, d_expert=2048, vocab=129280,
+           q_rank=1536, kv_rank=512, heads=128, nope=128, rope=64, v=128)
+_DS_PUBLISHED_TOTAL = 671e9  # model card: "671B total parameters"
+# NVIDIA GB200 NVL72 datasheet, per GPU: 8 TB/s HBM3e, 5 PFLOP/s dense fp8 (360 PF dense over 72 GPUs),
+# 186 GB HBM (13.4 TB over 72); ConnectX-7 at 400 Gb/s = 50 GB/s per GPU per direction.
+_GB200_W, _GB200_F8, _GB200_C, _GB200_NIC = 8e12, 5e15, 13.4e12 / 72, 400e9 / 8
+
+
+def _ds_hand() -> dict:
+    """DeepSeek-V3 parameter counts by hand from the config numbers above (MLA, 3 dense + 58 MoE layers)."""
+    c = _DS
+    d = c["d"]
+    attn = (d * c["q_rank"] + c["q_rank"] + c["q_rank"] * c["heads"] * (c["nope"] + c["rope"])
+            + d * (c["kv_rank"] + c["rope"]) + c["kv_rank"] + c["kv_rank"] * c["heads"] * (c["nope"] + c["v"])
+            + c["heads"] * c["v"] * d)
+    expert = 3 * d * c["d_expert"]
+    dense_layer = attn + 3 * d * c["d_ff"] + 2 * d
+    moe_fixed = attn + 2 * d + d * c["experts"] + c["experts"] + c["shared"] * expert
+    n_moe = c["layers"] - c["dense_layers"]
+    routed = n_moe * c["experts"] * expert
+    head = c["vocab"] * d + d
+    total = c["dense_layers"] * dense_layer + n_moe * (moe_fixed + c["experts"] * expert) + head + c["vocab"] * d
+    return dict(dense_layer=dense_layer, moe_layer=moe_fixed + c["experts"] * expert,
+                moe_active=moe_fixed + c["k"] * expert, head=head, routed=routed, total=total,
+                kv_per_layer_token=(c["kv_rank"] + c["rope"]) * 2,  # bf16 latent + rope key
+                attn_flops_per_layer_pos=2 * c["heads"] * (2 * c["kv_rank"] + c["rope"]))
+
+
+def _ds_stage_floors_hand(P: int, b: int, L: int, n: int = 64) -> np.ndarray:
+    """Each stage's floor on n GB200s, fp8 weights, by hand: 61 layers split 31/30, 16/15/15/15 ...;
+    the three dense layers on stage 0, the LM head on the last stage; at b = 2048 every expert is read."""
+    h = _ds_hand()
+    q, r = divmod(_DS["layers"], P)
+    sizes = [q + (s < r) for s in range(P)]
+    out, first = [], 0
+    for s, size in enumerate(sizes):
+        dense = max(0, min(size, _DS["dense_layers"] - first))
+        moe = size - dense
+        head = h["head"] if s == P - 1 else 0
+        read = dense * h["dense_layer"] + moe * h["moe_layer"] + head           # fp8: 1 byte each
+        active = dense * h["dense_layer"] + moe * h["moe_active"] + head
+        mem = (read + b * L * size * h["kv_per_layer_token"]) / (n * _GB200_W)
+        comp = b * (2 * active + size * h["attn_flops_per_layer_pos"] * L) / (n * _GB200_F8)
+        out.append(max(mem, comp))
+        first += size
+    return np.array(out)
+
+
 @register(21)
 def _check_21() -> Verdict:
-    one = serving.decode_step("deepseek-v3", "gb200", 2048, 8192, n_chips=64, weight_dtype="fp8", check_capacity=False)
-    for P in (2, 4, 8):
-        d = parallelism.pipelined_decode("deepseek-v3", "gb200", 64, P, 2048, 8192, weight_dtype="fp8")
-        require(abs(d.stage_s * P / one.time_s - 1) < 1e-12, 21, "stages do not add up to the whole")
-        require(abs(d.chip_s_per_token / one.cost_chip_s_per_token - 1) < 1e-12, 21, "cost per token changed")
+    b, L = 2048, 8192
+    h = _ds_hand()
+    require(abs(h["total"] / _DS_PUBLISHED_TOTAL - 1) < 0.002, 21, f"hand count {h['total']:.4g} vs published 671B")
+    one = serving.decode_step("deepseek-v3", "gb200", b, L, n_chips=64, weight_dtype="fp8", check_capacity=False)
+    rows, penalty = {}, {}
+    for P in (1, 2, 4, 8):
+        hand = _ds_stage_floors_hand(P, b, L)
+        lib = parallelism.stage_floors_s("deepseek-v3", "gb200", 64, P, b, L, weight_dtype="fp8")
+        require(lib.shape == hand.shape and np.allclose(lib, hand, rtol=2e-3), 21,
+                f"P={P}: library stage floors {np.round(lib * 1e3, 3)} ms vs hand {np.round(hand * 1e3, 3)} ms")
+        # Memory-bound stages add up to the unpipelined floor: pipelining moves the bytes, it does not remove them.
+        require(abs(hand.sum() / one.time_s - 1) < 2e-3, 21,
+                f"P={P}: stages sum to {hand.sum() * 1e3:.3f} ms, the whole model {one.time_s * 1e3:.3f} ms")
+        d = parallelism.pipelined_decode("deepseek-v3", "gb200", 64, P, b, L, weight_dtype="fp8")
+        penalty[P] = P * hand.max() / hand.sum()  # chip-seconds per token relative to one stage
+        require(abs(d.chip_s_per_token / one.cost_chip_s_per_token / penalty[P] - 1) < 2e-3, 21,
+                f"P={P}: library cost ratio {d.chip_s_per_token / one.cost_chip_s_per_token:.4f} vs hand "
+                f"{penalty[P]:.4f}")
+        require(penalty[P] >= 1 - 1e-9, 21, f"P={P}: pipelining saved chip time ({penalty[P]:.3f})")
+        rows[f"P={P}: stage floors (hand)"] = (f"{', '.join(f'{t * 1e3:.3f}' for t in hand)} ms; slowest x P = "
+                                               f"{penalty[P]:.3f} x the unpipelined step")
+    worst = max(penalty, key=penalty.get)
     return Verdict(21, "holds",
-                   "splitting the layers over P stages gives each stage 1/P of the FLOPs, weight bytes and KV bytes; "
-                   "summed over stages the work per token is unchanged, so chip-seconds per token are identical",
-                   {"DeepSeek-V3 fp8, 64 GB200 per stage, B=2048, L=8192": f"step {one.time_s * 1e3:.2f} ms = "
-                    f"P x stage time for P = 1, 2, 4, 8"})
+                   f"each stage reads its own layers' weights and KV and does their FLOPs, so the stages' floors add "
+                   f"up to the unpipelined step ({one.time_s * 1e3:.2f} ms for DeepSeek-V3 fp8 on 64 GB200s, "
+                   f"b={b}, L={L}): nothing is saved. It can only cost: the slowest stage sets the pace, and an "
+                   f"uneven split (61 layers, 3 light dense layers up front, the LM head at the end) makes the "
+                   f"chip-seconds per token {penalty[worst] - 1:.1%} higher at P={worst}",
+                   {**rows, "source": "hand: config.json dims and the GB200 NVL72 datasheet (8 TB/s, 5 PF fp8 per GPU)"})
 
 
 @register(22)
 def _check_22() -> Verdict:
-    rows = {}
+    h = _ds_hand()
+    rows, hand_w = {}, {}
     for P in (1, 2, 4):
         m = parallelism.memory_per_gpu("deepseek-v3", ep=64, pp=P, batch=64, context=32768, weight_dtype="fp8")
-        rows[f"P={P}: weights / KV per GPU"] = f"{m.weight_bytes / 1e9:.1f} GB / {m.kv_bytes / 1e9:.1f} GB"
-    w = [parallelism.memory_per_gpu("deepseek-v3", ep=64, pp=P, weight_dtype="fp8").weight_bytes for P in (1, 2, 4)]
-    require(abs(w[0] / w[1] - 2) < 1e-9 and abs(w[0] / w[2] - 4) < 1e-9, 22, "weights per GPU do not fall as 1/P")
+        hand_w[P] = (h["routed"] / 64 + (h["total"] - h["routed"])) / P  # fp8: 1 byte per weight
+        require(abs(float(m.weight_bytes) / hand_w[P] - 1) < 1e-3, 22,
+                f"P={P}: library weights per GPU {float(m.weight_bytes) / 1e9:.2f} GB vs hand {hand_w[P] / 1e9:.2f} GB")
+        rows[f"P={P}: weights / KV per GPU"] = (f"{float(m.weight_bytes) / 1e9:.1f} GB / {float(m.kv_bytes) / 1e9:.1f} GB "
+                                                f"of {_GB200_C / 1e9:.0f} GB")
+    cap = hardware.system("gb200-nvl72").hbm_bytes_per_package
+    require(abs(cap / _GB200_C - 1) < 0.03, 22, f"GB200 HBM per GPU {cap / 1e9:.0f} GB vs datasheet {_GB200_C / 1e9:.0f}")
+    replicated = h["total"] - h["routed"]
     return Verdict(22, "holds if",
-                   "holds for the weights (per-GPU weight bytes fall as 1/P) but not for the KV cache, which stays "
-                   "constant (claim 25); note that with wide EP the replicated non-expert weights (17 GB at fp8 for "
-                   "DeepSeek-V3) outweigh each GPU's share of the experts",
+                   f"holds for the weights: per GPU they fall as 1/P ({hand_w[1] / 1e9:.1f} -> {hand_w[2] / 1e9:.1f} -> "
+                   f"{hand_w[4] / 1e9:.1f} GB at fp8 on EP64), but not for the KV cache, which stays constant (claim "
+                   f"25); with wide EP the replicated non-expert weights ({replicated / 1e9:.0f} GB at fp8 for "
+                   f"DeepSeek-V3) outweigh each GPU's share of the experts ({h['routed'] / 64 / 1e9:.1f} GB)",
                    rows)
+
+
+# Assumed cost of starting the next stage's work per hop: a kernel launch plus a completion flag (CUDA launch
+# overheads are a few microseconds); an assumption, not a measurement.
+_LAUNCH_SYNC_S = 5e-6
 
 
 @register(24)
 def _check_24() -> Verdict:
     lat = parallelism.hop_latencies()
-    hop = lat["deepseek-ib-cross-leaf-64B"]["seconds"]
-    one = serving.decode_step("deepseek-v3", "gb200", 2048, 8192, n_chips=64, weight_dtype="fp8", check_capacity=False)
-    rows = {}
+    wire = lat["deepseek-ib-cross-leaf-64B"]["seconds"]  # 64-byte CPU-side latency, marked unverified
+    b, L, E = 2048, 8192, 64
+    # The activation a stage hands on: b/E tokens per GPU, d bf16 values each, over that GPU's NIC.
+    act_bytes = b / E * _DS["d"] * 2
+    nic = hardware.system("gb200-nvl72").scale_out_bytes_per_s_per_package
+    require(abs(nic / _GB200_NIC - 1) < 0.05, 24, f"GB200 scale-out {nic / 1e9:.0f} GB/s vs ConnectX-7's 50 GB/s")
+    transfer = act_bytes / _GB200_NIC
+    hop = wire + transfer + _LAUNCH_SYNC_S
+    rows, extra = {}, {}
     for P in (2, 4, 8):
-        d = parallelism.pipelined_decode("deepseek-v3", "gb200", 64, P, 2048, 8192, hop_latency_s=hop, weight_dtype="fp8")
-        extra = d.token_latency_s / one.time_s - 1
-        require(extra < 0.05, 24, f"P={P}: hops add {extra:.1%} to the step")
-        rows[f"P={P}"] = f"latency {d.token_latency_s * 1e3:.3f} ms vs {one.time_s * 1e3:.3f} ms unpipelined (+{extra:.2%})"
-    # The speaker's guess of a few ms per hop would instead dominate:
-    guess = parallelism.pipelined_decode("deepseek-v3", "gb200", 64, 4, 2048, 8192, hop_latency_s=3e-3, weight_dtype="fp8")
-    return Verdict(24, "holds",
-                   f"forward-only pipelining with P micro-batches has no bubble, so per-token latency is the "
-                   f"unpipelined step plus P network hops; measured hops are microseconds ({hop * 1e6:.1f} us across "
-                   f"InfiniBand leaves), not the 'few ms' guessed, so the added latency is well under 1%",
-                   {**rows, "if a hop took 3 ms (the guess), P=4": f"{guess.token_latency_s * 1e3:.1f} ms",
+        t = _ds_stage_floors_hand(P, b, L)
+        d = parallelism.pipelined_decode("deepseek-v3", "gb200", E, P, b, L, hop_latency_s=hop, weight_dtype="fp8")
+        hand_latency = max(t.sum() + P * hop, P * t.max())
+        require(abs(d.token_latency_s / hand_latency - 1) < 2e-3, 24,
+                f"P={P}: library latency {d.token_latency_s * 1e3:.3f} ms vs hand {hand_latency * 1e3:.3f} ms")
+        extra[P] = hand_latency / t.sum() - 1
+        rows[f"P={P}"] = (f"{P} x {b} = {P * b} sequences in flight per replica; token latency "
+                          f"{hand_latency * 1e3:.3f} ms vs {t.sum() * 1e3:.3f} ms unpipelined (+{extra[P]:.1%})")
+    require(extra[4] < 0.10, 24, f"P=4 adds {extra[4]:.1%} to the token latency: no longer 'essentially unchanged'")
+    guess = 4 * 3e-3 / _ds_stage_floors_hand(1, b, L)[0]
+    return Verdict(24, "holds if",
+                   f"holds if 'batch' means the micro-batch each stage runs and a few per cent of latency is "
+                   f"'unchanged': forward-only pipelining has no bubble only with P micro-batches in flight, so a "
+                   f"replica holds P x b sequences ({4 * b} at P = 4); and every stage boundary is a hop of "
+                   f"~{hop * 1e6:.0f} us ({wire * 1e6:.1f} us 64-byte latency, unverified, + {transfer * 1e6:.1f} us "
+                   f"to send {act_bytes / 1e3:.0f} kB of activations per GPU at 50 GB/s + {_LAUNCH_SYNC_S * 1e6:.0f} us "
+                   f"assumed launch/sync), adding {extra[2]:.1%} / {extra[4]:.1%} / {extra[8]:.1%} at P = 2 / 4 / 8 "
+                   f"(including the uneven split). The speaker's 'few ms' per hop would add {guess:.0%} at P=4",
+                   {**rows, "hop": f"{wire * 1e6:.1f} + {transfer * 1e6:.2f} + {_LAUNCH_SYNC_S * 1e6:.0f} us",
                     "hop source": lat["deepseek-ib-cross-leaf-64B"].get("source", "")[:90]})
 
 
@@ -102,19 +197,32 @@ def _check_26() -> Verdict:
     # The scale-up domain each layout ran on: NVLink inside an 8-GPU H800/H100 node, a whole NVL72 rack for GB200.
     domain = {k: (72 if "GB200" in d["gpu"] else d["gpus_per_node"]) for k, d in deps.items()}
     beyond = {k: d["expert_parallel"] / domain[k] for k, d in deps.items()}
-    ds = models.get("deepseek-v3")
     nvl = hardware.system("gb200-nvl72")
     B, L = 4096, 16384  # sequences on the rack, tokens of context each
-    m = parallelism.memory_per_gpu(ds, ep=64, pp=1, batch=B, context=L, weight_dtype="fp8")
-    require(m.total_bytes <= nvl.hbm_bytes_per_package, 26,
-             "DeepSeek-V3 at fp8 with 4096 x 16k-token sequences no longer fits one NVL72 without pipelining")
+    m = parallelism.memory_per_gpu("deepseek-v3", ep=64, pp=1, batch=B, context=L, weight_dtype="fp8")
+    # By hand from config.json: weights = routed / 64 + the rest, fp8; KV = B L x 61 x (512 + 64) x 2 bytes / 64.
+    h = _ds_hand()
+    w_hand = h["routed"] / 64 + (h["total"] - h["routed"])
+    kv_hand = B * L * _DS["layers"] * h["kv_per_layer_token"] / 64
+    require(abs(float(m.weight_bytes) / w_hand - 1) < 1e-3 and abs(float(m.kv_bytes) / kv_hand - 1) < 1e-3, 26,
+            f"library {float(m.weight_bytes) / 1e9:.1f} GB weights + {float(m.kv_bytes) / 1e9:.1f} GB KV per GPU vs "
+            f"hand {w_hand / 1e9:.1f} + {kv_hand / 1e9:.1f} GB")
+    require(w_hand + kv_hand <= _GB200_C and m.total_bytes <= nvl.hbm_bytes_per_package, 26,
+            "DeepSeek-V3 at fp8 with 4096 x 16k-token sequences no longer fits one NVL72 without pipelining")
     require(all(r <= 1 for k, r in beyond.items() if domain[k] == 72), 26, "an NVL72 layout now exceeds its rack")
+    boxes = {k: deps[k]["expert_parallel"] for k in deps if domain[k] != 72}
+    past = [beyond[k] for k in boxes]
+    ds_ep = sorted({e for k, e in boxes.items() if k.startswith("deepseek")})
+    sg_ep = sorted({e for k, e in boxes.items() if k.startswith("sglang")})
     return Verdict(26, "holds if",
-                   "little pipelining: every published large-MoE layout uses PP = 1; 'EP up to the scale-up domain' "
-                   "is what NVL72 layouts do, but on 8-GPU boxes operators push EP 4-40x past the NVLink domain over "
-                   "InfiniBand (DeepSeek EP32-320, SGLang EP72) to give each expert a large enough batch",
+                   f"little pipelining: every published large-MoE layout uses PP = 1 ({len(pps)} of {len(pps)}); "
+                   f"'EP up to the scale-up domain' is what NVL72 layouts do, but on 8-GPU boxes operators push EP "
+                   f"{min(past):.0f}-{max(past):.0f}x past the NVLink domain over InfiniBand (DeepSeek EP"
+                   f"{'/'.join(map(str, ds_ep))}, SGLang EP{'/'.join(map(str, sg_ep))}) to give each expert a large "
+                   f"enough batch; one NVL72 holds DeepSeek-V3 at fp8 with {B} x {L // 1024}k-token sequences "
+                   f"({(w_hand + kv_hand) / 1e9:.0f} of {_GB200_C / 1e9:.0f} GB per GPU) without pipelining",
                    {"pipeline degrees": ", ".join(f"{k} {p}" for k, p in pps.items()),
                     "EP / scale-up domain": ", ".join(f"{k} {r:.2g}x" for k, r in beyond.items()),
                     "DeepSeek-V3 on one NVL72 (EP64, fp8, 4096 sequences x 16k tokens)":
-                    f"{m.weight_bytes / 1e9:.0f} GB weights + {m.kv_bytes / 1e9:.0f} GB KV per GPU "
-                    f"of {nvl.hbm_bytes_per_package / 1e9:.0f} GB"})
+                    f"{w_hand / 1e9:.0f} GB weights + {kv_hand / 1e9:.0f} GB KV per GPU "
+                    f"of {_GB200_C / 1e9:.0f} GB (datasheet)"})
