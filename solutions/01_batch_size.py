@@ -130,7 +130,9 @@ assert ok
 # %% [markdown] tags=["solution"]
 # **Worked answer.** The penalty is the balance ratio, $918/1.638 = 560$: the
 # highest in the catalog, since v6e quadrupled compute over v5e but only doubled
-# bandwidth. It is still short of the "1000×" of claim 2.
+# bandwidth. For a dense model that is the whole penalty, still short of the
+# "1000×" of claim 2 (a thousand needs a sparse MoE spread over many chips by
+# expert parallelism, where idle chips are paid for).
 
 # %% [markdown]
 # ### Problem 6 — how many sequences fit

@@ -448,3 +448,85 @@ def test_max_batch_and_fits_errors():
         serving.fits_in_hbm("llama-3.1-8b", "h100-sxm", 0, 1024)
     with pytest.raises(KeyError):
         serving.max_batch("llama-3.1-8b", "h100-sxm", 1024, kv_dtype="fp9")
+
+
+# --- expert parallelism: the busiest chip sets the step (claims 2 and 4) ---------------------
+
+def _busiest_monte_carlo(n_experts, k, n_chips, batch, samples, seed=0):
+    """Simulated routing: each token picks k distinct experts; experts 0..E-1 dealt to chips in
+    contiguous groups as evenly as whole experts allow (the first E mod n chips hold one more)."""
+    rng = np.random.default_rng(seed)
+    g, extra = divmod(n_experts, n_chips)
+    chip_of = np.repeat(np.arange(n_chips), [g + 1] * extra + [g] * (n_chips - extra))
+    picks = rng.random((samples, batch, n_experts)).argsort(axis=2)[:, :, :k].reshape(samples, -1)
+    touched = np.zeros((samples, n_experts), bool)
+    np.put_along_axis(touched, picks, True, axis=1)
+    per_chip = np.stack([touched[:, chip_of == c].sum(axis=1) for c in range(n_chips)], axis=1)
+    return per_chip.max(axis=1)
+
+
+@pytest.mark.parametrize("n_chips, batch", [(8, 1), (72, 1), (16, 4)])
+def test_busiest_chip_experts_matches_simulated_routing(n_chips, batch):
+    sim = _busiest_monte_carlo(256, 8, n_chips, batch, 3000)
+    got = serving.expected_busiest_chip_experts("deepseek-v3", batch, n_chips)
+    assert abs(got - sim.mean()) < 4 * sim.std() / np.sqrt(sim.size)
+
+
+def test_busiest_chip_limits():
+    from llmmath import models
+    m = models.get("deepseek-v3")
+    B = np.array([1, 3, 40, 5000])
+    one = serving.expected_busiest_chip_experts(m, B, 1)       # one chip: every touched expert
+    assert np.allclose(one, 256 * (1 - (1 - 8 / 256) ** B))
+    per_expert = serving.expected_busiest_chip_experts(m, B, 256)  # one expert per chip: 1 if any touched
+    assert np.allclose(per_expert, 1.0)
+    assert serving.expected_busiest_chip_experts("llama-3.1-70b", 1, 8) == 0.0
+
+
+def test_expert_parallel_step_reduces_to_pooled_on_one_chip_and_for_dense_models():
+    B, L = np.array([1, 7, 64, 2048])[:, None], np.array([0, 4096])[None, :]
+    a = serving.expert_parallel_decode_step("deepseek-v3", "h200", B, L, 1, check_capacity=False).time_s
+    b = serving.decode_step_time_s("deepseek-v3", "h200", B, L, 1, check_capacity=False)
+    assert np.allclose(a, b, rtol=1e-12)
+    a = serving.expert_parallel_decode_step("llama-3.1-70b", "h100-sxm", B, L, 8, check_capacity=False).time_s
+    b = serving.decode_step_time_s("llama-3.1-70b", "h100-sxm", B, L, 8, check_capacity=False)
+    assert np.allclose(a, b, rtol=1e-12)
+
+
+def test_expert_parallel_penalty_by_hand_and_between_R_and_Bstar():
+    # DeepSeek-V3, fp8, 8 x H200 (datasheet 1,979 TFLOPS fp8 dense, 4.8 TB/s), by hand: one token's 8
+    # experts land on 8 chips of 32; E[max picks on a chip] by brute force over all C(256, 8) is
+    # impractical, so enumerate the chip of each pick with the exact without-replacement weights.
+    from itertools import combinations_with_replacement
+    from math import factorial, prod
+    e_max = 0.0
+    for chips in combinations_with_replacement(range(8), 8):   # which chip each of the 8 picks lands on
+        counts = np.bincount(chips, minlength=8)
+        orders = factorial(8) // prod(factorial(int(c)) for c in counts)
+        # ordered draws without replacement: 32 x 31 x ... on each chip, over 256 x 255 x ... x 249
+        w = prod(prod(range(32 - int(c) + 1, 33)) for c in counts) / prod(range(249, 257))
+        e_max += counts.max() * orders * w
+    assert abs(e_max - serving.expected_busiest_chip_experts("deepseek-v3", 1, 8)) < 1e-12
+    p_e, n_mm = 3 * 7168 * 2048, 36_625_618_432
+    p_other = 671_026_419_200 - 129_280 * 7168 + 7168 - 58 * 256 * p_e
+    hand = 8 * 1979e12 / (2 * 4.8e12) * (p_other / 8 + 58 * e_max * p_e) / n_mm
+    got = serving.expert_parallel_cost_ratio_unbatched("deepseek-v3", "h200", 8, weight_dtype="fp8")
+    assert abs(got / hand - 1) < 1e-9 and 380 < got < 392
+    r = serving.expert_parallel_cost_ratio_unbatched("deepseek-v3", "h100-sxm", [1, 16, 256])
+    assert abs(r[0] / serving.cost_ratio_unbatched("deepseek-v3", "h100-sxm") - 1) < 1e-9
+    assert abs(r[2] / serving.balance_batch("deepseek-v3", "h100-sxm") - 1) < 2e-3   # one expert per chip: B*
+    assert r[0] < r[1] < r[2]
+
+
+def test_expert_parallel_bad_input_and_capacity():
+    with pytest.raises(ValueError, match="batch"):
+        serving.expert_parallel_decode_step("deepseek-v3", "h200", 1.5, 0, 8, weight_dtype="fp8")
+    with pytest.raises(ValueError, match="n_chips"):
+        serving.expert_parallel_decode_step("deepseek-v3", "h200", 1, 0, 0, weight_dtype="fp8")
+    with pytest.raises(ValueError, match="n_chips"):
+        serving.expert_parallel_cost_ratio_unbatched("deepseek-v3", "h200", [8, 0])
+    with pytest.raises(ValueError, match="fullest chip"):
+        serving.expert_parallel_decode_step("deepseek-v3", "h100-sxm", 1, 0, 8, weight_dtype="fp8")
+    with pytest.raises(KeyError):
+        serving.expected_busiest_chip_experts("deepseek-v4", 1, 8)
+    assert serving.expert_parallel_chip_bytes("deepseek-v3", 8, "fp8") == pytest.approx(671_026_419_200 / 8)

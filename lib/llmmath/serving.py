@@ -26,6 +26,8 @@ inference"; Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 
 import numpy as np
 
@@ -38,6 +40,7 @@ from .units import dtype_bytes, fmt_bytes
 __all__ = [
     "DecodeStep", "decode_step", "decode_step_time_s", "decode_cost_per_token",
     "latency_floor_s", "balance_batch", "max_batch", "fits_in_hbm", "cost_ratio_unbatched",
+    "expected_busiest_chip_experts", "expert_parallel_chip_bytes", "expert_parallel_decode_step", "expert_parallel_cost_ratio_unbatched",
     "prefill_step", "prefill_cost_per_token", "context_attention_flops_per_token", "attention_crossover_context",
     "kv_limit_context", "utilization_vs_balance",
 ]
@@ -311,6 +314,216 @@ def cost_ratio_unbatched(model, chip, context=0, weight_dtype="bf16", kv_dtype="
     per_token_compute = (2.0 * m.matmul_params_per_token + m.attention_flops_per_token(L)) / F
     per_token_kv = L * m.kv_bytes_per_token(kv_dtype) / c.hbm_bytes_per_s
     return result(one / np.maximum(per_token_compute, per_token_kv))
+
+
+# ---------------------------------------------------------------------------
+# Expert parallelism: the busiest chip sets the step (chapter 1, claims 2 and 4)
+# ---------------------------------------------------------------------------
+
+def _expert_groups(n_experts: int, n_chips: int) -> tuple[tuple[int, int], ...]:
+    """(experts per chip, chips holding that many): E spread as evenly as whole experts allow."""
+    g, extra = divmod(n_experts, n_chips)
+    return tuple((size, count) for size, count in ((g + 1, extra), (g, n_chips - extra)) if count)
+
+
+@functools.lru_cache(maxsize=64)
+def _busiest_given_touched(n_experts: int, n_chips: int) -> np.ndarray:
+    """E[max over chips of touched experts on that chip | T experts touched], for T = 0..E.
+
+    Given T, the touched set is a uniform T-subset of the E experts (uniform routing is
+    exchangeable), so the per-chip counts are multivariate hypergeometric and
+    ``P(max <= m | T) = [x^T] prod_chips (sum_{i <= m} C(g_chip, i) x^i) / C(E, T)``.
+    """
+    groups = _expert_groups(n_experts, n_chips)
+    top = max(size for size, _ in groups)
+    total = np.array([math.comb(n_experts, t) for t in range(n_experts + 1)], dtype=float)
+    expect = np.zeros(n_experts + 1)
+    for m in range(top):  # E[max] = sum_{m >= 0} P(max > m)
+        poly = np.ones(1)
+        for size, count in groups:
+            term = np.array([math.comb(size, i) for i in range(min(m, size) + 1)], dtype=float)
+            for _ in range(count):
+                poly = np.convolve(poly, term)[: n_experts + 1]
+        ways = np.zeros(n_experts + 1)
+        ways[: poly.size] = poly
+        expect += 1.0 - ways / total
+    return expect
+
+
+def _touched_distribution(n_experts: int, k: int, batches: np.ndarray) -> np.ndarray:
+    """P(T = t) for t = 0..E after each whole batch in ``batches`` (rows), k distinct experts per token."""
+    E = n_experts
+    t = np.arange(E + 1)
+    step = np.zeros((E + 1, E + 1))  # step[t, t + j]: a token picks j experts not yet touched
+    for j in range(k + 1):
+        p = np.array([math.comb(E - x, j) * math.comb(x, k - j) for x in t], dtype=float) / math.comb(E, k)
+        ok = t + j <= E
+        step[t[ok], t[ok] + j] = p[ok]
+    out = np.zeros((batches.size, E + 1))
+    dist = np.zeros(E + 1)
+    dist[0] = 1.0
+    done = 0
+    order = np.argsort(batches)
+    for i in order:
+        target = int(batches[i])
+        while done < target and dist[E] < 1.0 - 1e-15:  # saturated: every expert touched, nothing moves
+            dist = dist @ step
+            done += 1
+        out[i] = dist
+    return out
+
+
+@finite_result
+def expected_busiest_chip_experts(model, batch, n_chips):
+    """Expected routed experts the busiest chip must read in one MoE layer, under expert parallelism.
+
+    The ``E`` routed experts of each layer are spread over ``n_chips`` as evenly as
+    whole experts allow (``E mod n`` chips hold one more). ``batch`` tokens each pick
+    ``k`` distinct experts uniformly at random; a chip reads each of its experts that
+    at least one token picked. The busiest chip's count, in expectation::
+
+        E[max_chip count] = sum_T P(T | B) E[max_chip count | T]
+
+    ``P(T | B)`` (T distinct experts touched) comes from a Markov chain over tokens
+    (a token adds j new experts with probability ``C(E-T, j) C(T, k-j) / C(E, k)``);
+    given T the counts are multivariate hypergeometric (see :func:`_busiest_given_touched`).
+    Exact under uniform, independent routing (real routers are less even: a floor).
+    At ``n_chips = 1`` it is the expected touched count ``E (1 - (1 - k/E)^B)``; 0 for a dense model.
+
+    Args:
+        model: catalog name or :class:`~llmmath.models.Model`.
+        batch: B, tokens in the step (whole numbers >= 1; scalar or array).
+        n_chips: chips the experts are spread over (whole number >= 1).
+
+    Returns:
+        experts (float), shaped like ``batch``.
+
+    Raises:
+        ValueError: batch not a whole number >= 1, n_chips < 1, or a model with more
+            than 1,000 experts per layer (the binomial sums would overflow float64).
+        KeyError: unknown model.
+    """
+    m = models.get(model)
+    B = whole("batch", batch, 1)
+    n = positive_int("n_chips", n_chips)
+    if not m.is_moe:
+        return result(np.zeros(B.shape))
+    if m.n_experts > 1000:
+        raise ValueError(f"{m.key}: n_experts={m.n_experts} is above the 1,000 this exact sum supports")
+    flat = np.ravel(B)
+    uniq, inverse = np.unique(flat, return_inverse=True)
+    dist = _touched_distribution(m.n_experts, m.experts_per_token, uniq)
+    busiest = dist @ _busiest_given_touched(m.n_experts, n)
+    return result(busiest[inverse].reshape(B.shape))
+
+
+def expert_parallel_chip_bytes(model, n_chips, weight_dtype="bf16") -> float:
+    """Weight bytes on the fullest chip when the routed experts are spread over ``n_chips`` (bytes).
+
+    ``(N_tot - routed) / n + ceil(E / n) * n_moe_layers * P_e``, times ``b_w``: the
+    rest of the weights sharded evenly, the routed experts as evenly as whole experts
+    allow. For a dense model ``N_tot b_w / n``.
+
+    Raises:
+        ValueError: n_chips not a whole number >= 1. KeyError: unknown model or dtype.
+    """
+    m = models.get(model)
+    n = positive_int("n_chips", n_chips)
+    routed = m.n_moe_layers * m.n_experts * m.expert_params
+    held = (m.total_params - routed) / n + m.n_moe_layers * -(-m.n_experts // n) * m.expert_params
+    return float(held * dtype_bytes(weight_dtype))
+
+
+@finite_result
+def expert_parallel_decode_step(model, chip, batch, context=0, n_chips=1, weight_dtype="bf16", kv_dtype="bf16",
+                                compute_dtype=None, check_capacity=True) -> DecodeStep:
+    """Roofline floor of a decode step with the routed experts spread over the chips (expert parallelism).
+
+    :func:`decode_step` pools the bandwidth of all ``n`` chips, as if any chip could
+    read any weight. Under expert parallelism (how DeepSeek-V3 is served, V3 report
+    section 3.4) each chip holds ``E/n`` of every MoE layer's routed experts and only
+    it can read them; every MoE layer ends in an all-to-all, so the layer lasts as long
+    as its **busiest chip**. With the rest of the weights (attention, shared experts,
+    dense layers, LM head) sharded evenly::
+
+        t_weights = [P_other(B) / n + n_moe_layers * E[busiest](B) * P_e] * b_w / W_chip
+        t_compute = B (2 N_mm + a L) / (n F),   t_kv = B L beta / (n W_chip)
+        step time = max(t_compute, t_weights + t_kv)
+
+    ``E[busiest]`` is :func:`expected_busiest_chip_experts` (its expectation per layer,
+    summed over layers, since layers route independently). Compute and KV are taken as
+    spread evenly: a floor. At ``n = 1`` this equals :func:`decode_step`; for a dense
+    model it does too (there are no experts to place). At ``B = 1`` the cost ratio
+    against the compute floor lies between R (one chip) and R * N_tot / N_act (one
+    expert per chip): chips holding unpicked experts idle but are paid for.
+
+    Args:
+        model, chip: catalog names or objects.
+        batch: B, whole sequences (>= 1; scalar or array).
+        context: L, tokens of context per sequence (>= 0; broadcasts with ``batch``).
+        n_chips: chips holding the model, each with a share of every layer's experts.
+        weight_dtype, kv_dtype, compute_dtype: as in :func:`decode_step`.
+        check_capacity: refuse a placement whose fullest chip (``P_other / n`` plus
+            ``ceil(E/n)`` experts per layer, plus its share of the KV cache) exceeds HBM.
+
+    Returns:
+        :class:`DecodeStep` shaped like ``broadcast(batch, context)``; its
+        ``cost_chip_s_per_token`` is ``n * step time / B``.
+
+    Raises:
+        ValueError: batch not a whole number >= 1, negative context, n_chips < 1, shapes
+            that do not broadcast, or (with ``check_capacity``) a placement that does not fit.
+        TypeError: a boolean, string or None where a number is expected.
+        KeyError: unknown model, chip or dtype.
+    """
+    m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
+    B, L = broadcast(batch=whole("batch", batch, 1), context=non_negative("context", context))
+    n = positive_int("n_chips", n_chips)
+    routed = m.n_moe_layers * m.n_experts * m.expert_params
+    if flag("check_capacity", check_capacity):
+        need = expert_parallel_chip_bytes(m, n, weight_dtype) + B * L * m.kv_bytes_per_token(kv_dtype) / n
+        if not np.all(need <= c.hbm_bytes):
+            worst = float(np.max(need))
+            raise ValueError(f"{m.key} with experts spread over n_chips={n} x {c.key}: the fullest chip needs "
+                             f"{fmt_bytes(worst)} of weights + KV at {weight_dtype}, but holds "
+                             f"{fmt_bytes(c.hbm_bytes)}; use more chips or a smaller weight_dtype "
+                             f"(or pass check_capacity=False)")
+    frac = 1.0 - (1.0 - m.experts_per_token / m.n_experts) ** B if m.is_moe else 0.0 * B
+    other = np.asarray(m.expected_params_read(B)) - routed * frac     # attention, shared, dense, looked-up rows
+    busiest = expected_busiest_chip_experts(m, B, n)
+    weight = (other / n + m.n_moe_layers * busiest * m.expert_params) * b_w / c.hbm_bytes_per_s
+    compute = B * (2.0 * m.matmul_params_per_token + m.attention_flops_per_token(L)) / (n * F)
+    kv = B * L * m.kv_bytes_per_token(kv_dtype) / (n * c.hbm_bytes_per_s)
+    compute, weight, kv = np.broadcast_arrays(compute, weight, kv)
+    total = np.maximum(compute, weight + kv)
+    return DecodeStep(result(compute), result(weight), result(kv), result(total),
+                      result(np.broadcast_to(B, total.shape)), n)
+
+
+@finite_result
+def expert_parallel_cost_ratio_unbatched(model, chip, n_chips, context=0, weight_dtype="bf16", kv_dtype="bf16",
+                                         compute_dtype=None):
+    """Cost per token at batch 1 under expert parallelism over ``n_chips``, divided by the best cost.
+
+    ``n * t_step(B=1) / best`` with ``t_step`` from :func:`expert_parallel_decode_step`
+    and ``best = max((2 N_mm + a L) / F, L beta / W)`` chip-seconds per token (as in
+    :func:`cost_ratio_unbatched`, which is the ``n_chips = 1`` case). Ignores HBM
+    capacity. Broadcasts over ``n_chips`` (whole numbers >= 1) and ``context``.
+
+    Raises:
+        ValueError: n_chips not a whole number >= 1, negative context, shapes that do not broadcast.
+        KeyError: unknown model, chip or dtype.
+    """
+    m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
+    n, L = broadcast(n_chips=whole("n_chips", n_chips, 1), context=non_negative("context", context))
+    best = np.maximum((2.0 * m.matmul_params_per_token + m.attention_flops_per_token(L)) / F,
+                      L * m.kv_bytes_per_token(kv_dtype) / c.hbm_bytes_per_s)
+    out = np.empty(n.shape)
+    for idx in np.ndindex(n.shape):
+        step = expert_parallel_decode_step(m, c, 1, L[idx], int(n[idx]), weight_dtype, kv_dtype, compute_dtype,
+                                           check_capacity=False)
+        out[idx] = step.cost_chip_s_per_token / best[idx]
+    return result(out)
 
 
 # ---------------------------------------------------------------------------
