@@ -11,7 +11,7 @@ from ..claims import Verdict, register, require
 def _check_16() -> Verdict:
     ds = models.get("deepseek-v3")
     B, L = 4096, 4096
-    rows, slow = {}, {}
+    rows, slow, share = {}, {}, {}
     for key in ("gb200-nvl72", "gb300-nvl72"):
         sy = hardware.system(key)
         # GB300's per-GPU HBM bandwidth is GB200's 8 TB/s (systems.toml), so one chip entry serves both
@@ -26,6 +26,7 @@ def _check_16() -> Verdict:
         require(one < 0.25 * layer_s and two > 0.75 * layer_s, 16,
                  f"{key}: all-to-all {one * 1e6:.0f}/{two * 1e6:.0f} us vs layer {layer_s * 1e6:.0f} us")
         slow[key] = two / one
+        share[key] = one / layer_s
         rows[f"{key}: per-layer decode floor / all-to-all in 1 rack / in 2 racks"] = (
             f"{layer_s * 1e6:.0f} us / {one * 1e6:.0f} us / {two * 1e6:.0f} us")
     h800 = parallelism.deployments()["deepseek-v3-report-decode"]
@@ -35,10 +36,12 @@ def _check_16() -> Verdict:
         f"so leaving the node costs only {0.5 * ratio_h800:.1f}x (2 domains) .. {ratio_h800 * (1 - 8 / 320):.1f}x (40)")
     require(h800["expert_parallel"] > h800["gpus_per_node"], 16, "DeepSeek's decode EP no longer spans nodes")
     return Verdict(16, "holds if",
-                   "holds as a cost cliff, not a wall: on an NVL72, DeepSeek-V3's all-to-all fits under each "
-                   "layer's decode time inside one rack (a fifth of it) but takes 4.5-9x longer, as long as the "
-                   "layer itself or longer, once the layer spans two racks at the same load per GPU; practice does cross domains (DeepSeek's EP320 over InfiniBand) where "
-                   "the scale-up/scale-out ratio is small and communication is overlapped",
+                   f"holds as a cost cliff, not a wall: on an NVL72, DeepSeek-V3's all-to-all fits under each "
+                   f"layer's decode time inside one rack (at most {max(share.values()):.0%} of it) "
+                   f"but takes {min(slow.values()):.1f}-{max(slow.values()):.1f}x longer, as long as the layer itself "
+                   f"or longer, once the layer spans two racks at the same load per GPU; practice does cross domains "
+                   f"(DeepSeek's EP{h800['expert_parallel']} over InfiniBand) where the scale-up/scale-out ratio is "
+                   f"small and communication is overlapped",
                    {**rows, "2-rack slowdown, GB200 (CX-7) / GB300 (CX-8)":
                     f"{slow['gb200-nvl72']:.1f}x / {slow['gb300-nvl72']:.1f}x",
                     "batch, context, EP, weights": "4096 sequences, 4096 tokens, 64 GPUs per rack, fp8"})
@@ -118,8 +121,10 @@ def _check_27() -> Verdict:
     require(abs(total - 576 / 26.8) < 1e-9, 27, f"aggregate growth {total:.2f} vs hand 21.5")
     require(domain > per_gpu, 27, "per-GPU bandwidth outgrew the domain")
     return Verdict(27, "holds",
-                   f"the domain grew {domain:.0f}x (8 -> 72 GPUs; the speaker's 'about 8x') while per-GPU HBM "
-                   f"bandwidth grew {per_gpu:.1f}x (3.35 -> 8 TB/s), so the bandwidth one model can stream grew "
-                   f"{total:.1f}x, cutting the weight-read latency floor by the same factor",
+                   f"the domain grew {domain:.0f}x ({h.packages} -> {g.packages} GPUs; the speaker's 'about 8x') while "
+                   f"per-GPU HBM bandwidth grew {per_gpu:.1f}x ({h.hbm_bytes_per_s_per_package / 1e12:.2f} -> "
+                   f"{g.hbm_bytes_per_s_per_package / 1e12:.0f} TB/s), so the bandwidth one model can stream grew "
+                   f"{total:.1f}x, cutting the weight-read latency floor by the same factor. The ~8x is the domain's "
+                   f"growth: as a figure for the domain's memory bandwidth it is {total / 8:.1f}x too low",
                    {"HGX H100 -> GB200 NVL72": f"domain {domain:.0f}x x per-GPU {per_gpu:.2f}x = {total:.1f}x "
                     f"({h.hbm_bytes_per_s / 1e12:.1f} -> {g.hbm_bytes_per_s / 1e12:.0f} TB/s)"})
