@@ -13,8 +13,8 @@
 #
 # | # | time | claim, in our words |
 # |---|---|---|
-# | 32 | 1:45:11 | prefill is compute-bound; decode is memory-bandwidth-bound |
-# | 33 | 1:52:24 | attention's context-dependent FLOPs only become noticeable at millions of tokens |
+# | 32 | 1:45:11 | reading a prompt keeps the arithmetic units busy; generating one token at a time waits on memory traffic |
+# | 33 | 1:52:24 | the arithmetic that grows with context is a rounding error next to the weights' until contexts run into the millions |
 # | 34 | 1:53:02 | what caps long contexts is holding and streaming the KV cache, not attention's arithmetic |
 # | 35 | 1:54:23 | windows settled near 100–200k tokens because going far beyond costs too much |
 # | 36 | 1:54:40 | HBM is not getting much better, so it will not rescue long context |
@@ -74,10 +74,10 @@ plt.show()
 sweep = kernels.batch_sweep()
 T_meas = sweep.batch
 per_token_prefill = sweep.measured_s / T_meas
-per_token_decode = sweep.measured_s[0]  # one row per product, whatever T
+per_token_decode = sweep.measured_s[0]  # measured once, at T = 1: T one-row products cost T times that
 fig, ax = plots.new_axes(width=6.5, height=4)
 ax.loglog(T_meas, per_token_prefill, "o-", label="prefill: one product of T rows, time / T")
-ax.loglog(T_meas, np.full_like(T_meas, per_token_decode), "s-", label="decode: T products of one row, time / T")
+ax.loglog(T_meas, np.full_like(T_meas, per_token_decode), "s-", label="decode: the T = 1 time, drawn flat (T one-row products, not measured separately)")
 ax.loglog(T_meas, sweep.predicted_s / T_meas, "k--", label="roofline, prefill")
 ax.set_xlabel("tokens T"); ax.set_ylabel("seconds per token"); ax.grid(True, which="both", alpha=0.3)
 ax.set_title(f"Prefill vs decode through one {sweep.d_model}x{sweep.d_model} {sweep.dtype} layer ({kernels.backend().name})")
@@ -182,13 +182,34 @@ long_explorer.widget
 #
 # **Derivation.** At the best batch a decode token costs
 # $\max\big((2N_\text{mm}+aL)/F,\ L\beta/W\big)$ chip-seconds: flat until the KV
-# reads take over at $L_c = 2N_\text{mm}W/(F\beta)$ — about 1,400 tokens for
-# Llama-3.1-70B in bf16 — and proportional to $L$ after that. The speaker
-# inverted this: if a price break at 200k marks $L_c$, then
-# $\beta = 2N_\text{act}W/(F L_c) \approx 2 N_\text{act}/(300 \cdot 200{,}000)$ — about
-# 3.3 kB per token for a 100B-active model (he dropped the 2 and got 1.7 kB),
-# two orders of magnitude below Llama-3.1-70B's 320 kB: only latent,
-# sliding-window or sparse designs get there.
+# reads take over at $L_c = 2N_\text{mm}W/(F\beta)$, and proportional to $L$ after
+# that. The speaker inverted this: if a price break at 200k marks $L_c$, then
+# $\beta = N_\text{act}W/(F L_c)$ with $F/W \approx 300$ — counting the compute as one
+# multiply-add per parameter, as his board did throughout. Two readings of the
+# units: in multiply-adds per byte at fp8 (an H100 does 990 T MAC/s over 3.35 TB/s,
+# 295) his number stands as written; in FLOPs per byte at bf16 (989.5 TFLOP/s,
+# 295) the compute is $2N_\text{act}$ and $\beta$ doubles. Either way it is kilobytes.
+# How a model gets there, he said: one global KV shared by every layer
+# (Character.AI's design, also in Gemma-style local/global stacks) —
+# $1 \times 2 \times d_\text{head} \times n_\text{kv}$ bytes at one byte per element — or sparse
+# attention dividing $\beta$ by its sparsity. Latent attention alone does not:
+
+# %%
+n_act, L_break, F_over_W = 100e9, 200e3, 300
+beta_mac_fp8 = n_act / (F_over_W * L_break)          # his reading: MACs per byte at fp8
+beta_flop_bf16 = 2 * n_act / (F_over_W * L_break)    # FLOPs per byte at bf16
+shared = 1 * 2 * 128 * 8 * 1                          # one shared global KV: 2 x d_head 128 x 8 KV heads, fp8
+l70, ds = models.get("llama-3.1-70b"), models.get("deepseek-v3")
+h100 = hardware.get("h100-sxm")
+L_c = 2 * l70.matmul_params_per_token * h100.hbm_bytes_per_s / (h100.flops_per_s("bf16") * l70.kv_bytes_per_token())
+print(f"KV reads overtake compute for Llama-3.1-70B (bf16, H100) at L_c = {L_c:,.0f} tokens")
+print(f"beta implied by a 200k break, 100B active: {beta_mac_fp8 / 1e3:.1f} kB (MAC/byte, fp8) or "
+      f"{beta_flop_bf16 / 1e3:.1f} kB (FLOP/byte, bf16)")
+print(f"one global KV shared across layers (8 KV heads x 128, fp8): {shared / 1e3:.1f} kB per token")
+print(f"Llama-3.1-70B (GQA, bf16): {l70.kv_bytes_per_token() / 1e3:.0f} kB; DeepSeek-V3 (MLA): "
+      f"{ds.kv_bytes_per_token() / 1e3:.0f} kB in bf16, {ds.kv_bytes_per_token('fp8') / 1e3:.0f} kB in fp8 -- "
+      f"{ds.kv_bytes_per_token('fp8') / beta_flop_bf16:.0f}-{ds.kv_bytes_per_token() / beta_mac_fp8:.0f}x too many: "
+      f"latent attention alone does not get there")
 
 # %%
 L = np.logspace(3, 6.3, 200)
@@ -299,6 +320,13 @@ for task, sel, style in (("aggregation", "exact", "o-"), ("aggregation", "indexe
                          ("retrieval", "exact", "^-"), ("retrieval", "indexer", "v--")):
     r = sparse_attention.accuracy_vs_k(tasks[task], ks, sel)
     ax.errorbar(r["k"], r["accuracy"], yerr=r["stderr"], fmt=style, ms=4, capsize=2, label=f"{task}, {sel} top-k")
+# the exact prediction for aggregation with exact top-k: a majority vote on min(k, 32) of the 32 needles,
+# ceil(0.625 x 32) = 20 of them right (hypergeometric; ties are coin flips)
+k_fine = np.unique(np.round(np.logspace(0, np.log2(2048), 60, base=2)).astype(int))
+exact = [sparse_attention.majority_subset_accuracy(32, 20, int(k)) for k in k_fine]
+ax.plot(k_fine, exact, "k-", lw=1, alpha=0.6, label="aggregation, exact top-k: predicted (hypergeometric vote)")
+r_agg = sparse_attention.accuracy_vs_k(tasks["aggregation"], ks, "exact")
+pred_at_ks = np.array([sparse_attention.majority_subset_accuracy(32, 20, k) for k in ks])
 blocks = [32, 128, 512, 2048]
 for task in ("aggregation", "retrieval"):
     r = sparse_attention.accuracy_vs_k(tasks[task], blocks, "block")
@@ -308,6 +336,10 @@ ax.set_xscale("log", base=2); ax.set_xlabel("tokens attended k (of 2,048)"); ax.
 ax.set_title("Top-k attention: quality falls when the budget or the selector falls short"); ax.grid(True, alpha=0.3)
 ax.legend(fontsize=7)
 plt.show()
+print("aggregation, exact top-k, measured / predicted accuracy per k: " + ", ".join(
+    f"k={k} {m:.2f}/{p:.2f}" for k, m, p in zip(ks, r_agg["accuracy"], pred_at_ks)))
+worst = float(np.max(np.abs(r_agg["accuracy"] - pred_at_ks) / np.maximum(r_agg["stderr"], 1e-3)))
+print(f"largest gap: {worst:.1f} standard errors")
 
 # %% [markdown]
 # **What the published mechanisms report** (`lib/llmmath/data/sparse_attention_studies.toml`,
@@ -326,11 +358,11 @@ assert v37.verdict == "holds if"
 #
 # | # | time | claim | verdict |
 # |---|---|---|---|
-# | 32 | 1:45:11 | prefill compute-bound, decode memory-bound | **holds**: intensity ≈ prompt length vs ≈ batch, plus KV reads; measured here |
-# | 33 | 1:52:24 | attention FLOPs matter only at millions of tokens | **off by** 10–100×: 14k–100k tokens for full-attention GQA, ~4k for latent attention |
+# | 32 | 1:45:11 | prompts saturate arithmetic, generation waits on memory | **holds**: intensity ≈ prompt length vs ≈ batch, plus KV reads; measured here |
+# | 33 | 1:52:24 | context-dependent arithmetic negligible below millions of tokens | **off by** 10–100×: 14k–100k tokens for full-attention GQA, ~4k for latent attention |
 # | 34 | 1:53:02 | bandwidth and capacity limit long context | **holds if** GQA/MHA (memory slope 35–75× compute's; two 1M-token sequences of a 70B model fit on 8 H200s); latent attention's slopes are within ~1.2× |
 # | 35 | 1:54:23 | 100–200k is the cost-balanced window | **holds if** read as cost growth (∝ L past a few thousand tokens); the plateau has ended — 1M windows now ship at flat prices |
-# | 36 | 1:54:40 | HBM is not improving fast enough | **holds if** relative to compute and to long-context ambitions: ~1.5× a year per GPU |
+# | 36 | 1:54:40 | HBM is not improving fast enough | **holds if** relative to compute and to long-context ambitions: ~1.41× a year per GPU (A100 → B200) |
 # | 37 | 1:54:55 | too sparse hurts quality | **holds if** the budget falls below what the answer needs or the selector misranks; trained top-2048 reports parity |
 #
 # Exercises: `exercises/08_long_context.py`.

@@ -144,3 +144,24 @@ def test_kv_read_vs_recompute_by_hand():
     read, rec = M.kv_read_vs_recompute_s("llama-3.1-8b", "h200", 0)
     assert read == pytest.approx(131_072 / 4.8e12)
     assert rec == pytest.approx(2 * (8_030_261_248 - 128_256 * 4_096) / 989.5e12)
+
+
+def test_mla_recompute_uses_the_prefill_form():
+    """DeepSeek-V3 (kv_lora_rank 512, rope 64, 128 heads, nope 128, v 128), per position per layer:
+    decode (absorbed) attends to the latent: 2 x 128 x (512 + 64) for q.k plus 2 x 128 x 512 for p.v;
+    prefill (not absorbed) to up-projected keys (128 + 64) and values (128): 2 x 128 x (192 + 128)."""
+    from llmmath import models
+
+    absorbed = 2 * 128 * (512 + 64) + 2 * 128 * 512
+    prefill = 2 * 128 * (128 + 64) + 2 * 128 * 128
+    assert (absorbed, prefill) == (278_528, 81_920)
+    m = models.get("deepseek-v3")
+    assert float(m.attention_flops_per_token(1.0)) == pytest.approx(m.n_layers * absorbed)
+    assert float(m.attention_flops_per_token(1.0, absorbed=False)) == pytest.approx(m.n_layers * prefill)
+    read, rec = M.kv_read_vs_recompute_s("deepseek-v3", "h100-sxm", 4096)
+    assert rec == pytest.approx((2 * m.matmul_params_per_token + 61 * prefill * 4096) / 989.5e12)
+    # DeepSeek-V3's cache: 61 layers x (512 + 64) x 2 bytes = 70,272 bytes per token in bf16
+    assert read == pytest.approx(61 * 576 * 2 / 3.35e12)
+    # a dense model has one form
+    g = models.get("llama-3.1-8b")
+    assert float(g.attention_flops_per_token(4096, absorbed=False)) == float(g.attention_flops_per_token(4096))

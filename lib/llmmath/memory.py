@@ -75,11 +75,13 @@ def kv_read_vs_recompute_s(model, chip, context=0, weight_dtype: str = "bf16", k
     all layers). Recomputing them needs the token's hidden state at every layer,
     i.e. a forward pass of that token: ``(2 N_mm + a L) / F`` at full compute
     efficiency (a batch of such tokens amortizes the weight reads; a lone token
-    would also pay them). Broadcasts over ``context``.
+    would also pay them). Recomputing cached tokens is prefill, so latent attention
+    (MLA) is counted in its non-absorbed form (DeepSeek-V3: 81,920 FLOPs per position
+    per layer, not the decode form's 278,528). Broadcasts over ``context``.
     """
     m, c = models.get(model), hardware.get(chip)
     F = c.flops_per_s(default_compute_dtype(c, weight_dtype))
     read = m.kv_bytes_per_token(kv_dtype) / c.hbm_bytes_per_s
-    recompute = np.asarray(m.flops_per_token(context)) / F
+    recompute = (2.0 * m.matmul_params_per_token + np.asarray(m.attention_flops_per_token(context, absorbed=False))) / F
     read, recompute = np.broadcast_arrays(read, recompute)
     return result(read), result(recompute)

@@ -30,7 +30,7 @@ from typing import Mapping
 import numpy as np
 
 from . import _catalog
-from ._validate import finite_result, non_negative, non_negative_int, positive, positive_int, result, scalar
+from ._validate import finite_result, flag, non_negative, non_negative_int, positive, positive_int, result, scalar
 from .units import dtype_bytes
 
 __all__ = ["Model", "get", "names", "catalog"]
@@ -273,17 +273,26 @@ class Model:
 
     # ---- per-token FLOPs and bytes -------------------------------------------
     @finite_result
-    def attention_flops_per_token(self, context) -> float | np.ndarray:
+    def attention_flops_per_token(self, context, absorbed: bool = True) -> float | np.ndarray:
         """FLOPs of the context-dependent part of attention for one new token.
 
         ``context``: tokens attended to (L), scalar or array. Per layer:
         dense/GQA ``4 n_h h L`` (q.k and p.v, 2 FLOPs per multiply-add);
         MLA with absorbed up-projections ``2 n_h (2 r_kv + h_rope) L``
         (DeepSeek-V2 paper, section 2.1.3: scores against the latent and its rope
-        key, values read from the latent).
+        key, values read from the latent) -- the decode form; with
+        ``absorbed=False``, the prefill form, which attends to up-projected keys and
+        values: ``2 n_h (h_nope + h_rope + h_v) L`` (the up-projection is paid once
+        per position, inside the weight FLOPs). ``absorbed`` is ignored for non-MLA models.
+
+        Raises:
+            TypeError: a non-boolean ``absorbed``.
         """
         L = non_negative("context", context)
-        if self.is_mla:
+        absorbed = flag("absorbed", absorbed)
+        if self.is_mla and not absorbed:
+            per_pos = 2 * self.n_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim + self.v_head_dim)
+        elif self.is_mla:
             per_pos = 2 * self.n_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
         else:
             per_pos = 4 * self.n_heads * self.head_dim
