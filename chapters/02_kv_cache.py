@@ -71,7 +71,11 @@ CHIPS = ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x", "tpu-v5e", "tpu-v6e"
 # ($2 r_\text{kv} n_h (h_\text{nope}+h_v)$ FLOPs per cached token: tens of
 # thousands of FLOP/byte), or the expanded K and V cached (back to $I = 1$).
 # Splitting the heads over $t$ chips divides MLA's intensity by $t$: each chip
-# still reads the whole latent.
+# still reads the whole latent. Which split applies depends on the deployment:
+# the V3 report (§3.4.2) describes attention in TP4 (heads split 4 ways) for its
+# minimum decode unit, while DeepSeek's production decode as published in its
+# open-infra "day 6" overview runs MLA data-parallel (DP144 with EP144 experts):
+# each GPU holds all 128 heads for its own sequences, and the intensity stays 242.
 
 # %%
 rows = [("llama-2-7b", None), ("llama-3.1-8b", None), ("llama-3.1-70b", None), ("llama-3.1-70b", "MQA"),
@@ -86,8 +90,9 @@ for m, v in rows:
     print(f"{m:<16} {v:<15} {attention.flops_per_cached_token(m, v):>15,.0f} {attention.bytes_per_cached_token(m, 'bf16', v):>16,.0f} "
           f"{I:>11,.1f} " + " ".join(f"{b:>8}" for b in bound))
 print("\nchip ridges F/W (bf16):", ", ".join(f"{c} {hardware.get(c).balance_flops_per_byte():.0f}" for c in CHIPS))
-print(f"DeepSeek-V3 absorbed MLA with heads split 4 ways (its decode deployment): "
-      f"{attention.arithmetic_intensity('deepseek-v3', 'bf16', heads_split=4):.0f} FLOP/byte")
+print(f"DeepSeek-V3 absorbed MLA, all 128 heads on one GPU (production decode, DP attention): "
+      f"{attention.arithmetic_intensity('deepseek-v3', 'bf16'):.0f} FLOP/byte; heads split 4 ways "
+      f"(the V3 report's TP4 layout): {attention.arithmetic_intensity('deepseek-v3', 'bf16', heads_split=4):.0f} FLOP/byte")
 
 # %% [markdown]
 # "mem" means the KV reads take longer than the arithmetic on that chip; "COMP"
@@ -192,18 +197,29 @@ assert v3.verdict == "holds if"
 
 # %%
 print(f"{'model':<16} {'beta':>9} " + " ".join(f"{c:>10}" for c in CHIPS))
+crossover = {}
 for m in ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-235b-a22b", "mixtral-8x7b", "deepseek-v3", "kimi-k2"):
     Ls = [attention.kv_crossover_context(m, c) for c in CHIPS]
+    crossover[m] = dict(zip(CHIPS, Ls))
     print(f"{m:<16} {fmt_bytes(models.get(m).kv_bytes_per_token()):>9} "
           + " ".join(f"{'never':>10}" if np.isinf(x) else f"{x:>10,.0f}" for x in Ls))
+gqa = [x for m, row in crossover.items() if not models.get(m).is_mla for x in row.values()]
+kimi = {c: x for c, x in crossover["kimi-k2"].items() if np.isfinite(x)}
+ds = {c: x for c, x in crossover["deepseek-v3"].items() if np.isfinite(x)}
+print(f"\nGQA models: {min(gqa):,.0f} .. {max(gqa):,.0f} tokens. DeepSeek-V3 (absorbed MLA, "
+      f"{attention.arithmetic_intensity('deepseek-v3', 'bf16'):.0f} FLOP/byte): "
+      + ", ".join(f"{c} {x:,.0f}" for c, x in ds.items())
+      + f", never on {', '.join(c for c in CHIPS if c not in ds)}. Kimi-K2 (MLA with 64 heads, "
+      f"{attention.arithmetic_intensity('kimi-k2', 'bf16'):.0f} FLOP/byte): "
+      + ", ".join(f"{c} {x:,.0f}" for c, x in kimi.items()) + ".")
 
 # %% [markdown]
-# Every GQA model turns memory-bound at a few hundred to about ten thousand
-# tokens of context (the 405B, with the most weight FLOPs per KV byte, last),
-# far below today's context windows. DeepSeek-V3 (absorbed MLA, 242 FLOP per
-# cached byte) needs tens of thousands of tokens on most GPUs, or never flips on
-# chips whose ridge is below 242; Kimi-K2 (MLA with half the heads, ~121) and any
-# MLA model on a TPU v6e flip at a few thousand.
+# Every GQA model turns memory-bound within the range printed on the last line
+# (the 405B, with the most weight FLOPs per KV byte, last), far below today's
+# context windows. Absorbed MLA does far more arithmetic per cached byte: it
+# flips much later on the chips whose ridge is above its intensity, and never
+# on those whose ridge is below it; Kimi-K2, with half of DeepSeek-V3's heads,
+# has half the intensity and flips earlier (the last line gives both).
 #
 # **Picture.** Step time, and MFU, against context at a fixed batch (Llama-3.1-70B
 # on 8 H100s, `serving.decode_step`), and DeepSeek-V3 on 16 H200s for contrast.

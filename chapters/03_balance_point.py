@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 import ipywidgets as W
 
 from llmmath import claims, hardware, kernels, models, moe, plots, serving, widgets
-from llmmath.units import fmt_count, fmt_seconds
+from llmmath.units import fmt_bytes, fmt_count, fmt_seconds
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 9 (19:17) — the balance batch is about 300 × sparsity
@@ -48,8 +48,10 @@ from llmmath.units import fmt_count, fmt_seconds
 #   \quad\Longrightarrow\quad
 #   B^* = \underbrace{\frac{F\,b_w}{2W}}_{R} \cdot \underbrace{\frac{N_\text{tot}}{N_\text{act}}}_{s}.$$
 #
-# $R$ counts multiply-adds per weight byte; it does not change with precision on
-# chips whose FLOP/s double when the bytes halve (H100 bf16 → fp8, B200 fp8 → fp4).
+# $R$ counts multiply-adds per weight **element** read ($F/2$ multiply-adds per
+# second over $W/b_w$ elements per second), not per byte; it does not change with
+# precision on chips whose FLOP/s double when the bytes halve (H100 bf16 → fp8,
+# B200 fp8 → fp4).
 # (The library uses $P_\text{read}$ and $N_\text{mm}$, the same counts without the
 # input-embedding table, which a step reads only one row of per sequence.)
 #
@@ -283,8 +285,16 @@ plt.show()
 #   (the shared expert counted as routed), "the batch size per expert is usually
 #   within 256 tokens" → at most $256 \cdot 320 / 9 \approx 9{,}100$ tokens a step, **1.7×** $B^*$;
 # * the production overview (open-infra-index, day 6): 14.8K output tokens/s per
-#   8-GPU node at 20–22 tokens/s per user, 18 nodes a unit → ~12,700 concurrent
-#   sequences, **2.3×** $B^*$.
+#   8-GPU node at 20–22 tokens/s per user, 18 nodes a unit → 14,800 / 21 × 18 ≈
+#   12,686 concurrent sequences, **2.3×** $B^*$. Two details of that service change
+#   what one weight read is shared by, in opposite directions. Decode runs as two
+#   micro-batches that alternate, so that one's attention hides the other's
+#   all-to-all: each pass over the weights sees about half the sequences. And with
+#   multi-token prediction (MTP) each sequence brings its next token plus one draft
+#   token to every step (the V3 report: the draft is accepted 85–90% of the time,
+#   ~1.8× the tokens per step), so each micro-batch carries about two tokens per
+#   sequence. Half the sequences at two tokens each: still ~12,700 tokens per
+#   weight read — an estimate from published rates, not a reported batch size.
 #
 # Both sit in or near 2–3× of the whole-step $B^*$ — and both at only ~1× of the
 # per-expert $B^*$ (9,450): the report says outright that its experts stay memory-bound.
@@ -304,9 +314,8 @@ def _draw_util(fig, log2_x, overlap_fraction):
     ax = fig.axes[0]
     xx = 2.0 ** log2_x
     # a step with a fraction f of the shorter time hidden: t = max + (1 - f) min
-    tc, tw = x, np.ones_like(x)
-    u = tc / (np.maximum(tc, tw) + (1 - overlap_fraction) * np.minimum(tc, tw))
-    here = xx / (max(xx, 1) + (1 - overlap_fraction) * min(xx, 1))
+    u = serving.utilization_vs_balance(x, overlap_fraction)
+    here = serving.utilization_vs_balance(xx, overlap_fraction)
     arts = [*ax.plot(x, u, "C0-", lw=2), *ax.plot([xx], [here], "ko")]
     return arts, (f"B = {xx:.2f} B*, {overlap_fraction:.0%} of the shorter time hidden: utilization <b>{here:.0%}</b>, "
                   f"cost per token {1 / here:.2f}x the compute floor, step {max(xx, 1):.2f}x the weight-read time.")
@@ -391,7 +400,8 @@ assert v11.verdict == "holds if"
 # do depend on scale, and the speaker's next steps lean on them:
 #
 # * **KV** — with context, $B^*(L)$ depends on $\beta/N_\text{act}$ (small models
-#   have relatively fat KV caches: Llama-3.1-8B has no balance past ~1K tokens on an H100);
+#   have relatively fat KV caches: on an H100 Llama-3.1-8B has no balance past
+#   $L_\text{max}$ = a few hundred tokens, printed under the table; solution 3.5 derives it);
 # * **capacity** — the chips that hold $N_\text{tot}$ and $B^* L\beta$;
 # * **step time** — at $B^*$ the step takes $N_\text{tot}\,b_w/(nW)$, which grows
 #   with the model unless $n$ does; tokens per second of a deployment are
@@ -399,14 +409,21 @@ assert v11.verdict == "holds if"
 #   about 1/1,400 of Google's 480 trillion tokens a month in May 2025).
 
 # %%
-print(f"{'model':<16} {'N_tot':>7} {'s':>5} {'B*(0)':>7} {'B*(1K)':>8} {'B*(8K)':>8} {'step at B*, 8xH100':>19}")
+print(f"{'model':<16} {'N_tot':>7} {'s':>5} {'B*(0)':>7} {'B*(1K)':>8} {'B*(8K)':>8} {'step at B*, 8xH100 bf16':>24}")
 for m in ("llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-30b-a3b", "qwen3-235b-a22b",
           "deepseek-v3", "kimi-k2"):
     mm = models.get(m)
     b = serving.balance_batch(m, "h100-sxm", [0, 1024, 8192])
-    t = serving.decode_step_time_s(m, "h100-sxm", b[0], 0, n_chips=8, check_capacity=False)
+    if serving.fits_in_hbm(m, "h100-sxm", 1, 0, n_chips=8):
+        t = fmt_seconds(serving.decode_step_time_s(m, "h100-sxm", b[0], 0, n_chips=8))
+    else:  # weights alone exceed 8 x 80 GB: the step is not shown as if it ran
+        t = f"no fit ({fmt_bytes(mm.weight_bytes())})"
     print(f"{m:<16} {fmt_count(mm.total_params):>7} {mm.sparsity:>5.1f} {b[0]:>7,.0f} "
-          + " ".join(f"{'none' if not np.isfinite(v) else f'{v:,.0f}':>8}" for v in b[1:]) + f" {fmt_seconds(t):>19}")
+          + " ".join(f"{'none' if not np.isfinite(v) else f'{v:,.0f}':>8}" for v in b[1:]) + f" {t:>24}")
+print(f"\nLlama-3.1-8B on an H100 has no balance batch past L_max = "
+      f"{serving.kv_limit_context('llama-3.1-8b', 'h100-sxm'):,.0f} tokens. B* itself does not depend on how many "
+      f"chips hold the model; the last column is the step time at B* on one 8 x H100 node (640 GB), shown only "
+      f"where the bf16 weights fit (chapter 5 places the large models on racks).")
 
 # %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=6.5)

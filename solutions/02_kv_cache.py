@@ -62,7 +62,8 @@ assert attention.arithmetic_intensity("llama-3.1-8b", "fp8") == answer
 # %% [markdown] tags=["solution"]
 # **Worked answer.** $16{,}384$ FLOPs over $2{,}048$ bytes $= 8$ FLOP/byte, i.e.
 # $2G/b$ with $G = 4$, $b = 1$. Halving the bytes doubles the intensity — still
-# 25× below an H200's fp8 ridge (1979/4.8 = 412).
+# 51× below an H200's fp8 ridge (1979/4.8 = 412), the ridge that applies when the
+# arithmetic runs in fp8 too (26× below its bf16 ridge, 206).
 
 # %% [markdown]
 # ### Problem 3 — absorbed MLA in Kimi K2

@@ -530,3 +530,15 @@ def test_expert_parallel_bad_input_and_capacity():
     with pytest.raises(KeyError):
         serving.expected_busiest_chip_experts("deepseek-v4", 1, 8)
     assert serving.expert_parallel_chip_bytes("deepseek-v3", 8, "fp8") == pytest.approx(671_026_419_200 / 8)
+
+
+def test_utilization_with_partial_overlap_by_hand():
+    # x = B/B* = 2, half of the shorter (weight-read) time hidden: t = 2 + 0.5 x 1 -> 2 / 2.5 = 0.8
+    assert serving.utilization_vs_balance(2.0, 0.5) == pytest.approx(0.8)
+    # x = 0.5: t = max(0.5, 1) + (1 - 0.25) x 0.5 = 1.375 -> 0.5 / 1.375
+    assert serving.utilization_vs_balance(0.5, 0.25) == pytest.approx(0.5 / 1.375)
+    x = np.array([0.3, 1.0, 2.5])
+    assert np.allclose(serving.utilization_vs_balance(x, 1.0), serving.utilization_vs_balance(x, "max"))
+    assert np.allclose(serving.utilization_vs_balance(x, 0.0), serving.utilization_vs_balance(x, "sum"))
+    with pytest.raises(ValueError, match="overlap"):
+        serving.utilization_vs_balance(1.0, 1.5)

@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from . import hardware, models
-from ._validate import (at_least, broadcast, check_finite, finite_result, flag, non_negative, positive,
+from ._validate import (at_least, broadcast, check_finite, finite_result, flag, in_range, non_negative, positive,
                         positive_int, result, scalar, whole)
 from .hardware import default_compute_dtype
 from .units import dtype_bytes, fmt_bytes
@@ -702,14 +702,18 @@ def utilization_vs_balance(batch_over_balance, overlap="max"):
     ``overlap="max"`` (compute and weight reads fully overlapped, the roofline floor):
     ``min(x, 1)``. ``overlap="sum"`` (no overlap, one after the other): the step takes
     ``t_c + t_w`` with ``t_c / t_w = x``, so utilization is ``x / (1 + x)``: 50% at
-    B*, 67% at 2 B*, 75% at 3 B*. A real kernel sits between the two. Broadcasts.
+    B*, 67% at 2 B*, 75% at 3 B*. A real kernel sits between the two: a number
+    ``f`` in [0, 1] hides that fraction of the shorter time, ``t = max + (1 - f) min``,
+    so utilization is ``x / (max(x, 1) + (1 - f) min(x, 1))`` (``f = 1`` is "max",
+    ``f = 0`` is "sum"). Broadcasts over ``x`` and a numeric ``overlap``.
 
     Raises:
-        ValueError: ``x`` not > 0, or ``overlap`` not 'max' or 'sum'.
+        ValueError: ``x`` not > 0, or ``overlap`` not 'max', 'sum' or a number in [0, 1].
     """
     x = positive("batch_over_balance", batch_over_balance)
-    if overlap == "max":
-        return result(np.minimum(x, 1.0))
-    if overlap == "sum":
-        return result(x / (1.0 + x))
-    raise ValueError(f"overlap must be 'max' or 'sum', got {overlap!r}")
+    if isinstance(overlap, str):
+        if overlap not in ("max", "sum"):
+            raise ValueError(f"overlap must be 'max', 'sum' or a fraction in [0, 1], got {overlap!r}")
+        overlap = 1.0 if overlap == "max" else 0.0
+    x, f = broadcast(batch_over_balance=x, overlap=in_range("overlap", overlap, 0.0, 1.0))
+    return result(x / (np.maximum(x, 1.0) + (1.0 - f) * np.minimum(x, 1.0)))

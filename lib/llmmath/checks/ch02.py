@@ -20,7 +20,8 @@ _CONFIG_GQA = {
 # DeepSeek-V3 config.json: num_hidden_layers 61, num_attention_heads 128,
 # kv_lora_rank 512, qk_rope_head_dim 64 (DeepSeek-V2 paper, section 2.1, for the method).
 _DS = dict(n_layers=61, n_heads=128, r_kv=512, r_rope=64)
-# DeepSeek's own decode deployment splits attention 4 ways (TP4 x DP80; V3 report, section 3.4.2).
+# The V3 report's minimum decode unit splits attention 4 ways (TP4 x DP80, section 3.4.2); DeepSeek's
+# production decode (open-infra "day 6" overview) runs MLA data-parallel, all 128 heads on one GPU.
 _DS_DECODE_TP = 4
 
 
@@ -60,7 +61,8 @@ def _check_3() -> Verdict:
                     "chips where absorbed MLA is compute-bound (bf16)": ", ".join(compute_bound),
                     "ridge / MLA intensity, H100 | H200 | B200": " | ".join(f"{mla_margin[c]:.2f}"
                                                                           for c in ("h100-sxm", "h200", "b200")),
-                    f"MLA with heads split {_DS_DECODE_TP} ways (DeepSeek's decode TP4)": f"{split:.1f} FLOP/byte",
+                    f"MLA with heads split {_DS_DECODE_TP} ways (the V3 report's TP4 layout; production decode is DP, "
+                    f"all heads on one GPU: {hand_mla:.0f})": f"{split:.1f} FLOP/byte",
                     "MLA not absorbed, latent recomputed": f"{recomputed:,.0f} FLOP/byte (why absorption exists)"})
 
 

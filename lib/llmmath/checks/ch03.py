@@ -8,7 +8,7 @@ from .. import hardware, models, moe, serving
 from ..claims import Verdict, register, require
 
 # Datasheet anchors (dense FLOP/s at the weight's own precision, HBM bytes/s), copied
-# from the vendor sheets, not from the catalog: R = F b_w / (2 W), "multiplies per weight byte".
+# from the vendor sheets, not from the catalog: R = F b_w / (2 W), multiply-adds per weight element read.
 _DATASHEET_R = {
     ("a100-80gb", "bf16"): 312e12 * 2 / (2 * 2.039e12),     # A100 SXM 80GB: 312 TFLOPS bf16, 2,039 GB/s
     ("h100-sxm", "bf16"): 989.5e12 * 2 / (2 * 3.35e12),     # H100 SXM: 989.5 TFLOPS bf16 dense, 3.35 TB/s
