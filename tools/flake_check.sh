@@ -80,7 +80,8 @@ done
     echo
     echo "slowest tests over all runs (the longest time each was seen to take):"
     cat "$work"/run*.log | grep -E '^[0-9.]+s (call|setup|teardown) ' \
-        | awk '{t=$1; sub(/s$/, "", t); k=$2" "$3; if (!(k in m) || t+0 > m[k]) m[k]=t+0} END {for (k in m) printf "%8.2fs %s\n", m[k], k}' \
+        | awk '{t=$1; sub(/s$/, "", t); k=$2; for (i = 3; i <= NF; i++) k = k " " $i;
+                if (!(k in m) || t+0 > m[k]) m[k]=t+0} END {for (k in m) printf "%8.2fs %s\n", m[k], k}' \
         | sort -rn | head -15
     echo
     echo "flake check: $passed passed, $failed failed"
