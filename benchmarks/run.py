@@ -36,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from llmmath import kernels, serving, widgets  # noqa: E402
+from llmmath import kernels, serving, explorers, widgets  # noqa: E402
 from llmmath.units import fmt_bytes_per_s, fmt_flops_per_s  # noqa: E402
 
 
@@ -123,7 +123,7 @@ def widget_speed(lines: list[str]) -> None:
     except ImportError:
         lines.append("## widget answer time: skipped (ipywidgets is not installed here)")
         return
-    ex = widgets.decode_explorer()
+    ex = explorers.decode_explorer()
     slider = ex.controls["log2_batch"]
     times = []
     for v in list(range(0, 15)) * 2:

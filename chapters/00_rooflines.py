@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt
 import ipywidgets as W
 
 import llmmath as lm
-from llmmath import hardware, roofline, kernels, plots, widgets
+from llmmath import hardware, roofline, kernels, plots, explorers, widgets
 from llmmath.units import fmt_bytes, fmt_bytes_per_s, fmt_flops_per_s, fmt_seconds
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -127,11 +127,11 @@ plt.show()
 # ### Explore: where does a kernel land?
 # Pick a chip, a precision and a kernel intensity; the panel says which bound
 # applies and what fraction of peak the kernel can reach. (The explorer is
-# `llmmath.widgets.roofline_explorer`: it draws with `plots.roofline_plot` and
+# `llmmath.explorers.roofline_explorer`: it draws with `plots.roofline_plot` and
 # computes with `roofline.attainable_flops_per_s`.)
 
 # %% slideshow={"slide_type": "subslide"}
-roof_explorer = widgets.roofline_explorer()
+roof_explorer = explorers.roofline_explorer()
 roof_explorer.widget
 
 # %% [markdown] slideshow={"slide_type": "slide"}

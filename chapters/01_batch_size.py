@@ -29,7 +29,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 import ipywidgets as W
 
-from llmmath import claims, hardware, kernels, models, plots, serving, widgets
+from llmmath import claims, hardware, kernels, models, plots, serving, explorers, widgets
 from llmmath.units import fmt_count, fmt_seconds
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -158,10 +158,10 @@ plt.show()
 # **Explore.** Move the batch and watch the bound flip; change the chip, the
 # model, the number of chips, the context and the precisions. The panel below
 # the plots gives the step's parts, its bound, the balance batch and whether the
-# KV cache fits. (`llmmath.widgets.decode_explorer` over `serving.decode_step`.)
+# KV cache fits. (`llmmath.explorers.decode_explorer` over `serving.decode_step`.)
 
 # %% slideshow={"slide_type": "subslide"}
-decode_explorer = widgets.decode_explorer(model="llama-3.1-70b", chip="h100-sxm", n_chips=8)
+decode_explorer = explorers.decode_explorer(model="llama-3.1-70b", chip="h100-sxm", n_chips=8)
 decode_explorer.widget
 
 # %% [markdown]

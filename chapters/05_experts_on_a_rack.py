@@ -32,7 +32,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from llmmath import claims, hardware, models, mpi_bench, network, parallelism, plots, serving, widgets
+from llmmath import claims, hardware, models, mpi_bench, network, parallelism, plots, serving, explorers, widgets
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The systems
@@ -142,7 +142,7 @@ plt.show()
 # layer spans, the GPUs per rack, the context and the batch.
 
 # %% slideshow={"slide_type": "subslide"}
-ep_explorer = widgets.expert_parallel_explorer()
+ep_explorer = explorers.expert_parallel_explorer()
 ep_explorer.widget
 
 # %% [markdown]

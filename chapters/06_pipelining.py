@@ -31,7 +31,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from llmmath import claims, hardware, models, parallelism, plots, serving, widgets
+from llmmath import claims, hardware, models, parallelism, plots, serving, explorers, widgets
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Schedules and the bubble
@@ -70,7 +70,7 @@ print(f"bubble formula for p=4, m=8: {parallelism.bubble_fraction(4, 8):.1%}")
 # $m \ge p$ one pass's drain overlaps the next pass's fill: no bubble.)
 
 # %% slideshow={"slide_type": "subslide"}
-pipe_explorer = widgets.pipeline_explorer()
+pipe_explorer = explorers.pipeline_explorer()
 pipe_explorer.widget
 
 # %% slideshow={"slide_type": "subslide"}

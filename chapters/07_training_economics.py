@@ -28,7 +28,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from llmmath import _catalog, claims, critical_batch, hardware, models, plots, training, widgets
+from llmmath import _catalog, claims, critical_batch, hardware, models, plots, training, explorers, widgets
 
 # %% [markdown]
 # ## Claim 23 (59:58) — smaller batches are better per example
@@ -111,7 +111,7 @@ assert v23.verdict == "holds if"
 # 3.8×10²⁵ FLOPs) and compares the hand result with the library's numeric minimum.
 
 # %%
-train_serve = widgets.train_serve_explorer()
+train_serve = explorers.train_serve_explorer()
 train_serve.widget
 
 # %%

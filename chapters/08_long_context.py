@@ -29,7 +29,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from llmmath import _catalog, claims, hardware, kernels, models, plots, serving, sparse_attention, widgets
+from llmmath import _catalog, claims, hardware, kernels, models, plots, serving, sparse_attention, explorers, widgets
 
 # %% [markdown]
 # ## Claim 32 (1:45:11) — prefill is compute-bound, decode memory-bound
@@ -170,7 +170,7 @@ assert v34.verdict == "holds if"
 # and the largest batch that fits shrink.
 
 # %%
-long_explorer = widgets.decode_explorer(model="llama-3.1-70b", chip="h200", context=131072, n_chips=8)
+long_explorer = explorers.decode_explorer(model="llama-3.1-70b", chip="h200", context=131072, n_chips=8)
 long_explorer.widget
 
 # %% [markdown]

@@ -34,7 +34,7 @@ import tracemalloc
 import numpy as np
 import matplotlib.pyplot as plt
 
-from llmmath import adversarial, ciphers, claims, kernels, memory, models, plots, reversible, widgets
+from llmmath import adversarial, ciphers, claims, kernels, memory, models, plots, reversible, explorers, widgets
 
 # %% [markdown]
 # ## Claim 38 (2:08:05) — small perturbations, large changes: ciphers want it, networks do not
@@ -108,7 +108,7 @@ for ax, img, title in zip(axes, (x0, xa, xa - x0), (f"original: {model.predict(x
 plt.show()
 
 # %%
-adv_explorer = widgets.adversarial_explorer(index=i)
+adv_explorer = explorers.adversarial_explorer(index=i)
 adv_explorer.widget
 
 # %% [markdown]

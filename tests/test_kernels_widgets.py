@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from llmmath import kernels, widgets
+from llmmath import kernels, explorers, widgets
 
 
 @pytest.fixture
@@ -164,7 +164,7 @@ def test_explorer_redraws_only_what_changes_and_reports_errors_as_text():
     assert "ValueError" in ex.text.value and "x must be >= 0" in ex.text.value
 
 
-@pytest.mark.parametrize("make", [widgets.roofline_explorer, widgets.decode_explorer])
+@pytest.mark.parametrize("make", [explorers.roofline_explorer, explorers.decode_explorer])
 def test_course_explorers_answer_every_control(make):
     ex = make()
     for name, control in ex.controls.items():

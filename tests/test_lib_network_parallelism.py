@@ -177,20 +177,22 @@ def test_pipelining_never_saves_and_the_slowest_stage_sets_the_pace():
 def test_expert_parallel_explorer_uses_each_systems_own_bandwidth_and_caps_gpus_at_its_domain():
     import matplotlib.figure
 
-    from llmmath import hardware, models, widgets
+    from llmmath import hardware, models
+    from llmmath.explorers import ch05 as widgets_ch05
+    from llmmath import explorers
     m = models.get("deepseek-v3")
     B, L, ep = 4096.0, 4096, 64
     # hand: every weight but the embedding table (B rows of it) + B L x 61 x 576 x 2 bytes, over 64 GPUs' HBM
     need = (m.total_params - m.embedding_params + B * m.d_model) * 1.0 + B * L * 61 * 576 * 2
     for key in ("gb300-nvl72", "vera-rubin-nvl72", "rubin-ultra-nvl576", "helios-mi450"):
         sy = hardware.system(key)
-        t, how = widgets._layer_floor_s(m, sy, B, L, ep)
+        t, how = widgets_ch05._layer_floor_s(m, sy, B, L, ep)
         assert float(t) == pytest.approx(need / (ep * sy.hbm_bytes_per_s_per_package) / 61, rel=1e-6)
         assert f"{sy.hbm_bytes_per_s_per_package / 1e12:.1f} TB/s" in how
     fig = matplotlib.figure.Figure()
     fig.subplots(1, 1)
-    _art, text = widgets._draw_expert_parallel(fig, "deepseek-v3", "hgx-h100", 64, 2, 4096, 12)
+    _art, text = widgets_ch05._draw_expert_parallel(fig, "deepseek-v3", "hgx-h100", 64, 2, 4096, 12)
     assert "on 8 GPUs" in text and "capped" in text
-    e = widgets.expert_parallel_explorer(system="gb200-nvl72")
+    e = explorers.expert_parallel_explorer(system="gb200-nvl72")
     e.controls["system"].value = "hgx-h100"
     assert e.controls["ep"].max == 8 and e.controls["ep"].value == 8

@@ -42,6 +42,7 @@ class Claim:
     reasoning: str
     numbers: tuple[str, ...]
     checks: str
+    explorer: str = ""  # the name of its explorer in llmmath.explorers ("" while it has none)
 
     @property
     def status(self) -> str:
@@ -74,7 +75,7 @@ def all_claims() -> tuple[Claim, ...]:
     rows = _catalog.load("claims.toml")["claims"]
     out = tuple(
         Claim(r["id"], r["timestamp"], r["topic"], r["chapter"], r["claim"], r["reasoning"],
-              tuple(r.get("numbers", ())), r.get("checks", ""))
+              tuple(r.get("numbers", ())), r.get("checks", ""), r.get("explorer", ""))
         for r in rows
     )
     if [c.id for c in out] != list(range(1, len(out) + 1)):
