@@ -28,9 +28,8 @@
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
-import ipywidgets as W
 
-from llmmath import attention, attention_kernels, claims, hardware, kernels, models, plots, serving, widgets
+from llmmath import attention, attention_kernels, claims, explorers, hardware, kernels, models, plots, serving
 from llmmath.units import fmt_bytes, fmt_seconds
 
 CHIPS = ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x", "tpu-v5e", "tpu-v6e")
@@ -127,40 +126,11 @@ plt.show()
 
 # %% [markdown]
 # **Explore.** Pick a model, a variant, the cache precision, how many chips share
-# the heads, and a chip: the panel says how far the attention sits from the ridge.
+# the heads, and a chip; watch the red intensity line cross the chip's ridge and
+# the panel's KV-read time / arithmetic time pass 1 (`explorers.kv_intensity_explorer`).
 
 # %% slideshow={"slide_type": "subslide"}
-def setup_intensity(fig):
-    ax = fig.axes[0]
-    ax.set_xscale("log"); ax.set_yscale("log")
-    ax.set_xlim(0.3, 1e5); ax.set_ylim(1e11, 1e16)
-    ax.set_xlabel("arithmetic intensity (FLOP/byte)"); ax.set_ylabel("attainable FLOP/s")
-    ax.grid(True, which="both", alpha=0.3)
-
-
-def draw_intensity(fig, model, variant, kv_dtype, heads_split, chip):
-    ax = fig.axes[0]
-    if variant not in attention.variants(model):
-        variant = attention.default_variant(model)
-    c = hardware.get(chip)
-    x = attention.arithmetic_intensity(model, kv_dtype, variant, heads_split)
-    F, Wb = c.flops_per_s("bf16"), c.hbm_bytes_per_s
-    arts = [*ax.plot(I, np.minimum(F, I * Wb), "C0-", lw=2), ax.axvline(x, color="C3", ls="--"),
-            *ax.plot([x], [min(F, x * Wb)], "C3o")]
-    margin = attention.memory_bound_margin(model, chip, kv_dtype, variant, heads_split=heads_split)
-    word = f"memory-bound by {margin:.1f}x" if margin > 1 else f"<b>compute-bound</b> by {1 / margin:.1f}x"
-    return arts, (f"{model}, {variant}, {kv_dtype} cache, heads over {heads_split} chip(s): I = {x:,.1f} FLOP/byte; "
-                  f"{chip} ridge {F / Wb:.0f}: attention is {word}")
-
-
-intensity_explorer = widgets.explorer(setup_intensity, draw_intensity, {
-    "model": W.Dropdown(options=["llama-3.1-8b", "llama-3.1-70b", "qwen3-235b-a22b", "deepseek-v3", "kimi-k2"],
-                        value="deepseek-v3", description="model"),
-    "variant": W.Dropdown(options=attention.VARIANTS, value="MLA-absorbed", description="variant"),
-    "kv_dtype": W.Dropdown(options=["bf16", "fp8"], value="bf16", description="KV dtype"),
-    "heads_split": W.Dropdown(options=[1, 2, 4, 8], value=1, description="heads split"),
-    "chip": W.Dropdown(options=list(CHIPS), value="h200", description="chip"),
-}, width=6.5)
+intensity_explorer = explorers.kv_intensity_explorer(model="deepseek-v3", chip="h200")
 intensity_explorer.widget
 
 # %% [markdown]
@@ -230,12 +200,16 @@ fig, (ax1, ax2) = plots.new_axes(2, width=5.5)
 for m, c, n, B in (("llama-3.1-70b", "h100-sxm", 8, 1024), ("llama-3.1-70b", "h100-sxm", 8, 64),
                    ("deepseek-v3", "h200", 16, 8192)):
     s = serving.decode_step(m, c, B, Lc, n_chips=n, check_capacity=False)
-    line, = ax1.loglog(Lc, s.time_s, label=f"{m}, {n}x{c}, B={B}")
+    ok = serving.fits_in_hbm(m, c, B, Lc, n_chips=n)   # weights + KV within the chips' HBM
+    line, = ax1.loglog(Lc[ok], s.time_s[ok], label=f"{m}, {n}x{c}, B={B}")
+    ax1.loglog(Lc[~ok], s.time_s[~ok], "--", color=line.get_color(), alpha=0.5)
     ax1.loglog(Lc, s.compute_s, ":", color=line.get_color())
-    ax2.semilogx(Lc, s.mfu, color=line.get_color(), label=f"{m}, B={B}")
+    ax2.semilogx(Lc[ok], s.mfu[ok], color=line.get_color(), label=f"{m}, B={B}")
+    ax2.semilogx(Lc[~ok], s.mfu[~ok], "--", color=line.get_color(), alpha=0.5)
     lb = attention.crossover_context_at_batch(m, c, B)
     if np.isfinite(lb) and lb > 0:
         ax2.axvline(lb, color=line.get_color(), ls=":")
+ax1.set_title("dashed: weights + KV do not fit in the chips' HBM", fontsize=9)
 ax1.set_xlabel("context L (tokens)"); ax1.set_ylabel("step time floor (s); dotted: compute alone")
 ax1.grid(True, which="both", alpha=0.3); ax1.legend(fontsize=7)
 ax2.set_xlabel("context L (tokens)"); ax2.set_ylabel("MFU at the floor"); ax2.set_ylim(0, 1.05)
@@ -243,50 +217,19 @@ ax2.set_title("dotted: where this batch turns memory-bound", fontsize=9); ax2.gr
 plt.show()
 
 # %% [markdown]
-# (Capacity ignored: at 1M tokens these batches would not fit; the picture is
-# about rates.) The batch-64 curve starts memory-bound — it is below the
+# Dashed where the batch's KV cache no longer fits beside the weights (the rates
+# are still drawn there, for the shape, but no such server runs). The batch-64 curve starts memory-bound — it is below the
 # balance batch even at $L = 0$. The batch-1024 curve is compute-bound until a
 # thousand tokens, then its MFU falls as $1/L$. DeepSeek-V3 on H200s stays
 # compute-bound at any context: its absorbed attention does 242 FLOP per byte.
 #
-# **Explore.** Move the batch and the context; change model and chip.
+# **Explore.** Move the batch and the context, change model and chip; watch the
+# black point leave the flat, compute-bound part of the step curve and the MFU
+# fall once the context passes the red dotted line (`explorers.context_explorer`;
+# dashed: the batch's KV does not fit beside the weights).
 
 # %% slideshow={"slide_type": "subslide"}
-def setup_context(fig):
-    ax, ax2 = fig.axes
-    for a in (ax, ax2):
-        a.set_xscale("log"); a.set_xlim(Lc[0], Lc[-1]); a.grid(True, which="both", alpha=0.3)
-        a.set_xlabel("context L (tokens)")
-    ax.set_yscale("log"); ax.set_ylim(1e-4, 10); ax.set_ylabel("step time floor (s)")
-    ax2.set_ylim(0, 1.05); ax2.set_ylabel("MFU")
-
-
-def draw_context(fig, model, chip, n_chips, log2_batch, log2_context):
-    ax, ax2 = fig.axes
-    B, L = 2.0**log2_batch, 2.0**log2_context
-    s = serving.decode_step(model, chip, B, Lc, n_chips=n_chips, check_capacity=False)
-    p = serving.decode_step(model, chip, B, L, n_chips=n_chips, check_capacity=False)
-    lb = attention.crossover_context_at_batch(model, chip, B)
-    arts = [*ax.loglog(Lc, s.time_s, "C0-"), *ax.loglog(Lc, s.compute_s, "C0:"), *ax.plot([L], [p.time_s], "ko"),
-            *ax2.semilogx(Lc, s.mfu, "C1-"), *ax2.plot([L], [p.mfu], "ko")]
-    if np.isfinite(lb) and lb > 0:
-        arts.append(ax2.axvline(lb, color="gray", ls=":"))
-    where = "never" if np.isinf(lb) else ("already at L = 0" if lb == 0 else f"at L = {lb:,.0f}")
-    fits = serving.fits_in_hbm(model, chip, B, L, n_chips)
-    return arts, (f"B = {B:,.0f}, L = {L:,.0f}: step {fmt_seconds(p.time_s)}, "
-                  f"{'compute' if p.compute_bound else 'memory'}-bound, MFU {p.mfu:.2f}; this batch turns "
-                  f"memory-bound {where}; L* = {attention.kv_crossover_context(model, chip):,.0f}"
-                  f"{'' if fits else ' — <b>does not fit in HBM</b>'}")
-
-
-context_explorer = widgets.explorer(setup_context, draw_context, {
-    "model": W.Dropdown(options=["llama-3.1-8b", "llama-3.1-70b", "qwen3-235b-a22b", "deepseek-v3"],
-                        value="llama-3.1-70b", description="model"),
-    "chip": W.Dropdown(options=list(CHIPS), value="h100-sxm", description="chip"),
-    "n_chips": W.IntSlider(value=8, min=1, max=72, description="chips"),
-    "log2_batch": W.IntSlider(value=10, min=0, max=16, description="log2 B"),
-    "log2_context": W.IntSlider(value=12, min=6, max=20, description="log2 L"),
-}, ncols=2, width=4.5)
+context_explorer = explorers.context_explorer(model="llama-3.1-70b", chip="h100-sxm", n_chips=8)
 context_explorer.widget
 
 # %%
@@ -330,15 +273,30 @@ Ls = attention.kv_crossover_context(m, c)
 Lr = np.geomspace(0.05, 20, 200) * Ls
 for B in (256, 1024, 4096, 1e7):
     cost = serving.decode_cost_per_token(m, c, B, Lr, n_chips=n, check_capacity=False)
-    ax1.loglog(Lr, cost, label=f"B = {B:,.0f}" if B < 1e6 else "B -> inf")
-    ax2.semilogx(Lr / Ls, serving.decode_step(m, c, B, Lr, n_chips=n, check_capacity=False).mfu)
+    mfu = serving.decode_step(m, c, B, Lr, n_chips=n, check_capacity=False).mfu
+    ok = serving.fits_in_hbm(m, c, B, Lr, n_chips=n)
+    line, = ax1.loglog(Lr[ok], cost[ok], label=f"B = {B:,.0f}" if B < 1e6 else "B -> inf (a limit: never fits)")
+    ax1.loglog(Lr[~ok], cost[~ok], "--", color=line.get_color(), alpha=0.5)
+    ax2.semilogx(Lr[ok] / Ls, mfu[ok], color=line.get_color())
+    ax2.semilogx(Lr[~ok] / Ls, mfu[~ok], "--", color=line.get_color(), alpha=0.5)
 ax2.semilogx(Lr / Ls, np.minimum(1, Ls / Lr), "k:", label="L*/L")
 for a in (ax1, ax2):
     a.grid(True, which="both", alpha=0.3)
 ax1.axvline(Ls, color="gray", ls=":"); ax1.set_xlabel("context L (tokens)"); ax1.set_ylabel("chip-seconds per token")
 ax1.set_title(f"{m} on {n}x{c}: cost rises on both sides of L*", fontsize=9); ax1.legend(fontsize=7)
 ax2.set_xlabel("L / L*"); ax2.set_ylabel("MFU"); ax2.legend(fontsize=7)
+ax2.set_title("dashed: the batch's KV does not fit on the 8 chips", fontsize=9)
 plt.show()
+
+# %% [markdown]
+# **Explore** the balanced context: the same explorer as claim 5, here on a B200
+# node. Move the model first, then the context across the grey line $L^*$ and
+# watch the MFU on the right fall as $L^*/L$ past it; the panel prints $L^*$ and
+# whether the batch still fits (`explorers.context_explorer`).
+
+# %% slideshow={"slide_type": "subslide"}
+balanced_explorer = explorers.context_explorer(model="llama-3.1-70b", chip="b200", n_chips=8)
+balanced_explorer.widget
 
 # %%
 v6 = claims.check(6)
@@ -403,6 +361,25 @@ print(f"{'scheme':<28} " + " ".join(f"{int(L):>9,}" for L in Lx))
 for name, y in schemes.items():
     print(f"{name:<28} " + " ".join(f"{v / 1e6:>9.2f}" for v in y))
 
+# %% [markdown]
+# The same comparison on two models and two chips: DeepSeek-V3's compact latent
+# and Llama-3.1-70B's GQA cache (4 KiB of K and V per token per layer), as the
+# KV-read time of one sequence's step over all layers on one H100 and one B200
+# (`attention.kv_read_time_s`; the summary of a block is one mean key, `attention.mean_key_bytes`).
+
+# %%
+print(f"{'model':<14} {'chip':<9} {'scheme':<26} " + " ".join(f"{int(L):>10,}" for L in Lx))
+for model in ("deepseek-v3", "llama-3.1-70b"):
+    b, sig = attention.bytes_per_cached_token(model), attention.mean_key_bytes(model)
+    per_layer = {"dense": attention.dense_kv_bytes(Lx, b), "NSA (paper settings)": attention.nsa_kv_bytes(Lx, b),
+                 "block top-16, s ~ sqrt(L)": attention.block_topk_optimal(Lx, 16, b, sig)[1]}
+    for chip in ("h100-sxm", "b200"):
+        for name, y in per_layer.items():
+            print(f"{model:<14} {chip:<9} {name:<26} "
+                  + " ".join(f"{fmt_seconds(t):>10}" for t in attention.kv_read_time_s(model, chip, y)))
+print("(KV-read time per sequence per decode step, all layers, one chip; the ratio between schemes is the same on "
+      "every chip, only the scale moves)")
+
 # %% slideshow={"slide_type": "subslide"}
 Lp = np.geomspace(4096, 2**24, 200)
 fig, (ax1, ax2) = plots.new_axes(2, width=5.5)
@@ -430,34 +407,14 @@ plt.show()
 # constant dominates) and climb toward 1 as their linear scan takes over; only
 # the $\sqrt L$-sized blocks hold ½.
 #
-# **Explore** the block top-$k$ trade: block size against context.
+# **Explore** the block top-$k$ trade: move the block size and the context and
+# watch the blue line leave the dense black one and touch the green $\sqrt L$
+# envelope only where the block is the best one; switch the model (DeepSeek-V3's
+# 1,152-byte latent, Llama-3.1-70B's 4 KiB of K and V per layer) and the chip to
+# see the same bytes as read time (`explorers.sparse_attention_explorer`).
 
 # %% slideshow={"slide_type": "subslide"}
-def setup_sparse(fig):
-    ax = fig.axes[0]
-    ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xlim(Lp[0], Lp[-1]); ax.set_ylim(1e5, 3e10)
-    ax.set_xlabel("context L (tokens)"); ax.set_ylabel("bytes per layer per step"); ax.grid(True, which="both", alpha=0.3)
-    ax.loglog(Lp, curves["dense"], "k-", lw=1, label="dense"); ax.legend(fontsize=7, loc="upper left")
-
-
-def draw_sparse(fig, log2_block, top_k, log2_context):
-    ax = fig.axes[0]
-    s, L = 2.0**log2_block, 2.0**log2_context
-    y = attention.block_topk_kv_bytes(Lp, s, top_k, beta, beta / 2, clip=True)
-    opt = attention.block_topk_optimal(Lp, top_k, beta, beta / 2)[1]
-    here = attention.block_topk_kv_bytes(L, s, top_k, beta, beta / 2, clip=True)
-    s_star, best = attention.block_topk_optimal(L, top_k, beta, beta / 2)
-    arts = [*ax.loglog(Lp, y, "C0-", lw=2), *ax.loglog(Lp, opt, "C2--"), *ax.plot([L], [here], "ko")]
-    return arts, (f"block {s:,.0f} tokens x top-{top_k}: {fmt_bytes(here)} at L = {L:,.0f} "
-                  f"({attention.dense_kv_bytes(L, beta) / here:.1f}x less than dense); the best block there is "
-                  f"{s_star:,.0f} tokens, {fmt_bytes(best)} (green: the sqrt(L) envelope)")
-
-
-sparse_explorer = widgets.explorer(setup_sparse, draw_sparse, {
-    "log2_block": W.IntSlider(value=6, min=0, max=14, description="log2 block"),
-    "top_k": W.IntSlider(value=16, min=1, max=64, description="top-k blocks"),
-    "log2_context": W.IntSlider(value=17, min=12, max=24, description="log2 L"),
-}, width=6.5)
+sparse_explorer = explorers.sparse_attention_explorer(model="deepseek-v3", chip="h100-sxm")
 sparse_explorer.widget
 
 # %%

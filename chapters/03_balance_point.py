@@ -29,9 +29,8 @@
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
-import ipywidgets as W
 
-from llmmath import claims, hardware, kernels, models, moe, plots, serving, widgets
+from llmmath import claims, explorers, hardware, kernels, models, moe, plots, serving
 from llmmath.units import fmt_bytes, fmt_count, fmt_seconds
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -115,46 +114,14 @@ ax.legend(fontsize=7)
 plt.show()
 
 # %% [markdown]
-# **Explore.** Pick a chip, a model, the weight precision and the context; the
-# curve is $B^*$ against context (both sparsities), the dashed line the largest
-# batch whose KV cache fits beside the weights on the chips you choose.
+# **Explore.** Pick a chip first and watch $B^* = R\,s$ at $L = 0$ (printed) move
+# with the chip's $R$; then a model, the weight precision and the context. Blue is
+# the whole-step $B^*$ against context (dashed where that batch's KV does not fit
+# beside the weights), orange the per-expert one, black dashed the largest batch
+# that fits on the chips you choose (`explorers.balance_explorer`).
 
 # %% slideshow={"slide_type": "subslide"}
-_L = np.linspace(0, 65536, 200)
-
-
-def _setup_balance(fig):
-    ax = fig.axes[0]
-    ax.set_yscale("log"); ax.set_xlim(0, _L[-1]); ax.set_ylim(10, 1e6)
-    ax.set_xlabel("context L (tokens)"); ax.set_ylabel("batch (sequences)"); ax.grid(True, which="both", alpha=0.3)
-    ax.set_title("balance batch vs context; dashed: largest batch that fits", fontsize=10)
-
-
-def _draw_balance(fig, chip, model, weight_dtype, n_chips, context):
-    ax = fig.axes[0]
-    total = serving.balance_batch(model, chip, _L, weight_dtype, weight_dtype)
-    expert = serving.balance_batch(model, chip, _L, weight_dtype, weight_dtype, sparsity="expert")
-    fit = np.minimum(serving.max_batch(model, chip, np.maximum(_L, 1), n_chips, weight_dtype, weight_dtype), 1e7)
-    here = serving.balance_batch(model, chip, context, weight_dtype, weight_dtype)
-    lmax = serving.kv_limit_context(model, chip, weight_dtype, weight_dtype)
-    arts = [*ax.plot(_L, np.where(np.isfinite(total), total, np.nan), "C0-", lw=2),
-            *ax.plot(_L, expert, "C1:", lw=2), *ax.plot(_L, np.maximum(fit, 1), "k--"),
-            ax.axvline(context, color="gray", lw=0.8)]
-    if np.isfinite(here):
-        arts += ax.plot([context], [here], "ko")
-    return arts, (f"{model} on {chip}, {weight_dtype}: B* = <b>{'none (KV-bound)' if not np.isfinite(here) else f'{here:,.0f}'}</b> "
-                  f"at L = {context:,} (blue, whole step); per expert (orange) {expert[0]:,.0f}; no batch balances past "
-                  f"L = {lmax:,.0f}; on {n_chips} chips {serving.max_batch(model, chip, max(context, 1), n_chips, weight_dtype, weight_dtype):,.0f} "
-                  f"sequences fit at this context.")
-
-
-balance_explorer = widgets.explorer(_setup_balance, _draw_balance, {
-    "chip": W.Dropdown(options=hardware.names(), value="h100-sxm", description="chip"),
-    "model": W.Dropdown(options=models.names(), value="deepseek-v3", description="model"),
-    "weight_dtype": W.Dropdown(options=["bf16", "fp8"], value="bf16", description="weights, KV"),
-    "n_chips": W.IntSlider(value=16, min=1, max=72, description="chips"),
-    "context": W.IntSlider(value=4096, min=0, max=65536, step=1024, description="context L"),
-}, width=7.0)
+balance_explorer = explorers.balance_explorer(chip="h100-sxm", model="deepseek-v3")
 balance_explorer.widget
 
 # %%
@@ -265,17 +232,25 @@ for xx in (2, 3):
 ax1.axvspan(2, 3, color="C2", alpha=0.15, label="2-3x B*")
 ax1.set_xlabel("B / B*"); ax1.set_ylabel("fraction of peak FLOP/s"); ax1.grid(True, which="both", alpha=0.3)
 ax1.set_title("Utilization against batch"); ax1.legend(fontsize=7)
-bstar = serving.balance_batch("deepseek-v3", "h100-sxm", weight_dtype="fp8")
-Bs = x * bstar
-for ov, st in (("max", "-"), ("sum", "--")):
-    c = serving.decode_cost_per_token("deepseek-v3", "h100-sxm", Bs, 0, n_chips=16, weight_dtype="fp8", overlap=ov,
-                                      check_capacity=False)
-    ax2.loglog(Bs, c * 1e6, st, label=f"overlap = {ov}")
-ax2.axvspan(2 * bstar, 3 * bstar, color="C2", alpha=0.15)
+for i, (m, c, n) in enumerate((("deepseek-v3", "h100-sxm", 16), ("qwen3-235b-a22b", "b200", 4))):
+    bstar = serving.balance_batch(m, c, weight_dtype="fp8")
+    Bs = x * bstar
+    for ov, st in (("max", "-"), ("sum", "--")):
+        cst = serving.decode_cost_per_token(m, c, Bs, 0, n_chips=n, weight_dtype="fp8", overlap=ov, check_capacity=False)
+        ax2.loglog(Bs, cst * 1e6, st, color=f"C{i}", label=f"{m}, {n} x {c}, overlap = {ov}")
+    ax2.axvspan(2 * bstar, 3 * bstar, color=f"C{i}", alpha=0.12)
 ax2.axvline(2400, color="r", ls=":", label="speaker's 2,400")
 ax2.set_xlabel("batch B"); ax2.set_ylabel("chip-us per token"); ax2.grid(True, which="both", alpha=0.3)
-ax2.set_title("DeepSeek-V3, fp8, 16 x H100"); ax2.legend(fontsize=7)
+ax2.set_title("fp8 weights, context 0; shaded: 2-3x each B*", fontsize=9); ax2.legend(fontsize=6)
 plt.show()
+
+# %%
+print(f"{'model':<16} {'chip':<9} {'B*':>6} {'2-3x B*':>13}  utilization at 1x / 2x / 3x B* (no overlap)")
+for m, c in (("deepseek-v3", "h100-sxm"), ("deepseek-v3", "b200"), ("qwen3-235b-a22b", "h100-sxm"),
+             ("qwen3-235b-a22b", "b200")):
+    bstar = serving.balance_batch(m, c, weight_dtype="fp8")
+    u = serving.utilization_vs_balance(serving.batch_over_balance(m, c, np.array([1, 2, 3]) * bstar, "fp8", "fp8"), "sum")
+    print(f"{m:<16} {c:<9} {bstar:>6,.0f} {2 * bstar:>6,.0f}-{3 * bstar:>6,.0f}  " + " / ".join(f"{v:.0%}" for v in u))
 
 # %% [markdown]
 # **Practice.** DeepSeek publishes two decode layouts for V3 on H800s (H100 compute
@@ -299,32 +274,13 @@ plt.show()
 # Both sit in or near 2–3× of the whole-step $B^*$ — and both at only ~1× of the
 # per-expert $B^*$ (9,450): the report says outright that its experts stay memory-bound.
 #
-# **Explore.** Move $B/B^*$ and the overlap between the two bounds.
+# **Explore.** Move the batch and watch the point climb the utilization curve
+# into the green 2–3× band; then the overlap between the two bounds (0: one after
+# the other, 1: the roofline), and the model and chip, which move $B^*$ and so
+# where a given batch lands (`explorers.utilization_explorer`).
 
 # %% slideshow={"slide_type": "subslide"}
-def _setup_util(fig):
-    ax = fig.axes[0]
-    ax.set_xscale("log"); ax.set_xlim(x[0], x[-1]); ax.set_ylim(0, 1.05)
-    ax.set_xlabel("B / B*"); ax.set_ylabel("fraction of peak FLOP/s"); ax.grid(True, which="both", alpha=0.3)
-    ax.plot(x, serving.utilization_vs_balance(x, "max"), color="0.7")
-    ax.plot(x, serving.utilization_vs_balance(x, "sum"), color="0.7", ls="--")
-
-
-def _draw_util(fig, log2_x, overlap_fraction):
-    ax = fig.axes[0]
-    xx = 2.0 ** log2_x
-    # a step with a fraction f of the shorter time hidden: t = max + (1 - f) min
-    u = serving.utilization_vs_balance(x, overlap_fraction)
-    here = serving.utilization_vs_balance(xx, overlap_fraction)
-    arts = [*ax.plot(x, u, "C0-", lw=2), *ax.plot([xx], [here], "ko")]
-    return arts, (f"B = {xx:.2f} B*, {overlap_fraction:.0%} of the shorter time hidden: utilization <b>{here:.0%}</b>, "
-                  f"cost per token {1 / here:.2f}x the compute floor, step {max(xx, 1):.2f}x the weight-read time.")
-
-
-util_explorer = widgets.explorer(_setup_util, _draw_util, {
-    "log2_x": W.FloatSlider(value=1.0, min=-2, max=3.5, step=0.1, description="log2 B/B*"),
-    "overlap_fraction": W.FloatSlider(value=0.0, min=0, max=1, step=0.05, description="overlap"),
-}, width=6.0)
+util_explorer = explorers.utilization_explorer(model="deepseek-v3", chip="h100-sxm")
 util_explorer.widget
 
 # %%
@@ -385,6 +341,15 @@ plt.show()
 # above its dashed twin, the balanced batch does not fit, and capacity — not
 # bandwidth — sets the batch. DeepSeek-V3 on an H200 shows the MLA exception: its $B^*$ falls.
 
+# **Explore** the KV's push: the balance explorer again, on Llama-3.1-70B. Move
+# the chip first, then the context, and watch the blue $B^*$ climb and end at
+# $L_\text{max}$ (printed), and turn dashed where the balanced batch's KV no
+# longer fits on the chips (`explorers.balance_explorer`).
+
+# %% slideshow={"slide_type": "subslide"}
+kv_balance_explorer = explorers.balance_explorer(chip="h100-sxm", model="llama-3.1-70b")
+kv_balance_explorer.widget
+
 # %%
 v11 = claims.check(11)
 assert v11.verdict == "holds if"
@@ -409,31 +374,47 @@ assert v11.verdict == "holds if"
 #   about 1/1,400 of Google's 480 trillion tokens a month in May 2025).
 
 # %%
-print(f"{'model':<16} {'N_tot':>7} {'s':>5} {'B*(0)':>7} {'B*(1K)':>8} {'B*(8K)':>8} {'step at B*, 8xH100 bf16':>24}")
+print(f"{'model':<16} {'N_tot':>7} {'s':>5} {'chip':<9} {'B*(0)':>7} {'B*(1K)':>8} {'B*(8K)':>8} {'step at B*, 8 chips, bf16':>26}")
 for m in ("llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-30b-a3b", "qwen3-235b-a22b",
           "deepseek-v3", "kimi-k2"):
     mm = models.get(m)
-    b = serving.balance_batch(m, "h100-sxm", [0, 1024, 8192])
-    if serving.fits_in_hbm(m, "h100-sxm", 1, 0, n_chips=8):
-        t = fmt_seconds(serving.decode_step_time_s(m, "h100-sxm", b[0], 0, n_chips=8))
-    else:  # weights alone exceed 8 x 80 GB: the step is not shown as if it ran
-        t = f"no fit ({fmt_bytes(mm.weight_bytes())})"
-    print(f"{m:<16} {fmt_count(mm.total_params):>7} {mm.sparsity:>5.1f} {b[0]:>7,.0f} "
-          + " ".join(f"{'none' if not np.isfinite(v) else f'{v:,.0f}':>8}" for v in b[1:]) + f" {t:>24}")
+    for chip in ("h100-sxm", "b200"):
+        b = serving.balance_batch(m, chip, [0, 1024, 8192])
+        if serving.fits_in_hbm(m, chip, 1, 0, n_chips=8):
+            t = fmt_seconds(serving.decode_step_time_s(m, chip, b[0], 0, n_chips=8))
+        else:  # weights alone exceed 8 chips' HBM: the step is not shown as if it ran
+            t = f"no fit ({fmt_bytes(mm.weight_bytes())})"
+        print(f"{m:<16} {fmt_count(mm.total_params):>7} {mm.sparsity:>5.1f} {chip:<9} {b[0]:>7,.0f} "
+              + " ".join(f"{'none' if not np.isfinite(v) else f'{v:,.0f}':>8}" for v in b[1:]) + f" {t:>26}")
 print(f"\nLlama-3.1-8B on an H100 has no balance batch past L_max = "
       f"{serving.kv_limit_context('llama-3.1-8b', 'h100-sxm'):,.0f} tokens. B* itself does not depend on how many "
-      f"chips hold the model; the last column is the step time at B* on one 8 x H100 node (640 GB), shown only "
-      f"where the bf16 weights fit (chapter 5 places the large models on racks).")
+      f"chips hold the model; the last column is the step time at B* on one 8-chip node (640 GB of H100, 1,440 GB "
+      f"of B200), shown only where the bf16 weights fit (chapter 5 places the large models on racks).")
 
 # %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=6.5)
-for m in moes + ["llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"]:
-    mm = models.get(m)
-    ax.loglog([mm.total_params], [serving.balance_batch(m, "h100-sxm")], "o" if mm.is_moe else "s")
-    ax.annotate(m, (mm.total_params, serving.balance_batch(m, "h100-sxm")), fontsize=6)
-ax.set_xlabel("total parameters N_tot"); ax.set_ylabel("B* on an H100, bf16, L = 0")
-ax.set_title("Size does not set B* (squares: dense, all at R = 295)"); ax.grid(True, which="both", alpha=0.3)
+for chip, color in (("h100-sxm", "C0"), ("b200", "C3")):
+    for m in moes + ["llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"]:
+        mm = models.get(m)
+        ax.loglog([mm.total_params], [serving.balance_batch(m, chip)], "o" if mm.is_moe else "s", color=color)
+        if chip == "h100-sxm":
+            ax.annotate(m, (mm.total_params, serving.balance_batch(m, chip)), fontsize=6)
+ax.set_xlabel("total parameters N_tot"); ax.set_ylabel("B*, bf16, L = 0")
+ax.set_title(f"Size does not set B* (squares: dense, at R = {R['h100-sxm']:.0f} on H100 (blue), "
+             f"{R['b200']:.0f} on B200 (red))", fontsize=9)
+ax.grid(True, which="both", alpha=0.3)
 plt.show()
+
+# %% [markdown]
+# **Explore** where size comes back: every catalog model's $B^*$ against its total
+# parameters. Change the chip first (the dense squares move together to the new
+# $R$), then raise the context: the small models' fat KV caches lift their $B^*$
+# first, some lose it (grey x), and hollow markers are balanced batches whose KV
+# does not fit beside the weights on the chips you choose (`explorers.size_explorer`).
+
+# %% slideshow={"slide_type": "subslide"}
+size_explorer = explorers.size_explorer(chip="h100-sxm", context=0)
+size_explorer.widget
 
 # %%
 v14 = claims.check(14)
@@ -460,59 +441,32 @@ assert v14.verdict == "holds if"
 # The family below keeps everything of DeepSeek-V3 but the number of routed experts (`moe.with_experts`).
 
 # %%
-print(f"{'E':>5} {'N_tot':>7} {'s':>6} {'B* H100':>8} {'H100s fp8':>9} {'cost at 2B*':>12} {'cost at B=2000':>15}")
-for E in (32, 64, 128, 256, 512, 1024):
-    m = moe.with_experts("deepseek-v3", E)
-    b = serving.balance_batch(m, "h100-sxm", weight_dtype="fp8")
-    n = int(np.ceil(m.weight_bytes("fp8") / (0.8 * 80e9)))
-    c_sat = serving.decode_cost_per_token(m, "h100-sxm", 2 * b, 0, n_chips=n, weight_dtype="fp8", check_capacity=False)
-    c_few = serving.decode_cost_per_token(m, "h100-sxm", 2000, 0, n_chips=n, weight_dtype="fp8", check_capacity=False)
-    print(f"{E:>5} {fmt_count(m.total_params):>7} {m.sparsity:>6.1f} {b:>8,.0f} {n:>9} {c_sat * 1e6:>9.1f} us "
-          f"{c_few * 1e6:>12.1f} us")
-print("(costs in chip-microseconds per token, context 0)")
+print(f"{'base':<16} {'chip':<9} {'E':>5} {'N_tot':>7} {'s':>6} {'B*':>7} {'chips fp8':>9} {'cost at 2B*':>12} "
+      f"{'cost at B=2000':>15}")
+for base, chip in (("deepseek-v3", "h100-sxm"), ("deepseek-v3", "b200"), ("qwen3-235b-a22b", "b200")):
+    for E in (32, 64, 128, 256, 512, 1024):
+        m = moe.with_experts(base, E)
+        b = serving.balance_batch(m, chip, weight_dtype="fp8")
+        n = serving.chips_to_hold(m, chip, "fp8")   # 80% of each HBM holds weights, the rest KV
+        c_sat = serving.decode_cost_per_token(m, chip, 2 * b, 0, n_chips=n, weight_dtype="fp8", check_capacity=False)
+        c_few = serving.decode_cost_per_token(m, chip, 2000, 0, n_chips=n, weight_dtype="fp8", check_capacity=False)
+        print(f"{base:<16} {chip:<9} {E:>5} {fmt_count(m.total_params):>7} {m.sparsity:>6.1f} {b:>7,.0f} {n:>9} "
+              f"{c_sat * 1e6:>9.1f} us {c_few * 1e6:>12.1f} us")
+print("(costs in chip-microseconds per token, context 0: no KV cache, the weights alone decide what fits)")
 
 # %% [markdown]
-# **Explore.** Choose the number of experts and the users you have; the curve
-# is cost per token against concurrent sequences (chips sized to hold the fp8 weights).
+# **Explore.** Move the number of experts first: past the dotted $B^*$ the blue
+# cost per token stays put while $B^*$ moves right; then the users you have, the
+# base model, the chip and the context (with a KV cache, batches that do not fit
+# on the chips sized for the fp8 weights turn dashed) (`explorers.sparsity_explorer`).
 
 # %% slideshow={"slide_type": "subslide"}
-_U = np.logspace(1, 5, 120)
-
-
-def _setup_sparse(fig):
-    ax = fig.axes[0]
-    ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xlim(_U[0], _U[-1]); ax.set_ylim(10, 1e5)
-    ax.set_xlabel("concurrent sequences (batch per deployment)"); ax.set_ylabel("chip-us per token")
-    ax.grid(True, which="both", alpha=0.3)
-    for E in (64, 256, 1024):
-        m = moe.with_experts("deepseek-v3", E)
-        n = int(np.ceil(m.weight_bytes("fp8") / (0.8 * 80e9)))
-        ax.plot(_U, 1e6 * serving.decode_cost_per_token(m, "h100-sxm", _U, 0, n_chips=n, weight_dtype="fp8",
-                                                        check_capacity=False), color="0.8", lw=1)
-
-
-def _draw_sparse(fig, log2_experts, log10_users):
-    ax = fig.axes[0]
-    E, U = int(2 ** log2_experts), 10 ** log10_users
-    m = moe.with_experts("deepseek-v3", E)
-    n = int(np.ceil(m.weight_bytes("fp8") / (0.8 * 80e9)))
-    cost = 1e6 * serving.decode_cost_per_token(m, "h100-sxm", _U, 0, n_chips=n, weight_dtype="fp8", check_capacity=False)
-    here = 1e6 * serving.decode_cost_per_token(m, "h100-sxm", U, 0, n_chips=n, weight_dtype="fp8", check_capacity=False)
-    b = serving.balance_batch(m, "h100-sxm", weight_dtype="fp8")
-    arts = [*ax.plot(_U, cost, "C0-", lw=2), *ax.plot([U], [here], "ko"), ax.axvline(b, color="C0", ls=":")]
-    return arts, (f"DeepSeek-V3 with <b>{E}</b> experts (top-8): N_tot = {fmt_count(m.total_params)}, s = {m.sparsity:.1f}, "
-                  f"{n} H100s for fp8 weights; B* = {b:,.0f}. With {U:,.0f} sequences: {here:.1f} chip-us/token "
-                  f"({'saturated' if U >= b else f'{U / b:.0%} of B*: short of users'}).")
-
-
-sparse_explorer = widgets.explorer(_setup_sparse, _draw_sparse, {
-    "log2_experts": W.IntSlider(value=8, min=4, max=11, description="log2 E"),
-    "log10_users": W.FloatSlider(value=3.3, min=1, max=5, step=0.1, description="log10 users"),
-}, width=6.5)
+sparse_explorer = explorers.sparsity_explorer(base="deepseek-v3", chip="h100-sxm")
 sparse_explorer.widget
 
 # %%
-print("slider answers (ms):", ", ".join(f"{1e3 * e.update():.0f}" for e in (balance_explorer, util_explorer, sparse_explorer)))
+print("slider answers (ms):", ", ".join(f"{1e3 * e.update():.0f}" for e in (balance_explorer, util_explorer, kv_balance_explorer,
+                                                                    size_explorer, sparse_explorer)))
 v15 = claims.check(15)
 assert v15.verdict == "holds if"
 

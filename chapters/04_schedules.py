@@ -24,9 +24,8 @@
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
-import ipywidgets as W
 
-from llmmath import claims, hardware, models, plots, schedule, serving, widgets
+from llmmath import claims, explorers, hardware, models, plots, schedule, serving
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 12 (23:35) — worst case: one interval waiting, one riding
@@ -117,39 +116,13 @@ ax.grid(True, which="both", alpha=0.3)
 plt.show()
 
 # %% [markdown]
-# **Explore.** The cadence, the step, the arrival rate and the seats per train;
-# the histogram is one step's latency over 20,000 Poisson arrivals.
+# **Explore.** Move the cadence $T$ first and watch the histogram of one step's
+# latency (20,000 Poisson arrivals) stretch to the dotted bound $T$ + step; then
+# the step, the arrival rate and the seats per train: past load 1 the worst case
+# leaves the bound (`explorers.cadence_explorer`).
 
 # %% slideshow={"slide_type": "subslide"}
-_bins = np.linspace(0, 200, 101)
-
-
-def _setup_cadence(fig):
-    ax = fig.axes[0]
-    ax.set_xlim(0, 200); ax.set_ylim(0, 0.12); ax.set_xlabel("latency of one step (ms)"); ax.set_ylabel("density (1/ms)")
-    ax.grid(True, alpha=0.3)
-
-
-def _draw_cadence(fig, period_ms, step_fraction, rate_per_s, capacity):
-    ax = fig.axes[0]
-    Tp = period_ms / 1e3
-    a = schedule.poisson_arrivals(rate_per_s, 20_000, seed=7)
-    s = schedule.simulate_cadence(a, Tp, step_s=step_fraction * Tp, capacity=capacity)
-    h, _ = np.histogram(np.minimum(s.latency_s * 1e3, 199.9), bins=_bins, density=True)
-    arts = [ax.stairs(h, _bins, fill=True, color="C0", alpha=0.7)]
-    arts.append(ax.axvline((Tp + step_fraction * Tp) * 1e3, color="k", ls=":"))
-    load = rate_per_s * Tp / capacity
-    return arts, (f"T = {period_ms} ms, step = {step_fraction * period_ms:.1f} ms, load {load:.2f} of {capacity} seats: "
-                  f"mean {s.mean_latency_s * 1e3:.1f} ms, worst <b>{s.max_latency_s * 1e3:.1f} ms</b> (bound T + step = "
-                  f"{(1 + step_fraction) * period_ms:.1f} ms); {s.missed_first_train:.1%} missed their first train.")
-
-
-cadence_explorer = widgets.explorer(_setup_cadence, _draw_cadence, {
-    "period_ms": W.IntSlider(value=20, min=5, max=60, step=5, description="T (ms)"),
-    "step_fraction": W.FloatSlider(value=1.0, min=0.2, max=1.0, step=0.05, description="step / T"),
-    "rate_per_s": W.IntSlider(value=18_000, min=1_000, max=30_000, step=1_000, description="arrivals/s"),
-    "capacity": W.IntSlider(value=400, min=50, max=1000, step=50, description="seats"),
-}, width=6.5)
+cadence_explorer = explorers.cadence_explorer(period_ms=20)
 cadence_explorer.widget
 
 # %% [markdown]
@@ -246,35 +219,13 @@ for b, tt, f in zip(B, t, frac):
 print(f"(the last row is the largest batch that fits: {most})")
 
 # %% [markdown]
-# **Explore.** A chip and a fill fraction give the step time, and with the batch,
-# the throughput and tokens per second per user.
+# **Explore.** Change the chip first and watch its line (blue, every other catalog
+# chip in grey) against the gold 13–30 ms band; the fill fraction gives the step
+# time and, with the batch, the throughput and tokens per second per user
+# (`explorers.hbm_explorer`).
 
 # %% slideshow={"slide_type": "subslide"}
-_fill = np.linspace(0.05, 1, 100)
-
-
-def _setup_hbm(fig):
-    ax = fig.axes[0]
-    ax.set_xlim(0, 1); ax.set_ylim(0, 45); ax.set_xlabel("fraction of HBM read each step")
-    ax.set_ylabel("step time (ms)"); ax.grid(True, alpha=0.3)
-    ax.axhspan(20 / 1.5, 20 * 1.5, color="gold", alpha=0.3)
-
-
-def _draw_hbm(fig, chip, fill, batch):
-    ax = fig.axes[0]
-    t_all = schedule.hbm_period_s(chip, _fill) * 1e3
-    here = schedule.hbm_period_s(chip, fill)
-    arts = [*ax.plot(_fill, t_all, "C0-", lw=2), *ax.plot([fill], [here * 1e3], "ko")]
-    return arts, (f"{chip}: C/W = {schedule.hbm_period_s(chip) * 1e3:.1f} ms. Reading {fill:.0%} of HBM: step "
-                  f"<b>{here * 1e3:.1f} ms</b>, {1 / here:.0f} steps/s; at batch {batch:,}: {batch / here:,.0f} tokens/s "
-                  f"per replica, {1 / here:.0f} tokens/s per user.")
-
-
-hbm_explorer = widgets.explorer(_setup_hbm, _draw_hbm, {
-    "chip": W.Dropdown(options=hardware.names(), value="h100-sxm", description="chip"),
-    "fill": W.FloatSlider(value=1.0, min=0.05, max=1.0, step=0.05, description="fill"),
-    "batch": W.IntSlider(value=2000, min=100, max=10000, step=100, description="batch"),
-}, width=6.0)
+hbm_explorer = explorers.hbm_explorer(chip="h100-sxm")
 hbm_explorer.widget
 
 # %%

@@ -54,6 +54,7 @@ __all__ = [
     "kv_crossover_context", "crossover_context_at_batch",
     "dense_kv_bytes", "block_topk_kv_bytes", "block_topk_optimal", "indexer_topk_kv_bytes",
     "nsa_kv_bytes", "quest_kv_bytes", "moba_kv_bytes", "loglog_slope", "PUBLISHED",
+    "mean_key_bytes", "kv_read_time_s",
 ]
 
 VARIANTS = ("MHA", "GQA", "MQA", "MLA-absorbed", "MLA-recomputed", "MLA-expanded")
@@ -453,3 +454,32 @@ def loglog_slope(context, bytes_read):
     if np.any(np.diff(L) == 0):
         raise ValueError("context must hold distinct values (a slope between two equal contexts is undefined)")
     return np.diff(np.log(y)) / np.diff(np.log(L))
+
+
+def mean_key_bytes(model, kv_dtype: str = "bf16") -> float:
+    """Bytes of one block summary that is a mean key (MoBA-style): half a cached token's bytes per layer.
+
+    ``bytes_per_cached_token / 2`` -- the key half of a K+V pair (for MLA, half the
+    latent-plus-rope row, the course's stand-in). Chapter 2 uses it as sigma in
+    :func:`block_topk_kv_bytes` and :func:`block_topk_optimal`.
+
+    Raises:
+        KeyError: unknown model or dtype.
+    """
+    return bytes_per_cached_token(model, kv_dtype) / 2.0
+
+
+@finite_result
+def kv_read_time_s(model, chip, bytes_per_layer, n_chips: int = 1):
+    """Time to read ``bytes_per_layer`` of cache in every layer, for one sequence: ``n_layers x bytes / (n W)``.
+
+    Turns the per-layer, per-sequence byte counts of the sparse-attention functions
+    into a step's KV-read time on ``n_chips`` chips (HBM bandwidth summed). Broadcasts.
+
+    Raises:
+        ValueError: negative bytes, n_chips < 1. KeyError: unknown model or chip.
+    """
+    m, c = models.get(model), hardware.get(chip)
+    n = positive_int("n_chips", n_chips)
+    b = non_negative("bytes_per_layer", bytes_per_layer)
+    return result(m.n_layers * b / (n * c.hbm_bytes_per_s))

@@ -31,7 +31,8 @@ from ._validate import (as_array, broadcast, finite_result, in_range, non_negati
                         positive_int, scalar, whole)
 
 __all__ = ["poisson_arrivals", "uniform_arrivals", "CadenceResult", "simulate_cadence",
-           "uniform_phase_latency", "max_stable_rate_per_s", "hbm_period_s"]
+           "uniform_phase_latency", "max_stable_rate_per_s", "hbm_period_s",
+           "cadence_load", "tokens_per_s"]
 
 
 @finite_result
@@ -233,3 +234,33 @@ def hbm_period_s(chip, fill_fraction=1.0):
         C, W = c.hbm_bytes, c.hbm_bytes_per_s
     out = f * C / W
     return float(out) if np.ndim(out) == 0 else out
+
+
+@finite_result
+def cadence_load(rate_per_s, capacity, period_s):
+    """Load of a cadence, ``rho = lambda T / c``: arrivals per departure over seats per departure.
+
+    Below 1 the trains carry everyone (now and then one overfills); above 1 the
+    backlog grows without bound (:func:`max_stable_rate_per_s` is the rate at 1).
+    Broadcasts over its arguments.
+
+    Raises:
+        ValueError: negative rate, capacity not a whole number >= 1, non-positive period.
+    """
+    lam = non_negative("rate_per_s", rate_per_s)
+    lam, stable = broadcast(rate_per_s=lam, capacity=max_stable_rate_per_s(capacity, period_s))
+    r = lam / stable
+    return float(r) if np.ndim(r) == 0 else r
+
+
+@finite_result
+def tokens_per_s(batch, step_s):
+    """Decode throughput of one replica, ``B / t_step`` tokens per second (``batch = 1``: steps per second,
+    the tokens per second each sequence sees). Broadcasts over its arguments.
+
+    Raises:
+        ValueError: batch negative, step not > 0.
+    """
+    B, t = broadcast(batch=non_negative("batch", batch), step_s=positive("step_s", step_s))
+    r = B / t
+    return float(r) if np.ndim(r) == 0 else r

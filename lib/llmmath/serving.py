@@ -42,7 +42,7 @@ __all__ = [
     "latency_floor_s", "balance_batch", "max_batch", "fits_in_hbm", "cost_ratio_unbatched",
     "expected_busiest_chip_experts", "expert_parallel_chip_bytes", "expert_parallel_decode_step", "expert_parallel_cost_ratio_unbatched",
     "prefill_step", "prefill_cost_per_token", "context_attention_flops_per_token", "attention_crossover_context",
-    "kv_limit_context", "utilization_vs_balance",
+    "kv_limit_context", "utilization_vs_balance", "batch_over_balance", "balance_batch_fits", "chips_to_hold",
 ]
 
 
@@ -717,3 +717,49 @@ def utilization_vs_balance(batch_over_balance, overlap="max"):
         overlap = 1.0 if overlap == "max" else 0.0
     x, f = broadcast(batch_over_balance=x, overlap=in_range("overlap", overlap, 0.0, 1.0))
     return result(x / (np.maximum(x, 1.0) + (1.0 - f) * np.minimum(x, 1.0)))
+
+
+@finite_result
+def batch_over_balance(model, chip, batch, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None):
+    """``x = B / B*``: how far a batch sits past the short-context balance batch (chapter 3, claim 10).
+
+    ``B*`` is :func:`balance_batch` at context 0 (the whole step, ``R N_tot/N_act``),
+    which is always finite. Broadcasts over ``batch``; feed the result to
+    :func:`utilization_vs_balance`.
+
+    Raises:
+        ValueError: batch not > 0. KeyError: unknown model, chip or dtype.
+    """
+    B = positive("batch", batch)
+    return result(B / balance_batch(model, chip, 0, weight_dtype, kv_dtype, compute_dtype))
+
+
+def balance_batch_fits(model, chip, context, n_chips=1, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None):
+    """True where the balance batch B*(L) exists and its KV cache fits beside the weights on ``n_chips``.
+
+    ``B*(L) < inf`` and ``N_tot b_w + B*(L) L beta <= n C`` (:func:`balance_batch`,
+    :func:`fits_in_hbm`). False where no batch balances (``L >= L_max``) or where the
+    balanced batch needs more HBM than the chips have. Broadcasts over ``context``.
+
+    Raises:
+        ValueError: negative context, n_chips < 1. KeyError: unknown model, chip or dtype.
+    """
+    bstar = np.asarray(balance_batch(model, chip, context, weight_dtype, kv_dtype, compute_dtype), dtype=float)
+    finite = np.isfinite(bstar)
+    L = np.broadcast_to(np.asarray(non_negative("context", context), dtype=float), bstar.shape)
+    ok = np.asarray(fits_in_hbm(model, chip, np.where(finite, bstar, 1.0), L, n_chips, weight_dtype, kv_dtype))
+    return result(finite & ok)
+
+
+def chips_to_hold(model, chip, weight_dtype="bf16", usable_fraction=0.8) -> int:
+    """Fewest chips whose HBM, ``usable_fraction`` of it, holds the model's weights: ``ceil(N_tot b_w / (f C))``.
+
+    The rest of each HBM (``1 - f``) is left for the KV cache and activations; 0.8 is
+    the course's default headroom (chapter 3, claim 15).
+
+    Raises:
+        ValueError: ``usable_fraction`` outside (0, 1]. KeyError: unknown model, chip or dtype.
+    """
+    m, c = models.get(model), hardware.get(chip)
+    f = in_range("usable_fraction", usable_fraction, 0.0, 1.0, low_open=True)
+    return int(math.ceil(m.weight_bytes(weight_dtype) / (float(f) * c.hbm_bytes)))

@@ -41,6 +41,9 @@ def get(name: str) -> Callable:
 
 from .ch00 import *  # noqa: E402,F401,F403  (each module registers its explorers on import)
 from .ch01 import *  # noqa: E402,F401,F403
+from .ch02 import *  # noqa: E402,F401,F403
+from .ch03 import *  # noqa: E402,F401,F403
+from .ch04 import *  # noqa: E402,F401,F403
 from .ch05 import *  # noqa: E402,F401,F403
 from .ch06 import *  # noqa: E402,F401,F403
 from .ch07 import *  # noqa: E402,F401,F403

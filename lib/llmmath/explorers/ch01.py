@@ -52,7 +52,15 @@ def _draw_decode(fig, model, chip, log2_batch, context, n_chips, weight_dtype, k
         f"compute {fmt_seconds(s.compute_s)}, weights {fmt_seconds(s.weight_s)}, KV {fmt_seconds(s.kv_s)}), "
         f"{s.cost_chip_s_per_token:.3g} chip-s/token, MFU {s.mfu:.0%}.<br>Balance batch B* = "
         f"{'none: KV-bound at this context' if not np.isfinite(bstar) else f'{bstar:.0f}'}; "
-        f"{'fits' if fits else '<b>does not fit</b>'} in HBM (largest batch that fits: {most:.0f}).")
+        f"{'fits' if fits else '<b>does not fit</b>'} in HBM ({_largest_batch_note(most, context)}).")
+
+
+def _largest_batch_note(most, context):
+    """'largest batch that fits', saying what it means where there is no KV cache or no room for the weights."""
+    if context == 0:
+        return ("no KV cache at context 0: any batch fits the KV; the weights alone decide, and they "
+                + ("fit" if most > 0 else "<b>do not fit</b>"))
+    return f"largest batch that fits: {most:,.0f}" if most > 0 else "<b>the weights alone do not fit</b>: add chips"
 
 
 def decode_explorer(model: str = "llama-3.1-70b", chip: str = "h100-sxm", log2_batch: int = 6,
