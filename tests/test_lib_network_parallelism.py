@@ -195,4 +195,72 @@ def test_expert_parallel_explorer_uses_each_systems_own_bandwidth_and_caps_gpus_
     assert "on 8 GPUs" in text and "capped" in text
     e = explorers.expert_parallel_explorer(system="gb200-nvl72")
     e.controls["system"].value = "hgx-h100"
-    assert e.controls["ep"].max == 8 and e.controls["ep"].value == 8
+    assert list(e.controls["ep"].options) == [8] and e.controls["ep"].value == 8
+
+
+# ---- chapters 5-6 explorers' library functions (issue 13) ----------------------------------
+
+def test_domain_growth_by_hand_nvl72_over_hgx_h100():
+    g = P.domain_growth("gb200-nvl72", "hgx-h100")
+    # NVIDIA datasheets: 72 packages / 144 dies vs 8 / 8; 8 TB/s vs 3.35 TB/s per GPU
+    assert (g.packages, g.dies, g.marketing_count) == (9.0, 18.0, 9.0)
+    assert g.per_gpu_hbm_bytes_per_s == pytest.approx(8.0 / 3.35)
+    assert g.domain_hbm_bytes_per_s == pytest.approx(72 * 8.0 / (8 * 3.35))
+    assert g.domain_hbm_bytes == pytest.approx(72 * 186 / (8 * 80))
+    r = P.domain_growth("rubin-ultra-nvl576", "gb200-nvl72")
+    assert (r.packages, r.dies, r.marketing_count) == (2.0, 4.0, 8.0)   # claim 18's three readings
+    with pytest.raises(KeyError):
+        P.domain_growth("nvl-nonexistent")
+
+
+def test_domain_parameter_limits_by_hand_and_refusals():
+    lim = P.domain_parameter_limits("gb200-nvl72", 0.02, 2048, "fp8")
+    assert lim.read_total_params == pytest.approx(0.02 * 72 * 8e12)           # 11.5 T params at 1 byte each
+    assert lim.capacity_total_params == pytest.approx(72 * 186e9)
+    assert lim.compute_active_params == pytest.approx(0.02 * 72 * 2.5e15 / (2 * 2048))
+    bf = P.domain_parameter_limits("gb200-nvl72", [0.01, 0.02], 2048, "bf16", kv_reserved_bytes=1e12)
+    np.testing.assert_allclose(bf.read_total_params, [0.01 * 576e12 / 2, 0.02 * 576e12 / 2])
+    assert bf.capacity_total_params == pytest.approx((72 * 186e9 - 1e12) / 2)
+    with pytest.raises(ValueError, match="publishes no"):
+        P.domain_parameter_limits("vr200-nvl144", 0.02, 2048)
+    with pytest.raises(ValueError, match="whole HBM"):
+        P.domain_parameter_limits("hgx-h100", 0.02, 2048, kv_reserved_bytes=1e12)
+    with pytest.raises(ValueError):
+        P.domain_parameter_limits("hgx-h100", 0.0, 2048)
+
+
+def test_domain_hbm_fill_flags_models_that_do_not_fit():
+    fill = P.domain_hbm_fill(["deepseek-v3", "llama-3.1-70b"], "hgx-h100", 0, 0, weight_dtype="fp8")
+    assert fill[0] > 1 > fill[1]                     # 671 GB of fp8 weights > 640 GB; 70.6 GB < 640 GB
+    assert fill[1] == pytest.approx(70.553706496e9 / 640e9, rel=1e-6)
+    more = P.domain_hbm_fill(["llama-3.1-70b"], "hgx-h100", 64, 8192, weight_dtype="fp8")
+    # GQA 8 KV heads x 128 x 80 layers x 2 (K, V) x 2 bytes = 327,680 bytes per token
+    assert more[0] == pytest.approx((70.553706496e9 + 64 * 8192 * 327680) / 640e9, rel=1e-6)
+    with pytest.raises(ValueError):
+        P.domain_hbm_fill(["deepseek-v3"], "hgx-h100", -1, 0)
+
+
+def test_memory_over_stages_weights_fall_kv_stays_and_fit_is_flagged():
+    s = P.memory_over_stages("deepseek-v3", [1, 2, 4, 8], 186e9, ep=64, batch=64, context=131072,
+                             weight_dtype="fp8")
+    np.testing.assert_allclose(s.weight_bytes * s.stages, s.weight_bytes[0])
+    np.testing.assert_allclose(s.kv_bytes, s.kv_bytes[0])
+    assert s.kv_bytes[0] == pytest.approx(64 * 131072 * 61 * 576 * 2 / 64)
+    assert s.fits.all() and list(s.n_gpus) == [64, 128, 256, 512] and s.gpus_per_stage == 64
+    tight = P.memory_over_stages("deepseek-v3", [1, 2, 4], 80e9, ep=8, weight_dtype="fp8")
+    assert list(tight.fits) == [False, True, True]   # 671/8 = 84 GB > 80 GB; /2 fits
+    with pytest.raises(ValueError, match="dense"):
+        P.memory_over_stages("llama-3.1-405b", [1], 80e9, ep=8)
+
+
+def test_boundary_ratio_experts_override_and_pipelined_imbalance():
+    base = P.boundary_traffic_ratio("deepseek-v3", 1, 64, 900e9, 50e9)
+    assert P.boundary_traffic_ratio("deepseek-v3", 1, 64, 900e9, 50e9, experts_per_token=16) == pytest.approx(2 * base)
+    assert P.boundary_traffic_ratio("deepseek-v3", 1, 64, 900e9, 50e9, experts_per_token=8) == pytest.approx(base)
+    with pytest.raises(ValueError, match="routed experts"):
+        P.boundary_traffic_ratio("mixtral-8x7b", 1, 8, 900e9, 50e9, experts_per_token=9)
+    one = P.pipelined_decode("deepseek-v3", "gb200", 64, 1, 2048, 4096, weight_dtype="fp8")
+    assert one.imbalance == pytest.approx(1.0) and one.sum_of_stages_s == pytest.approx(one.stage_s)
+    eight = P.pipelined_decode("deepseek-v3", "gb200", 64, 8, 2048, 4096, weight_dtype="fp8")
+    assert eight.imbalance > 1.0
+    assert eight.chip_s_per_token / one.chip_s_per_token == pytest.approx(eight.imbalance, rel=1e-9)

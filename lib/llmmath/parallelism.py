@@ -29,7 +29,8 @@ from .units import dtype_bytes
 __all__ = [
     "bubble_fraction", "pipeline_schedule", "MemoryPerGPU", "memory_per_gpu", "check_placement",
     "boundary_traffic_ratio", "stage_layers", "stage_floors_s", "PipelinedDecode", "pipelined_decode", "deployments",
-    "hop_latencies", "moe_layer_all_to_all_s",
+    "hop_latencies", "moe_layer_all_to_all_s", "DomainGrowth", "domain_growth", "DomainLimits",
+    "domain_parameter_limits", "domain_hbm_fill", "StageMemory", "memory_over_stages", "fits_per_gpu",
 ]
 
 
@@ -203,9 +204,24 @@ def memory_per_gpu(model, ep: int = 1, pp: int = 1, tp: int = 1, batch=1, contex
     return MemoryPerGPU(result(weights), result(kv), ep * pp * tp)
 
 
+def fits_per_gpu(model, hbm_bytes_per_gpu, ep: int = 1, pp: int = 1, tp: int = 1, batch=1, context=0,
+                 weight_dtype: str = "bf16", kv_dtype: str = "bf16"):
+    """Whether :func:`memory_per_gpu`'s weights + KV fit in ``hbm_bytes_per_gpu`` (bool, broadcast over batch x context).
+
+    Raises:
+        ValueError: an impossible placement (:func:`check_placement`), a non-positive HBM
+            size, a bad batch or context.
+    """
+    hbm = positive("hbm_bytes_per_gpu", hbm_bytes_per_gpu)
+    mem = memory_per_gpu(model, ep=ep, pp=pp, tp=tp, batch=batch, context=context, weight_dtype=weight_dtype,
+                         kv_dtype=kv_dtype)
+    return result(np.asarray(mem.total_bytes) <= hbm)
+
+
 @finite_result
 def boundary_traffic_ratio(model, layers_per_stage, ep: int, scale_up_bytes_per_s, scale_out_bytes_per_s,
-                           dispatch_bytes: float = 1.0, combine_bytes: float = 2.0, activation_bytes: float = 2.0):
+                           dispatch_bytes: float = 1.0, combine_bytes: float = 2.0, activation_bytes: float = 2.0,
+                           experts_per_token: int | None = None):
     """In-stage all-to-all time per token / pipeline-boundary time per token.
 
     A token crosses a stage boundary once (``d * b_act`` bytes over the scale-out
@@ -218,11 +234,13 @@ def boundary_traffic_ratio(model, layers_per_stage, ep: int, scale_up_bytes_per_
     Above 1, the boundary is less busy than the scale-up fabric and is not the
     bottleneck: the speaker's condition "k x layers x 2 > bandwidth ratio (~8)".
     Broadcasts over ``layers_per_stage``, the bandwidths and the byte sizes.
+    ``experts_per_token`` (default: the model's ``k``) asks "what if each token
+    activated this many experts" (1 .. the model's routed experts).
 
     Raises:
         ValueError: a dense model; ``layers_per_stage`` outside [1, n_layers] (it may be
             an average, e.g. 61/8); ``ep`` < 1; non-positive bandwidths or bytes;
-            shapes that do not broadcast.
+            ``experts_per_token`` outside 1 .. n_experts; shapes that do not broadcast.
     """
     m = models.get(model)
     if not m.is_moe:
@@ -232,13 +250,17 @@ def boundary_traffic_ratio(model, layers_per_stage, ep: int, scale_up_bytes_per_
         raise ValueError(f"layers_per_stage must be between 1 and {m.key}'s {m.n_layers} layers, got "
                          f"{layers_per_stage!r}")
     e = positive_int("ep", ep)
+    k = m.experts_per_token if experts_per_token is None else positive_int("experts_per_token", experts_per_token)
+    if k > m.n_experts:
+        raise ValueError(f"experts_per_token={k} but {m.key} has {m.n_experts} routed experts; allowed: "
+                         f"1..{m.n_experts}")
     Ls, up, out, b_d, b_c, b_a = broadcast(
         layers_per_stage=Ls, scale_up_bytes_per_s=positive("scale_up_bytes_per_s", scale_up_bytes_per_s),
         scale_out_bytes_per_s=positive("scale_out_bytes_per_s", scale_out_bytes_per_s),
         dispatch_bytes=positive("dispatch_bytes", dispatch_bytes),
         combine_bytes=positive("combine_bytes", combine_bytes),
         activation_bytes=positive("activation_bytes", activation_bytes))
-    inside = Ls * network.moe_all_to_all_bytes_per_token(m.d_model, m.experts_per_token, e, b_d, b_c)
+    inside = Ls * network.moe_all_to_all_bytes_per_token(m.d_model, k, e, b_d, b_c)
     boundary_s = m.d_model * b_a / out
     return result(inside / up / boundary_s)
 
@@ -323,6 +345,16 @@ class PipelinedDecode:
     n_chips: int
     stages_s: np.ndarray      # every stage's floor
 
+    @property
+    def sum_of_stages_s(self) -> float:
+        """Sum of the stage floors: one stage's whole step (what pipelining moves, not saves)."""
+        return float(np.sum(self.stages_s))
+
+    @property
+    def imbalance(self) -> float:
+        """``stages * max(t_s) / sum(t_s)`` (>= 1): the chip-seconds per token relative to one stage."""
+        return float(len(self.stages_s) * self.stage_s / np.sum(self.stages_s))
+
 
 @finite_result
 def pipelined_decode(model, chip, chips_per_stage: int, stages: int, batch, context=0, hop_latency_s=0.0,
@@ -403,3 +435,141 @@ def moe_layer_all_to_all_s(model, system, ep: int, batch_per_rack, racks: int = 
     return network.all_to_all_time_s(buffer, n, s_.scale_up_bytes_per_s_per_package,
                                      fraction_out_of_domain=f,
                                      scale_out_bytes_per_s=s_.scale_out_bytes_per_s_per_package if f else None)
+
+
+@dataclasses.dataclass(frozen=True)
+class DomainGrowth:
+    """One scale-up domain against a baseline domain: each field is ``system / baseline`` (dimensionless)."""
+
+    packages: float                 # GPU packages (what must be cabled)
+    dies: float                     # compute dies
+    marketing_count: float          # the number in the product name
+    per_gpu_hbm_bytes_per_s: float  # one package's HBM bandwidth
+    domain_hbm_bytes_per_s: float   # the whole domain's HBM bandwidth (= packages x per GPU)
+    domain_hbm_bytes: float         # the whole domain's HBM capacity
+
+
+def domain_growth(system, baseline="hgx-h100") -> DomainGrowth:
+    """How much bigger ``system``'s scale-up domain is than ``baseline``'s, counted several ways.
+
+    Packages, dies and the product name's count (``systems.toml``) give three
+    answers to "how many GPUs"; the domain's HBM bandwidth is packages x per-GPU
+    bandwidth, so its growth is the product of the package growth and the
+    per-GPU growth (claims 18 and 27).
+
+    Raises:
+        KeyError: unknown system.
+        ValueError: a system or baseline that publishes no HBM bandwidth or capacity.
+    """
+    s, b = hardware.system(system), hardware.system(baseline)
+    for sy in (s, b):
+        if not (np.isfinite(sy.hbm_bytes_per_s_per_package) and np.isfinite(sy.hbm_bytes_per_package)):
+            raise ValueError(f"{sy.key} publishes no HBM bandwidth or capacity per package; allowed: systems "
+                             f"whose systems.toml entry has both")
+    return DomainGrowth(s.packages / b.packages, s.dies / b.dies, s.marketing_count / b.marketing_count,
+                        s.hbm_bytes_per_s_per_package / b.hbm_bytes_per_s_per_package,
+                        s.hbm_bytes_per_s / b.hbm_bytes_per_s, s.hbm_bytes / b.hbm_bytes)
+
+
+@dataclasses.dataclass(frozen=True)
+class DomainLimits:
+    """The largest model one scale-up domain can serve at a step-time target (parameter counts)."""
+
+    capacity_total_params: float | np.ndarray  # weights fit beside the reserved KV in the domain's HBM
+    read_total_params: float | np.ndarray      # weights read once per step at the domain's HBM bandwidth
+    compute_active_params: float | np.ndarray  # 2 B N_act FLOPs per step at the domain's bf16 FLOP/s
+
+
+@finite_result
+def domain_parameter_limits(system, step_time_s, batch, weight_dtype: str = "fp8",
+                            kv_reserved_bytes=0.0) -> DomainLimits:
+    """Total and active parameters one domain can serve with a step of at most ``step_time_s`` (claim 19).
+
+    With ``W``, ``C`` and ``F`` the domain's summed HBM bandwidth, HBM capacity and
+    dense bf16 FLOP/s (``systems.toml``: packages x per-package figure)::
+
+        total  <= (C - kv_reserved_bytes) / b_w     (capacity; lifted by pipelining over domains)
+        total  <= step_time_s * W / b_w             (every weight read once per step; pipelining cannot lift it)
+        active <= step_time_s * F / (2 B)           (2 FLOPs per active parameter per token, B tokens per step)
+
+    The compute bound uses the catalog's bf16 rate (fp8 roughly doubles it on
+    Hopper and Blackwell). Broadcasts over ``step_time_s``, ``batch`` and
+    ``kv_reserved_bytes``.
+
+    Raises:
+        KeyError: unknown system or dtype.
+        ValueError: non-positive step time or batch, negative reserve, a reserve larger
+            than the domain's HBM, or a system that publishes no HBM or bf16 FLOP/s figure.
+    """
+    s = hardware.system(system)
+    if not (np.isfinite(s.bf16_flops_per_s_per_package) and np.isfinite(s.hbm_bytes_per_s_per_package)
+            and np.isfinite(s.hbm_bytes_per_package)):
+        raise ValueError(f"{s.key} publishes no bf16 FLOP/s, HBM bandwidth or HBM capacity per package; allowed: "
+                         f"systems with all three")
+    t, B, kv = broadcast(step_time_s=positive("step_time_s", step_time_s), batch=positive("batch", batch),
+                         kv_reserved_bytes=non_negative("kv_reserved_bytes", kv_reserved_bytes))
+    if np.any(kv >= s.hbm_bytes):
+        raise ValueError(f"kv_reserved_bytes reaches {s.key}'s whole HBM ({s.hbm_bytes:.3g} bytes); allowed: less")
+    b_w = dtype_bytes(weight_dtype)
+    return DomainLimits(result((s.hbm_bytes - kv) / b_w), result(t * s.hbm_bytes_per_s / b_w),
+                        result(t * s.packages * s.bf16_flops_per_s_per_package / (2.0 * B)))
+
+
+@finite_result
+def domain_hbm_fill(model_keys, system, batch, context, weight_dtype: str = "fp8", kv_dtype: str = "bf16"):
+    """Weights + KV of each model over one domain's HBM: above 1 it does not fit (array, one per model).
+
+    ``(N_tot b_w + B L beta) / C_domain`` for ``batch`` sequences of ``context`` tokens,
+    everything spread evenly over the domain's packages (no pipelining).
+
+    Raises:
+        KeyError: an unknown model, system or dtype.
+        ValueError: negative batch or context, non-scalar batch or context.
+    """
+    s = hardware.system(system)
+    B = float(non_negative("batch", scalar("batch", batch)))
+    L = float(non_negative("context", scalar("context", context)))
+    ms = [models.get(k) for k in model_keys]
+    need = np.array([m.weight_bytes(weight_dtype) + B * L * m.kv_bytes_per_token(kv_dtype) for m in ms], dtype=float)
+    return result(np.atleast_1d(need / s.hbm_bytes))
+
+
+@dataclasses.dataclass(frozen=True)
+class StageMemory:
+    """Per-GPU memory for a sweep of pipeline depths (arrays, one entry per depth)."""
+
+    stages: np.ndarray
+    weight_bytes: np.ndarray
+    kv_bytes: np.ndarray
+    fill: np.ndarray          # (weights + KV) / HBM per GPU; above 1 the placement does not fit
+    fits: np.ndarray          # fill <= 1
+    gpus_per_stage: int       # ep * tp
+    n_gpus: np.ndarray        # stages * ep * tp
+
+    @property
+    def total_bytes(self) -> np.ndarray:
+        return self.weight_bytes + self.kv_bytes
+
+
+def memory_over_stages(model, stages, hbm_bytes_per_gpu, ep: int = 1, tp: int = 1, batch=1, context=0,
+                       weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> StageMemory:
+    """:func:`memory_per_gpu` for every pipeline depth in ``stages``, with whether it fits ``hbm_bytes_per_gpu``.
+
+    ``batch`` is the micro-batch; ``stages`` micro-batches are in flight at each depth,
+    so the KV per GPU stays the same while the weights fall like ``1/stages`` (claims 22, 25).
+    Scalar ``batch`` and ``context``.
+
+    Raises:
+        ValueError: an impossible placement (:func:`check_placement`) at any depth, a
+            non-positive HBM size, a bad batch or context.
+    """
+    P = np.atleast_1d(whole("stages", stages, 1)).astype(int)
+    hbm = float(positive("hbm_bytes_per_gpu", scalar("hbm_bytes_per_gpu", hbm_bytes_per_gpu)))
+    B = float(positive("batch", scalar("batch", batch)))
+    L = float(non_negative("context", scalar("context", context)))
+    mem = [memory_per_gpu(model, ep=ep, pp=int(p), tp=tp, batch=B, context=L, weight_dtype=weight_dtype,
+                          kv_dtype=kv_dtype) for p in P]
+    w = np.array([float(x.weight_bytes) for x in mem])
+    kv = np.array([float(x.kv_bytes) for x in mem])
+    fill = (w + kv) / hbm
+    return StageMemory(P, w, kv, fill, fill <= 1.0, int(ep) * int(tp), np.array([x.n_gpus for x in mem]))
