@@ -127,15 +127,30 @@ for key, what, b_elem in (("deepep-ll-dispatch-ep8-h800", "dispatch EP8, fp8", 1
 fig, ax = plots.new_axes(width=7, height=4.2)
 ds = models.get("deepseek-v3")
 B = np.logspace(np.log10(64), np.log10(65536), 60)
-layer = serving.decode_step(ds, "gb200", B, 4096, n_chips=64, weight_dtype="fp8", check_capacity=False).time_s / ds.n_layers
-ax.loglog(B, layer, "k-", lw=2, label="one layer's decode floor (64 x GB200, fp8, L=4096)")
+L16, hbm_gb200 = 4096, hardware.system("gb200-nvl72").hbm_bytes_per_package
+for key, color in (("deepseek-v3", "k"), ("kimi-k2", "C2")):
+    layer = serving.decode_step(key, "gb200", B, L16, n_chips=64, weight_dtype="fp8",
+                                check_capacity=False).time_s / models.get(key).n_layers
+    ok = parallelism.fits_per_gpu(key, hbm_gb200, ep=64, batch=B, context=L16, weight_dtype="fp8")
+    ax.loglog(B[ok], layer[ok], "-", color=color, lw=2, label=f"{key}: one layer's decode floor (64 x GB200, fp8, L={L16})")
+    ax.loglog(B[~ok], layer[~ok], "--", color="0.6", lw=2)
+    print(f"{key}: weights + KV exceed 64 x {hbm_gb200 / 1e9:.0f} GB from B = {B[~ok][0]:.0f} per rack "
+          f"(grey dashed: not a runnable configuration)")
 for racks, style in ((1, "-"), (2, "--"), (4, ":")):
     ax.loglog(B, parallelism.moe_layer_all_to_all_s(ds, "gb200-nvl72", 64, B, racks=racks), style, color="C3",
               label=f"all-to-all, layer over {racks} rack(s)")
 ax.set_xlabel("decode batch per rack (sequences)"); ax.set_ylabel("time per MoE layer (s)")
-ax.set_title("DeepSeek-V3 on GB200 NVL72: leaving the rack costs ~9x"); ax.grid(True, which="both", alpha=0.3)
-ax.legend(fontsize=8)
+ax.set_title("DeepSeek-V3 and Kimi K2 on GB200 NVL72: leaving the rack costs ~9x\n(grey dashed: does not fit in HBM)",
+             fontsize=10)
+ax.grid(True, which="both", alpha=0.3)
+ax.legend(fontsize=7)
 plt.show()
+
+# %% [markdown]
+# Kimi K2 has the same $d = 7168$ and $k = 8$ as DeepSeek-V3, so its all-to-all
+# curves are DeepSeek's (the red lines serve both); its 384 experts (6 per GPU)
+# make each layer's weight read, and so its floor, longer. The all-to-all
+# over two racks overtakes both floors at large batch.
 
 # %% [markdown]
 # **Explore.** Change the system (its scale-up/scale-out ratio), the racks the
@@ -271,6 +286,16 @@ ax.set_title("Per-GPU scale-up over scale-out, per direction"); ax.legend()
 ax.tick_params(axis="x", rotation=45, labelsize=8); ax.grid(True, axis="y", alpha=0.3)
 plt.show()
 
+# %% [markdown]
+# **Explore.** Pick a system and a baseline: the left panel counts the domain
+# three ways, the right shows the per-GPU scale-out and scale-up bandwidths
+# (their ratio is claim 17's "8×") beside the per-GPU and whole-domain HBM
+# bandwidth. Watch the up/out ratio in the text as you switch systems.
+
+# %% slideshow={"slide_type": "subslide"}
+scale_explorer = explorers.scale_domain_explorer()
+scale_explorer.widget
+
 # %%
 v17 = claims.check(17)
 assert v17.verdict == "holds"
@@ -296,6 +321,15 @@ for i, (attr, label) in enumerate((("packages", "packages"), ("dies", "dies"), (
 ax.set_xticks(x, keys); ax.set_yscale("log"); ax.set_ylabel("count in one scale-up domain")
 ax.set_title("Domain size, counted three ways"); ax.legend(fontsize=8); ax.grid(True, axis="y", alpha=0.3)
 plt.show()
+
+# %% [markdown]
+# **Explore.** The same explorer, here Rubin Ultra NVL576 against GB200 NVL72:
+# move the system and watch the three growth factors (packages, dies, name)
+# in the text disagree.
+
+# %% slideshow={"slide_type": "subslide"}
+count_explorer = explorers.scale_domain_explorer(system="rubin-ultra-nvl576", baseline="gb200-nvl72")
+count_explorer.widget
 
 # %%
 v18 = claims.check(18)
@@ -332,6 +366,16 @@ ax.set_xticks(x, sys_keys, rotation=30, fontsize=8); ax.set_yscale("log"); ax.se
 ax.set_title("What one domain can hold, and what it can read per step"); ax.legend(fontsize=8)
 ax.grid(True, axis="y", alpha=0.3)
 plt.show()
+
+# %% [markdown]
+# **Explore.** Pick a system, a step-time target and a batch: the red line is
+# the total the domain can read in one step, the green dashed line what fits in
+# its HBM, the orange line the active parameters its FLOP/s allow. Models drawn
+# as grey crosses do not fit weights + KV in the domain at that batch and context.
+
+# %% slideshow={"slide_type": "subslide"}
+params_explorer = explorers.domain_params_explorer()
+params_explorer.widget
 
 # %%
 v19 = claims.check(19)
@@ -374,6 +418,15 @@ ax.set_xlim(years[0] - 0.5, years[-1] + 2.2)
 ax.set_xlabel("year"); ax.set_ylabel("TB/s"); ax.set_title("NVIDIA scale-up domains: the domain outgrew the chip")
 ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8, loc="lower right")
 plt.show()
+
+# %% [markdown]
+# **Explore.** Move the system along NVIDIA's line (HGX H100 → GB200 NVL72 → Rubin
+# Ultra) with HGX H100 as baseline: the text splits the domain's bandwidth
+# growth into packages × per-GPU growth.
+
+# %% slideshow={"slide_type": "subslide"}
+bandwidth_explorer = explorers.scale_domain_explorer(system="gb200-nvl72", baseline="hgx-h100")
+bandwidth_explorer.widget
 
 # %%
 v27 = claims.check(27)

@@ -120,6 +120,29 @@ ax.set_title("DeepSeek-V3: above 1, the boundary is not the bottleneck"); ax.gri
 ax.legend(fontsize=8)
 plt.show()
 
+# %% [markdown]
+# The ratio does not depend on $d$: a model with the same $k$ and EP width has the
+# same curve. DeepSeek-V3, Kimi K2 and Qwen3-235B all route to $k = 8$ experts;
+# gpt-oss-120b routes to 4, so it needs twice the layers per stage:
+
+# %%
+print(f"{'model':<18} {'k':>3} " + " ".join(f"{k:>14}" for k in ("hgx-h100", "gb200-nvl72", "tpu-v5p-pod"))
+      + "   (ratio at 1 MoE layer per stage, EP64)")
+for key in ("deepseek-v3", "kimi-k2", "qwen3-235b-a22b", "gpt-oss-120b"):
+    row = [parallelism.boundary_traffic_ratio(key, 1, 64, hardware.system(s_).scale_up_bytes_per_s_per_package,
+                                              hardware.system(s_).scale_out_bytes_per_s_per_package)
+           for s_ in ("hgx-h100", "gb200-nvl72", "tpu-v5p-pod")]
+    print(f"{key:<18} {models.get(key).experts_per_token:>3} " + " ".join(f"{r:>14.2f}" for r in row))
+
+# %% [markdown]
+# **Explore.** Pick a system (its up/out ratio), a model, the activated experts
+# $k$ and the layers per stage; watch the ratio cross 1 (dashed). The grey dotted
+# curve is the model's own $k$.
+
+# %% slideshow={"slide_type": "subslide"}
+boundary_explorer = explorers.boundary_ratio_explorer()
+boundary_explorer.widget
+
 # %%
 v20 = claims.check(20)
 assert v20.verdict == "holds"
@@ -147,13 +170,34 @@ assert v20.verdict == "holds"
 
 # %%
 one = serving.decode_step("deepseek-v3", "gb200", 2048, 8192, n_chips=64, weight_dtype="fp8", check_capacity=False)
-print(f"{'P':>3} {'layers per stage':<26} {'slowest stage':>13} {'sum of stages':>13} {'token latency':>13} "
-      f"{'chips':>6} {'chip-s/token vs P=1':>20}")
-for P in (1, 2, 4, 8):
-    d = parallelism.pipelined_decode("deepseek-v3", "gb200", 64, P, 2048, 8192, weight_dtype="fp8")
-    split = "/".join(str(len(r)) for r in parallelism.stage_layers("deepseek-v3", P))
-    print(f"{P:>3} {split:<26} {d.stage_s * 1e3:>11.3f}ms {d.stages_s.sum() * 1e3:>11.3f}ms "
-          f"{d.token_latency_s * 1e3:>11.3f}ms {d.n_chips:>6} {d.chip_s_per_token / one.cost_chip_s_per_token:>19.3f}x")
+hbm_gb200 = hardware.get("gb200").hbm_bytes
+print(f"{'model':<12} {'P':>3} {'layers per stage':<26} {'slowest stage':>13} {'sum of stages':>13} "
+      f"{'token latency':>13} {'chips':>6} {'chip-s/token vs P=1':>20}  fits 186 GB/GPU?")
+for key in ("deepseek-v3", "kimi-k2"):
+    base = serving.decode_step(key, "gb200", 2048, 8192, n_chips=64, weight_dtype="fp8", check_capacity=False)
+    fit = parallelism.memory_over_stages(key, [1, 2, 4, 8], hbm_gb200, ep=64, batch=2048, context=8192,
+                                         weight_dtype="fp8")
+    for j, P in enumerate((1, 2, 4, 8)):
+        d = parallelism.pipelined_decode(key, "gb200", 64, P, 2048, 8192, weight_dtype="fp8")
+        split = "/".join(str(len(r)) for r in parallelism.stage_layers(key, P))
+        print(f"{key:<12} {P:>3} {split:<26} {d.stage_s * 1e3:>11.3f}ms {d.stages_s.sum() * 1e3:>11.3f}ms "
+              f"{d.token_latency_s * 1e3:>11.3f}ms {d.n_chips:>6} {d.chip_s_per_token / base.cost_chip_s_per_token:>19.3f}x"
+              f"  {'yes' if fit.fits[j] else 'NO: does not fit'} ({fit.fill[j]:.0%})")
+
+# %% [markdown]
+# Kimi K2 (one dense layer, 384 experts) tells the same story as DeepSeek-V3:
+# the stages' floors add up to the unpipelined step, and the last-but-one column
+# is what the uneven split costs. The last column is each row's weights + KV as
+# a share of a GPU's 186 GB.
+#
+# **Explore.** Move the pipeline stages $P$ and watch the right panel: the stage
+# floors (bars) shrink as $1/P$, but their sum stays the unpipelined step
+# (dotted); with an uneven split the slowest stage (red) sets the pace. A
+# configuration whose weights + KV exceed the GPU's HBM is drawn hatched grey.
+
+# %% slideshow={"slide_type": "subslide"}
+floors_explorer = explorers.pipeline_placement_explorer()
+floors_explorer.widget
 
 # %%
 v21 = claims.check(21)
@@ -181,16 +225,38 @@ assert v21.verdict == "holds"
 # %% slideshow={"slide_type": "subslide"}
 fig, axes = plots.new_axes(2, width=5.0, height=3.8)
 P = np.array([1, 2, 4, 8])
-for ax, (model, kw, L, title) in zip(axes, (
-        ("deepseek-v3", dict(ep=64, weight_dtype="fp8", batch=64), 131072, "DeepSeek-V3, EP64, fp8, b=64, L=128k"),
-        ("llama-3.1-405b", dict(tp=8, batch=8), 131072, "Llama-3.1-405B, TP8, bf16, b=8, L=128k"))):
-    mem = [parallelism.memory_per_gpu(model, pp=int(p), context=L, **kw) for p in P]
-    w = np.array([x.weight_bytes for x in mem]) / 1e9
-    kv = np.array([x.kv_bytes for x in mem]) / 1e9
-    ax.bar(P.astype(str), w, label="weights")
-    ax.bar(P.astype(str), kv, bottom=w, label="KV cache")
-    ax.set_xlabel("pipeline stages P"); ax.set_ylabel("GB per GPU"); ax.set_title(title, fontsize=9); ax.legend(fontsize=8)
+for ax, (model, chip, kw, L, title) in zip(axes, (
+        ("deepseek-v3", "gb200", dict(ep=64, weight_dtype="fp8", batch=64), 131072,
+         "DeepSeek-V3 on GB200, EP64, fp8, b=64, L=128k"),
+        ("llama-3.1-405b", "h200", dict(tp=8, batch=8), 131072, "Llama-3.1-405B on H200, TP8, bf16, b=8, L=128k"))):
+    hbm = hardware.get(chip).hbm_bytes
+    mem = parallelism.memory_over_stages(model, P, hbm, context=L, **kw)
+    w, kv = mem.weight_bytes / 1e9, mem.kv_bytes / 1e9
+    for ok, wc, kc, extra in ((mem.fits, "C0", "C1", {}), (~mem.fits, "0.85", "0.65", dict(hatch="//", edgecolor="0.4", ls="--"))):
+        ax.bar(np.flatnonzero(ok), w[ok], color=wc, **extra)
+        ax.bar(np.flatnonzero(ok), kv[ok], bottom=w[ok], color=kc, **extra)
+    ax.axhline(hbm / 1e9, color="k", lw=1.5)
+    ax.text(len(P) - 0.5, hbm / 1e9, f" {chip} HBM", va="bottom", ha="right", fontsize=8)
+    for j in np.flatnonzero(~mem.fits):
+        ax.text(j, w[j] + kv[j], "does not fit", ha="center", va="bottom", fontsize=7, color="0.3")
+    ax.set_xticks(range(len(P)), P.astype(str))
+    ax.set_xlabel("pipeline stages P"); ax.set_ylabel("GB per GPU"); ax.set_title(title, fontsize=9)
+    ax.bar([], [], color="C0", label="weights"); ax.bar([], [], color="C1", label="KV cache")
+    ax.bar([], [], color="0.85", hatch="//", edgecolor="0.4", label="does not fit"); ax.legend(fontsize=7)
 plt.show()
+
+# %% [markdown]
+# Llama-3.1-405B on eight H200s at 128k context does not fit without a second
+# stage: the weights halve at $P = 2$, and the KV cache stays where it was.
+#
+# **Explore.** Move the stages $P$, and the model, EP, TP, micro-batch and
+# context: the bars (left) are weights and KV per GPU for every $P$; the weights
+# fall like $1/P$, the KV does not move (claim 25).
+
+# %% slideshow={"slide_type": "subslide"}
+memory_explorer = explorers.pipeline_placement_explorer()
+memory_explorer.controls["context"].value = 131072
+memory_explorer.widget
 
 # %%
 v22 = claims.check(22)
@@ -238,10 +304,15 @@ print(f"activations per GPU per hop: {b} / {E} tokens x {d_model} x 2 bytes = {a
       f"at {nic / 1e9:.0f} GB/s: {act / nic * 1e6:.1f} us")
 print(f"one hop: {wire * 1e6:.1f} us (64-byte latency) + {act / nic * 1e6:.1f} us (activations) + "
       f"{ch06._LAUNCH_SYNC_S * 1e6:.0f} us (assumed launch/sync) = {hop * 1e6:.1f} us")
-for P in (1, 2, 4, 8):
-    dp = parallelism.pipelined_decode("deepseek-v3", "gb200", E, P, b, 8192, hop_latency_s=hop, weight_dtype="fp8")
-    print(f"P={P}: {P * b:>6} sequences in flight, token latency {dp.token_latency_s * 1e3:.3f} ms "
-          f"({dp.token_latency_s / one.time_s - 1:+.1%} vs one stage)")
+for key in ("deepseek-v3", "kimi-k2"):
+    base = serving.decode_step(key, "gb200", b, 8192, n_chips=E, weight_dtype="fp8", check_capacity=False)
+    fit = parallelism.memory_over_stages(key, [1, 2, 4, 8], hardware.get("gb200").hbm_bytes, ep=E, batch=b,
+                                         context=8192, weight_dtype="fp8")
+    for j, P in enumerate((1, 2, 4, 8)):
+        dp = parallelism.pipelined_decode(key, "gb200", E, P, b, 8192, hop_latency_s=hop, weight_dtype="fp8")
+        print(f"{key:<12} P={P}: {P * b:>6} sequences in flight, token latency {dp.token_latency_s * 1e3:.3f} ms "
+              f"({dp.token_latency_s / base.time_s - 1:+.1%} vs one stage)"
+              f"{'' if fit.fits[j] else '  [does not fit in HBM: not runnable]'}")
 
 # %%
 v24 = claims.check(24)
@@ -278,6 +349,35 @@ m26 = parallelism.memory_per_gpu("deepseek-v3", ep=64, pp=1, batch=4096, context
 print(f"DeepSeek-V3 on one NVL72, EP64, fp8, 4,096 sequences x 16k tokens: {float(m26.weight_bytes) / 1e9:.0f} GB "
       f"weights + {float(m26.kv_bytes) / 1e9:.0f} GB KV per GPU, of "
       f"{hardware.system('gb200-nvl72').hbm_bytes_per_package / 1e9:.0f} GB")
+
+# %% [markdown]
+# The same question for four models on one GB200 NVL72 rack (186 GB per GPU),
+# 4,096 sequences of 16k tokens: the MoE models with EP64, the dense Llama with
+# TP8 stages (it has no experts to spread). How many pipeline stages does each
+# need before its weights + KV fit?
+
+# %%
+print(f"{'model':<16} {'placement':<10} " + " ".join(f"{'P=' + str(p):>16}" for p in (1, 2, 4, 8)))
+for key, ep, tp, b26 in (("deepseek-v3", 64, 1, 4096), ("kimi-k2", 64, 1, 4096), ("qwen3-235b-a22b", 64, 1, 4096),
+                         ("llama-3.1-405b", 1, 8, 4096 // 8)):
+    mem = parallelism.memory_over_stages(key, [1, 2, 4, 8], hardware.get("gb200").hbm_bytes, ep=ep, tp=tp, batch=b26,
+                                         context=16384, weight_dtype="fp8")
+    cells = [f"{t / 1e9:>6.0f} GB {'fits' if ok else 'NO FIT':>6}" for t, ok in zip(mem.total_bytes, mem.fits)]
+    print(f"{key:<16} {'EP' + str(ep) if ep > 1 else 'TP' + str(tp):<10} " + " ".join(f"{c:>16}" for c in cells))
+    if not mem.fits.any():
+        print(f"{'':<16} {'':<10} never fits: its KV cache alone is {mem.kv_bytes[0] / 1e9:.0f} GB per GPU at every P "
+              f"(claim 25); only a smaller batch or context, or a wider EP/TP, helps")
+
+# %% [markdown]
+# (Llama-3.1-405B's row holds 512 sequences per TP8 group, 4,096 over the rack's
+# eight groups.) **Explore.** Set EP to the domain (64), then look for the
+# smallest $P$ that fits as you raise the batch or context: the text names it.
+
+# %% slideshow={"slide_type": "subslide"}
+layout_explorer = explorers.pipeline_placement_explorer()
+layout_explorer.controls["log2_microbatch"].value = 12
+layout_explorer.controls["context"].value = 16384
+layout_explorer.widget
 
 # %%
 v26 = claims.check(26)

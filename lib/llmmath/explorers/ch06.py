@@ -7,7 +7,7 @@ import numpy as np
 from ..widgets import Explorer, explorer
 from . import register
 
-__all__ = ['pipeline_explorer']
+__all__ = ['pipeline_explorer', 'boundary_ratio_explorer', 'pipeline_placement_explorer']
 
 
 def _setup_pipeline(fig):
@@ -55,3 +55,180 @@ def pipeline_explorer() -> Explorer:
     }, width=7.0)
 
 register('pipeline_explorer', pipeline_explorer)
+
+
+# --- claim 20: the pipeline boundary on the slow link ----------------------------------------------------
+
+_LAYERS = np.arange(1, 17)
+
+
+def _setup_boundary(fig):
+    ax = fig.axes[0]
+    ax.set_yscale("log")
+    ax.set_xlim(0.5, 16.5)
+    ax.set_ylim(0.05, 200)
+    ax.set_xlabel("MoE layers per pipeline stage")
+    ax.set_ylabel("in-stage all-to-all time / boundary time")
+    ax.axhline(1, color="k", ls="--", lw=1)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.set_title("above 1 the boundary link is the less busy one", fontsize=10)
+
+
+def _draw_boundary(fig, system, model, experts_per_token, layers_per_stage, ep):
+    from .. import hardware, models, parallelism
+
+    ax = fig.axes[0]
+    sy, m = hardware.system(system), models.get(model)
+    up, out = sy.scale_up_bytes_per_s_per_package, sy.scale_out_bytes_per_s_per_package
+    own = parallelism.boundary_traffic_ratio(m, _LAYERS, ep, up, out)
+    curve = parallelism.boundary_traffic_ratio(m, _LAYERS, ep, up, out, experts_per_token=experts_per_token)
+    r = curve[layers_per_stage - 1]
+    ok = r >= 1
+    artists = [*ax.plot(_LAYERS, own, ":", color="0.5"), *ax.plot(_LAYERS, curve, "o-", color="C0", ms=3),
+               *ax.plot([layers_per_stage], [r], "o", color="C2" if ok else "C3", ms=9)]
+    return artists, (
+        f"<b>{m.key}</b> (d = {m.d_model}, k = {experts_per_token} of {m.n_experts} experts; its own k = "
+        f"{m.experts_per_token}, grey dotted) on <b>{sy.key}</b>: scale-up {up / 1e9:.0f} GB/s, scale-out "
+        f"{out / 1e9:.0f} GB/s per GPU, <b>up/out = {sy.scale_up_over_scale_out:.1f}x</b>; EP{ep}, fp8 dispatch, "
+        f"bf16 combine and boundary activations.<br>With {layers_per_stage} MoE layer(s) per stage the ratio is "
+        f"<b>{r:.2f}</b>: {'the boundary is not the bottleneck' if ok else '<b>the boundary link is the bottleneck</b>'}"
+        f" (the rule: 2 k x layers per stage must beat up/out).")
+
+
+def boundary_ratio_explorer(model: str = "deepseek-v3", system: str = "gb200-nvl72") -> Explorer:
+    """In-stage all-to-all over the pipeline-boundary time, by system, activated experts and layers per stage."""
+    import ipywidgets as W
+
+    from .. import hardware, models
+
+    moe = [k for k, m in models.catalog().items() if m.is_moe]
+    keys = [k for k, s in hardware.systems().items() if np.isfinite(s.scale_up_over_scale_out)]
+    k_sl = W.IntSlider(value=models.get(model).experts_per_token, min=1, max=32, description="experts k")
+    model_dd = W.Dropdown(options=moe, value=model, description="model")
+
+    def cap(change):  # no more activated experts than the model has
+        n = models.get(change["new"]).n_experts
+        k_sl.value = min(k_sl.value, n)
+        k_sl.max = min(32, n)
+
+    model_dd.observe(cap, names="value")
+    return explorer(_setup_boundary, _draw_boundary, {
+        "system": W.Dropdown(options=keys, value=system, description="system"),
+        "model": model_dd,
+        "experts_per_token": k_sl,
+        "layers_per_stage": W.IntSlider(value=1, min=1, max=16, description="layers/stage"),
+        "ep": W.Dropdown(options=[8, 16, 32, 64, 128], value=64, description="EP"),
+    }, width=7.0)
+
+register('boundary_ratio_explorer', boundary_ratio_explorer)
+
+
+# --- claims 21, 22, 25, 26: per-GPU memory and stage floors under EP x PP x TP ---------------------------
+
+_STAGES = np.arange(1, 17)
+_PLACE_MODELS = ("deepseek-v3", "kimi-k2", "qwen3-235b-a22b", "llama-3.1-405b")
+
+
+def _bars(ax, x, height, bottom=0.0, width=0.8, **kw):
+    """Vertical bars as ONE PolyCollection (one artist to blit instead of one patch per bar); geometry only."""
+    from matplotlib.collections import PolyCollection
+
+    x, h, b = np.broadcast_arrays(np.asarray(x, float), np.asarray(height, float), np.asarray(bottom, float))
+    lo, hi = x - width / 2, x + width / 2
+    verts = np.stack([np.stack([lo, b], -1), np.stack([lo, b + h], -1), np.stack([hi, b + h], -1),
+                      np.stack([hi, b], -1)], 1)
+    return ax.add_collection(PolyCollection(verts, **kw), autolim=False)
+
+
+def _setup_placement(fig):
+    ax, bx = fig.axes
+    ax.set_xlim(0.4, 16.6)
+    ax.set_ylim(0, 400)
+    ax.set_xlabel("pipeline stages P (micro-batches in flight = P)")
+    ax.set_ylabel("GB per GPU")
+    ax.set_title("per GPU: weights (blue) + KV (orange); black: HBM;\nhatched grey: does not fit", fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
+    bx.set_yscale("log")
+    bx.set_xlim(-0.6, 15.6)
+    bx.set_ylim(1e-5, 1)
+    bx.set_xlabel("stage")
+    bx.set_ylabel("stage floor per micro-batch (s)")
+    bx.set_title("stage floors at the chosen P (stage_floors_s)", fontsize=10)
+    bx.grid(True, which="both", alpha=0.3)
+
+
+def _draw_placement(fig, stages, model, chip, ep, tp, log2_microbatch, context, weight_dtype):
+    from .. import hardware, parallelism, serving
+
+    ax, bx = fig.axes
+    c = hardware.get(chip)
+    b = 2 ** log2_microbatch
+    mem = parallelism.memory_over_stages(model, _STAGES, c.hbm_bytes, ep=ep, tp=tp, batch=b, context=context,
+                                         weight_dtype=weight_dtype)
+    i = stages - 1
+    fits, no = mem.fits, ~mem.fits
+    w_gb, kv_gb = mem.weight_bytes / 1e9, mem.kv_bytes / 1e9
+    grey = dict(hatch="//", edgecolor="0.4", linestyle="--")
+    artists = [_bars(ax, _STAGES[fits], w_gb[fits], facecolor="C0"),
+               _bars(ax, _STAGES[fits], kv_gb[fits], w_gb[fits], facecolor="C1"),
+               _bars(ax, _STAGES[no], w_gb[no], facecolor="0.85", **grey),
+               _bars(ax, _STAGES[no], kv_gb[no], w_gb[no], facecolor="0.65", **grey),
+               ax.axhline(c.hbm_bytes / 1e9, color="k", lw=1.5),
+               _bars(ax, [stages], [mem.total_bytes[i] / 1e9], facecolor="none", edgecolor="C3", linewidth=2.5)]
+    n = mem.gpus_per_stage
+    d = parallelism.pipelined_decode(model, c, n, stages, b, context, weight_dtype=weight_dtype)
+    one = serving.decode_step(model, c, b, context, n_chips=n, weight_dtype=weight_dtype, check_capacity=False)
+    x = np.arange(stages)
+    artists += [_bars(bx, x, d.stages_s, 1e-5, facecolor="C2") if fits[i] else
+                _bars(bx, x, d.stages_s, 1e-5, facecolor="0.8", **grey),
+                bx.axhline(d.stage_s, color="C3", lw=1.5),
+                bx.axhline(one.time_s, color="k", ls=":", lw=1.5)]
+    if not fits[i]:
+        artists.append(bx.text(0.5, 0.9, "does not fit in HBM:\nnot a runnable configuration", ha="center",
+                               va="top", transform=bx.transAxes, color="0.3", fontsize=11))
+    fit_p = mem.stages[fits]
+    fit_msg = (f"smallest P that fits: <b>{fit_p[0]}</b> ({mem.n_gpus[fit_p[0] - 1]} GPUs)" if fit_p.size
+               else "<b>no P up to 16 fits</b>: widen EP/TP or shrink the batch or context")
+    status = (f"{mem.fill[i]:.0%} of {c.hbm_bytes / 1e9:.0f} GB" if fits[i]
+              else f"<b style='color:#b00'>{mem.fill[i]:.0%} of {c.hbm_bytes / 1e9:.0f} GB: does not fit</b>")
+    return artists, (
+        f"<b>{model}</b> on {chip}, EP{ep} x TP{tp} = {n} GPUs per stage, P = {stages} ({mem.n_gpus[i]} GPUs), "
+        f"micro-batch b = {b}, L = {context}, {weight_dtype} weights, bf16 KV.<br>"
+        f"Per GPU: weights {w_gb[i]:.1f} GB (P = 1: {w_gb[0]:.1f} GB; they shrink like 1/P, claim 22) + KV "
+        f"{kv_gb[i]:.1f} GB (the same at every P: P micro-batches in flight, claim 25) = {status}; {fit_msg} "
+        f"(claim 26: widen EP first, pipeline only as much as the weights need).<br>"
+        f"Stage floors (right): slowest {d.stage_s * 1e3:.3f} ms (red), sum {d.sum_of_stages_s * 1e3:.3f} ms vs "
+        f"{one.time_s * 1e3:.3f} ms unpipelined on {n} GPUs (dotted): nothing saved (claim 21); P x slowest / sum = "
+        f"{d.imbalance:.3f}x the chip-seconds per token.")
+
+
+def pipeline_placement_explorer(model: str = "deepseek-v3", chip: str = "gb200") -> Explorer:
+    """Per-GPU weights + KV for every pipeline depth, and the stage floors at the chosen one (claims 21, 22, 25, 26)."""
+    import ipywidgets as W
+
+    from .. import models
+
+    ep = W.Dropdown(options=[1, 8, 16, 32, 64, 128], value=64, description="EP")
+    tp = W.Dropdown(options=[1, 2, 4, 8], value=1, description="TP")
+    model_dd = W.Dropdown(options=list(_PLACE_MODELS), value=model, description="model")
+
+    def place(change):  # dense models take TP instead of EP
+        m = models.get(change["new"])
+        if m.is_moe:
+            tp.value, ep.value = 1, 64
+        else:
+            ep.value, tp.value = 1, 8
+
+    model_dd.observe(place, names="value")
+    return explorer(_setup_placement, _draw_placement, {
+        "stages": W.IntSlider(value=1, min=1, max=16, description="stages P"),
+        "model": model_dd,
+        "chip": W.Dropdown(options=["gb200", "b200", "h200", "h100-sxm", "mi300x"], value=chip, description="chip"),
+        "ep": ep,
+        "tp": tp,
+        "log2_microbatch": W.IntSlider(value=8, min=0, max=12, description="log2 b"),
+        "context": W.IntSlider(value=32768, min=0, max=131072, step=4096, description="context"),
+        "weight_dtype": W.Dropdown(options=["fp8", "bf16"], value="fp8", description="weights"),
+    }, ncols=2, width=5.0)
+
+register('pipeline_placement_explorer', pipeline_placement_explorer)
