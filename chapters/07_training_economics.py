@@ -57,8 +57,7 @@ from llmmath import _catalog, claims, critical_batch, hardware, models, plots, t
 # fixed target loss (`llmmath.critical_batch`):
 
 # %%
-run = critical_batch.steps_to_target()
-fit = critical_batch.fit_noise_model(run.batch, run.steps, run.examples)
+run, fit = critical_batch.default_run()   # the sweep, run once and cached (the explorer below reads it too)
 ns = critical_batch.measured_noise_scale(run.task, run.target_loss, float(run.lr[-1]))
 print(run.table())
 print(f"\nfit: S_min = {fit.S_min:.1f} steps, E_min = {fit.E_min:.0f} examples, B_crit = {fit.B_crit:.0f} "
@@ -78,6 +77,18 @@ for ax, yl in ((ax1, "steps to target"), (ax2, "examples to target")):
     ax.set_xlabel("batch size B"); ax.set_ylabel(yl); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
 ax1.set_title("Steps: flat above B_crit"); ax2.set_title("Examples: flat below B_crit")
 plt.show()
+
+# %% [markdown]
+# **Explore:** move the batch and watch the two costs trade: below $B_\text{crit}$ the
+# examples (right) barely move while the steps (left) fall in proportion; above it
+# the steps flatten and the examples climb. The dropdown sets a real run's batch
+# beside the toy: GPT-3 175B trained at 3.2M tokens per step (Brown et al. 2020,
+# Table 2.1), Llama 3 405B ramped from 4M to 16M tokens per step (*The Llama 3 Herd
+# of Models*, 2024, section 3.4.1) — their critical batches are in tokens and
+# come from their own noise scales, not from this task.
+
+# %%
+explorers.critical_batch_explorer()
 
 # %%
 v23 = claims.check(23)
@@ -183,6 +194,15 @@ print(f"(the Llama 3 paper measured 38-43% in the 405B's main stage; the whole-r
 
 # %% [markdown]
 # The plot varies the MFU ratio; the published one is marked.
+#
+# **Explore:** move the MFU ratio (RL rollouts and serving relative to pre-training)
+# and watch the tokens each gets for equal machine time (left: fewer RL tokens
+# whenever the ratio is below $c/6$) and the machine-time shares when the three
+# token counts are equal (right, against a third each); the run sets the
+# pre-training MFU from its published GPU-hours (DeepSeek-V3 on H800, Llama 3.1 405B on H100).
+
+# %%
+explorers.compute_split_explorer()
 
 # %%
 ratio = np.linspace(0.05, 1, 100)
@@ -268,6 +288,14 @@ for key, r in _catalog.load("training_runs.toml")["runs"].items():
 a, b = over["llama-3.1-8b"]
 print(f"\nLlama-3.1-8B: {a:.0f}x the tokens of the 20:1 recipe for its size, but only {b:.0f}x the compute-optimal "
       f"tokens for the compute it got -- the speaker's '100x' is the first kind")
+
+# %% [markdown]
+# **Explore:** set the served tokens per second, the months of deployment and the
+# active parameters, and watch both multiples: against 20 tokens per parameter
+# (the speaker's 100×) and against the compute-optimal tokens for the same compute.
+
+# %%
+explorers.overtraining_explorer()
 
 # %%
 v31 = claims.check(31)

@@ -88,6 +88,14 @@ print(f"per token, prefill of {int(T_meas[-3])}-{int(T_meas[-1])} tokens is {gai
       f"(roofline: {sweep.predicted_s[0] / (sweep.predicted_s[-1] / T_meas[-1]):.0f}x)")
 assert gain > 5, "prefill should amortize the weight reads that decode pays per token"
 
+# %% [markdown]
+# **Explore:** move the prompt length and watch prefill's cost per token fall to
+# the compute floor while decode's (at the chosen batch, at that context) does not;
+# a configuration whose weights plus KV cache exceed its HBM is drawn grey and dashed.
+
+# %%
+explorers.prefill_decode_explorer()
+
 # %%
 v32 = claims.check(32)
 assert v32.verdict == "holds"
@@ -133,6 +141,13 @@ ax.set_title("Where attention's FLOPs catch up with the weights'"); ax.grid(True
 ax.legend(fontsize=7)
 plt.show()
 
+# %% [markdown]
+# **Explore:** switch the attention design (full, 5 local : 1 global, top-k with an
+# indexer), the model and the window or k, and watch where the curve crosses 1.
+
+# %%
+explorers.attention_crossover_explorer()
+
 # %%
 v33 = claims.check(33)
 assert v33.verdict == "off by"
@@ -172,6 +187,14 @@ assert v34.verdict == "holds if"
 # %%
 long_explorer = explorers.decode_explorer(model="llama-3.1-70b", chip="h200", context=131072, n_chips=8)
 long_explorer.widget
+
+# %% [markdown]
+# **Explore to 1M tokens:** move the context and watch the largest batch that fits
+# shrink and the cost per token climb (grey where not one sequence fits), beside the
+# price sheets' long-context tiers.
+
+# %%
+explorers.long_context_explorer()
 
 # %% [markdown]
 # ## Claim 35 (1:54:23) — 100–200k tokens as the cost-balanced window
@@ -214,14 +237,16 @@ print(f"Llama-3.1-70B (GQA, bf16): {l70.kv_bytes_per_token() / 1e3:.0f} kB; Deep
 # %%
 L = np.logspace(3, 6.3, 200)
 fig, ax = plots.new_axes(width=6.5, height=4)
-for m in ("llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"):
-    mm, ch = models.get(m), hardware.get("h100-sxm")
+for (m, chip), style in zip([(m, c) for c in ("h100-sxm", "b200") for m in ("llama-3.1-8b", "llama-3.1-70b", "deepseek-v3")],
+                            ["C0-", "C1-", "C2-", "C0:", "C1:", "C2:"]):
+    mm, ch = models.get(m), hardware.get(chip)
     comp = (2 * mm.matmul_params_per_token + mm.attention_flops_per_token(L)) / ch.flops_per_s("bf16")
     kv = L * mm.kv_bytes_per_token() / ch.hbm_bytes_per_s
-    ax.loglog(L, np.maximum(comp, kv) / np.maximum(comp, kv)[0], label=f"{m} ($\\beta$ = {mm.kv_bytes_per_token() / 1e3:.0f} kB/token)")
+    ax.loglog(L, np.maximum(comp, kv) / np.maximum(comp, kv)[0], style,
+              label=f"{m}, {chip} ($\\beta$ = {mm.kv_bytes_per_token() / 1e3:.0f} kB/token)")
 ax.axvline(2e5, color="gray", ls=":"); ax.text(2.2e5, 1.2, "200k", color="gray", fontsize=8)
 ax.set_xlabel("context L"); ax.set_ylabel("cost per token / cost at 1k tokens (best batch)")
-ax.set_title("Decode cost per token against context (H100)"); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
+ax.set_title("Decode cost per token against context (H100 solid, B200 dotted)"); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
 plt.show()
 prices = _catalog.load("long_context_pricing.toml")["prices"]
 for k, p in prices.items():
@@ -292,6 +317,12 @@ print(f"{a.key} ({a.year}) -> {b.key} ({b.year}): dense bf16 x{b.flops_per_s('bf
 # compute, for which the catalog has no published figure yet. Either way the cost
 # per token still grows in proportion to the context.
 
+# %% [markdown]
+# **Explore:** pick a vendor and read its per-chip growth rates and balance points.
+
+# %%
+explorers.hbm_trend_explorer()
+
 # %%
 v36 = claims.check(36)
 assert v36.verdict == "holds if"
@@ -348,6 +379,13 @@ print(f"largest gap: {worst:.1f} standard errors")
 # %%
 for key, st in _catalog.load("sparse_attention_studies.toml")["studies"].items():
     print(f"- {st['name']} ({st['year']}): {st['budget']}\n    {st['finding']}\n")
+
+# %% [markdown]
+# **Explore:** move the budget k and read the exact prediction beside the
+# measurement (computed once, cached): below 32 the vote runs on a subset.
+
+# %%
+explorers.sparse_topk_explorer()
 
 # %%
 v37 = claims.check(37)

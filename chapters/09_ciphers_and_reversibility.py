@@ -205,14 +205,10 @@ assert v38.verdict == "holds"
 # between them).
 
 # %%
-xs = X[:256]
-depths = np.array([1, 2, 4, 8, 16, 32, 64, 128])
+depths = np.array(reversible.DRIFT_DEPTHS)
 fig, ax = plots.new_axes(width=6, height=3.8)
-for dt, style in ((np.float32, "o-"), (np.float64, "s-")):
-    for gain in (1.0, 1.5):
-        errs = [reversible.reconstruction_error(reversible.init_revnet(64, int(d), gain=gain, dtype=dt), xs.astype(dt))
-                for d in depths]
-        ax.loglog(depths, np.maximum(errs, 1e-18), style, label=f"{np.dtype(dt).name}, weight gain {gain}")
+for (dt, gain), errs in reversible.drift_table().items():   # X[:256] rebuilt at each depth, computed once (cached)
+    ax.loglog(depths, np.maximum(errs, 1e-18), "o-" if dt == "float32" else "s-", label=f"{dt}, weight gain {gain}")
 ax.set_xlabel("reversible blocks"); ax.set_ylabel("||x_rebuilt - x|| / ||x||")
 ax.set_title("Going there and back: drift grows with depth"); ax.legend(fontsize=8); ax.grid(True, which="both", alpha=0.3)
 plt.show()
@@ -309,6 +305,18 @@ print(f"time at {depths[-1]} blocks, recompute / store: {secs['recompute'][-1] /
 assert peak["recompute"][-1] < 1.3 * peak["recompute"][0], "recomputation should keep memory flat"
 assert peak["store"][-1] > 3 * peak["store"][0], "stored activations should grow with depth"
 
+# %% [markdown]
+# **Explore:** move the depth and watch the stored activations grow while the
+# recomputed ones stay flat (crosses: beyond an H100's 80 GB), at the Reformer's
+# published scale — activations of 64K tokens × 1,024 wide × batch 8 are 0.5B
+# floats, 2 GB per layer in fp32 (Kitaev et al. 2020, introduction) — or at this
+# chapter's toy; the right panel reads the drift of the rebuilt input for the
+# precision and weight gain (RevNets: activation storage independent of depth,
+# Gomez et al. 2017).
+
+# %%
+explorers.reversible_explorer()
+
 # %%
 v39 = claims.check(39)
 assert v39.verdict == "holds"
@@ -378,6 +386,14 @@ print(f"reading is {np.median(paired):.0f}x faster here: median of {rounds} pair
 print("(recomputing runs below the measured matmul ceiling: 256-row products reach a fraction of the rate of the "
       "large square product that measured it, so the recompute side is slower than predicted)")
 assert np.median(paired) > 5, "reading cached K,V should beat recomputing them"
+
+# %% [markdown]
+# **Explore:** move the hold time and watch which tier the drain-time rule picks
+# (the fastest tier whose capacity / bandwidth covers the hold), and whether
+# reading a cached token back from it beats recomputing it on the chip.
+
+# %%
+explorers.kv_tier_explorer()
 
 # %% [markdown]
 # ### Training activations: where memory is the scarce resource

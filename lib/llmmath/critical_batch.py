@@ -61,6 +61,7 @@ later work's) empirical claim, not shown here.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 import numpy as np
@@ -68,6 +69,7 @@ import numpy as np
 from ._validate import as_array, positive, positive_int, result
 
 __all__ = [
+    "default_run",
     "TeacherStudent", "make_task", "DEFAULT_TARGET_FRACTION", "DEFAULT_BATCHES", "DEFAULT_LR_FACTORS",
     "CriticalBatchRun",
     "steps_to_target", "NoiseFit", "fit_noise_model", "steps_model", "examples_model", "examples_excess",
@@ -516,3 +518,14 @@ def measured_noise_scale(task: TeacherStudent, target_loss: float, lr: float, *,
         exact_at_start=tr_x[0] / g2_x[0], exact_at_target=tr_x[-1] / g2_x[-1],
         exact_run_average=float(np.mean(tr_x) / np.mean(g2_x)),
         exact_B_noise_run_average=float(np.mean(hs_x) / np.mean(hg_x)), steps=step)
+
+
+@functools.lru_cache(maxsize=1)
+def default_run() -> tuple[CriticalBatchRun, NoiseFit]:
+    """``(run, fit)``: :func:`steps_to_target` with its defaults and the hyperbola fitted to it, computed once.
+
+    Chapter 7 and its explorer share this one sweep (about 0.4 s on 2 cores), so a slider
+    reads the measured steps and examples instead of training. Deterministic (seeded).
+    """
+    run = steps_to_target()
+    return run, fit_noise_model(run.batch, run.steps, run.examples)

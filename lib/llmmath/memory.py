@@ -25,10 +25,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import hardware, models
-from ._validate import broadcast, finite_result, flag, positive, positive_int, result
+from ._validate import broadcast, finite_result, flag, positive, positive_int, result, scalar
 from .hardware import default_compute_dtype
 
-__all__ = ["activation_bytes_per_layer", "kv_read_vs_recompute_s"]
+__all__ = ["activation_bytes_per_layer", "kv_read_vs_recompute_s", "MEMORY_TIERS", "tier_drain_s", "tier_for_hold",
+           "kv_tier_read_s"]
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 
@@ -85,3 +86,63 @@ def kv_read_vs_recompute_s(model, chip, context=0, weight_dtype: str = "bf16", k
     recompute = (2.0 * m.matmul_params_per_token + np.asarray(m.attention_flops_per_token(context, absorbed=False))) / F
     read, recompute = np.broadcast_arrays(read, recompute)
     return result(read), result(recompute)
+
+
+#: Memory tiers a KV cache can be held in: capacity (bytes) and read bandwidth (bytes/s) of one device
+#: or socket, with their sources. Drain time = capacity / bandwidth: how long reading the whole tier takes.
+MEMORY_TIERS = {
+    "HBM (H100 SXM)": dict(capacity_bytes=80e9, bytes_per_s=3.35e12,
+                           source="NVIDIA H100 datasheet: 80 GB HBM3, 3.35 TB/s (the course's hardware catalog)"),
+    "DDR5 (8 x 64 GB DIMMs)": dict(capacity_bytes=512e9, bytes_per_s=8 * 38.4e9,
+                                   source="JEDEC DDR5-4800: 4,800 MT/s x 8 bytes = 38.4 GB/s per channel, "
+                                          "8 channels per socket, one 64 GB RDIMM each"),
+    "NVMe flash (PCIe 4, 7.68 TB)": dict(capacity_bytes=7.68e12, bytes_per_s=6.9e9,
+                                         source="Samsung PM9A3 U.2 7.68 TB datasheet: 6,900 MB/s sequential read "
+                                                "(datasheet figure, not re-verified by the course)"),
+    "hard disk (20 TB)": dict(capacity_bytes=20e12, bytes_per_s=285e6,
+                              source="Seagate Exos X20 20 TB datasheet: 285 MB/s max sustained transfer "
+                                     "(datasheet figure, not re-verified by the course)"),
+}
+
+
+def _tier(tier: str) -> dict:
+    if tier not in MEMORY_TIERS:
+        raise KeyError(f"no memory tier {tier!r}; known: {', '.join(MEMORY_TIERS)}")
+    return MEMORY_TIERS[tier]
+
+
+def tier_drain_s(tier: str) -> float:
+    """Seconds to read a whole tier once: ``capacity / bandwidth`` (HBM ~24 ms ... disk ~19 h).
+
+    Raises:
+        KeyError: unknown tier (the message lists :data:`MEMORY_TIERS`).
+    """
+    t = _tier(tier)
+    return t["capacity_bytes"] / t["bytes_per_s"]
+
+
+def tier_for_hold(hold_s) -> str:
+    """The speaker's rule (1:49-2:03): hold data in the fastest tier whose drain time is at least the hold time.
+
+    Data held for ``hold_s`` seconds in a tier that drains faster would leave the tier's
+    bandwidth idle while its capacity is full; the slowest tier (disk) takes anything longer.
+
+    Raises:
+        ValueError: ``hold_s`` not > 0 (one number).
+    """
+    h = float(positive("hold_s", scalar("hold_s", hold_s)))
+    for name in MEMORY_TIERS:
+        if tier_drain_s(name) >= h:
+            return name
+    return list(MEMORY_TIERS)[-1]
+
+
+def kv_tier_read_s(model, tier: str, kv_dtype: str = "bf16") -> float:
+    """Seconds to read one cached token's K and V (``beta`` bytes, all layers) back from ``tier``: ``beta / W_tier``.
+
+    Compare with the recompute time of :func:`kv_read_vs_recompute_s` (claim 40).
+
+    Raises:
+        KeyError: unknown model, tier or dtype.
+    """
+    return float(models.get(model).kv_bytes_per_token(kv_dtype) / _tier(tier)["bytes_per_s"])

@@ -17,12 +17,14 @@ recompute each segment forward).
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
 from ._validate import positive_int
 
-__all__ = ["RevNet", "init_revnet", "reconstruction_error", "loss_and_grads"]
+__all__ = ["RevNet", "init_revnet", "reconstruction_error", "loss_and_grads", "activation_bytes", "drift_table",
+           "DRIFT_DEPTHS"]
 
 
 @dataclasses.dataclass
@@ -174,3 +176,61 @@ def loss_and_grads(net: RevNet, x, y, mode: str = "recompute", segment: int | No
         dy1, dy2, grads[i] = _block_backward(x2, x1 + tf, tf, tg, blk, dy1, dy2)
         y1, y2 = x1, x2
     return loss, [g for blk in grads for g in blk] + [dWo, dbo]
+
+
+def activation_bytes(batch, width, depth, bytes_per_value, mode="store", values_per_block=2.0):
+    """Activation bytes kept for the backward pass of ``depth`` coupling blocks (an accounting, not a measurement).
+
+    One block's stored values are ``values_per_block x batch x width`` numbers of
+    ``bytes_per_value`` bytes (this module's blocks: the input and the two tanh outputs,
+    2 x the width; a Reformer layer: its input, 1). ``mode``:
+
+    * ``"store"``: every block's values, ``depth`` times one block's;
+    * ``"recompute"``: one block's worth (the output, and the block being rebuilt), whatever the depth;
+    * ``"checkpoint"``: every ``ceil(sqrt(depth))``-th input plus one segment's values,
+      ``ceil(depth / k) / values_per_block + k`` blocks' worth with ``k = ceil(sqrt(depth))``.
+
+    Broadcasts over the numeric arguments. Source: Gomez et al. 2017 (RevNet), section 3;
+    Chen et al. 2016 (sublinear checkpointing).
+
+    Raises:
+        ValueError: non-positive inputs, an unknown mode.
+    """
+    from ._validate import broadcast, positive, result
+
+    B, w, d, b, v = broadcast(batch=positive("batch", batch), width=positive("width", width),
+                              depth=positive("depth", depth), bytes_per_value=positive("bytes_per_value", bytes_per_value),
+                              values_per_block=positive("values_per_block", values_per_block))
+    one = v * B * w * b
+    if mode == "store":
+        return result(d * one)
+    if mode == "recompute":
+        return result(one + 0 * d)
+    if mode == "checkpoint":
+        k = np.ceil(np.sqrt(d))
+        return result((np.ceil(d / k) / v + k) * one)
+    raise ValueError(f"mode must be 'store', 'recompute' or 'checkpoint', got {mode!r}")
+
+
+#: Depths at which :func:`drift_table` rebuilds the input.
+DRIFT_DEPTHS = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+@functools.lru_cache(maxsize=1)
+def drift_table(n_images: int = 256) -> dict:
+    """Reconstruction drift ``||x_rebuilt - x|| / ||x||`` per depth, precision and weight gain, computed once (~0.4 s).
+
+    Random 64-wide RevNets (:func:`init_revnet`, seed 0) at each depth of :data:`DRIFT_DEPTHS`,
+    run forward and inverted on the first ``n_images`` test digits
+    (:func:`llmmath.adversarial.digits_split`). Returns ``{(dtype_name, gain): array of drift
+    per depth}`` for ``float32``/``float64`` and gains 1.0 and 1.5. Cached: explorers read it.
+    """
+    from . import adversarial
+
+    xs = adversarial.digits_split()[2][:n_images]
+    out = {}
+    for dt in (np.float32, np.float64):
+        for gain in (1.0, 1.5):
+            out[(np.dtype(dt).name, gain)] = np.array(
+                [reconstruction_error(init_revnet(64, d, gain=gain, dtype=dt), xs.astype(dt)) for d in DRIFT_DEPTHS])
+    return out

@@ -45,6 +45,7 @@ dimensionless; ``k`` counts tokens attended (KV entries read per step per head).
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from typing import NamedTuple
@@ -54,6 +55,7 @@ import numpy as np
 from ._validate import as_array, finite_result, flag, non_negative_int, positive_int, scalar
 
 __all__ = [
+    "measured_topk_curves",
     "dense_attention",
     "topk_attention",
     "block_topk_attention",
@@ -545,3 +547,20 @@ def sweep(trials=256, context=2048, needles=32, dim=32, block=32, rank=8, seed=0
         out[(name, "indexer")] = accuracy_vs_k(t, token_ks, "indexer", rank=rank, seed=seed)
         out[(name, "block")] = accuracy_vs_k(t, block_ks, "block", block=block)
     return out
+
+
+#: The budgets chapter 8 measures claim 37 at (tokens attended, of 2,048).
+CLAIM37_KS = (1, 4, 16, 32, 64, 256, 1024, 2048)
+
+
+@functools.lru_cache(maxsize=1)
+def measured_topk_curves(trials: int = 192) -> dict:
+    """Claim 37's measured accuracy against an exact top-k budget, computed once (~0.2 s) and cached.
+
+    Returns ``{task: accuracy_vs_k(task, CLAIM37_KS, "exact")}`` for ``"aggregation"``
+    (:func:`aggregation_task`: 32 needles, majority 20; its exact prediction is
+    :func:`majority_subset_accuracy`) and ``"retrieval"`` (:func:`retrieval_task`), at the
+    budgets :data:`CLAIM37_KS`. An explorer reads these instead of measuring in a slider move.
+    """
+    tasks = {"aggregation": aggregation_task(trials=trials), "retrieval": retrieval_task(trials=trials)}
+    return {t: accuracy_vs_k(task, list(CLAIM37_KS), "exact") for t, task in tasks.items()}

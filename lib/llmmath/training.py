@@ -30,7 +30,8 @@ from ._validate import broadcast, finite_result, in_range, non_negative, positiv
 __all__ = ["ChinchillaFit", "FITS", "train_flops", "chinchilla_loss", "chinchilla_optimal",
            "tokens_per_param_optimal", "loss_terms_ratio_at_optimum", "sum_of_power_laws_minimum",
            "compute_split", "equal_cost_tokens", "achieved_mfu", "tokens_for_loss", "train_and_serve_flops",
-           "train_serve_equal_cost_penalty"]
+           "train_serve_equal_cost_penalty", "run_mfu", "serving_mfu", "overtraining",
+           "deepseek_v3_decode_mfu_ratio"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,3 +316,85 @@ def train_serve_equal_cost_penalty(inference_tokens, target_loss=2.0, fit="epoch
                          f"at loss {target_loss} (serving too small next to training); the heuristic has no point here")
     j = int(cross[np.argmin(np.abs(cross - i))])
     return float(N[j]), float(tot[j] / tot[i])
+
+
+def run_mfu(run: str, peak_dtype: str = "bf16") -> float:
+    """The MFU a catalogued pre-training run implies: ``6 N_act D / (GPU-hours x 3600 x F)``.
+
+    ``run``: a key of ``data/training_runs.toml`` that reports ``gpu_hours`` and ``gpu``
+    (Llama 3.1 8B/70B/405B on H100, DeepSeek-V3 on H800, counted at the H100 SXM's
+    tensor-core peak); ``peak_dtype``: the precision of the peak F (dense).
+
+    Raises:
+        KeyError: unknown run, or a run without GPU-hours (the message lists those with them).
+    """
+    from . import _catalog, hardware
+
+    runs = _catalog.load("training_runs.toml")["runs"]
+    timed = [k for k, r in runs.items() if "gpu_hours" in r]
+    if run not in timed:
+        raise KeyError(f"no catalogued run {run!r} with GPU-hours; allowed: {', '.join(timed)}")
+    r = runs[run]
+    flops = 6.0 * models.get(r["model"]).active_params * r["tokens"]
+    return float(achieved_mfu(flops, r["gpu_hours"], hardware.get(r["gpu"]).flops_per_s(peak_dtype)))
+
+
+@finite_result
+def serving_mfu(active_params, tokens_per_s, n_chips, peak_flops_per_s):
+    """MFU of a service that decodes ``tokens_per_s`` on ``n_chips``: ``2 N_act x rate / (n_chips x F)``.
+
+    (DeepSeek's published 14.8k output tokens/s per 8-GPU H800 node, *DeepSeek-V3/R1
+    Inference System Overview*, 2025, gives 2 x 37B x 14,800 / (8 x 989.5 T) = 13.8%.)
+    Broadcasts.
+
+    Raises:
+        ValueError: non-positive parameters, chips or peak; negative rate.
+    """
+    N, r, n, F = broadcast(active_params=positive("active_params", active_params),
+                           tokens_per_s=non_negative("tokens_per_s", tokens_per_s),
+                           n_chips=positive("n_chips", n_chips), peak_flops_per_s=positive("peak_flops_per_s",
+                                                                                           peak_flops_per_s))
+    return result(2.0 * N * r / (n * F))
+
+
+#: Seconds in a month of 30.44 days (a year / 12), as the speaker's "2 months = 5.2e6 s".
+SECONDS_PER_MONTH = 365.25 * 86400 / 12
+
+
+def overtraining(tokens_per_s, deployment_months, active_params, fit="epoch"):
+    """Claim 31's estimate, both ways: how far past compute-optimal a model served this much is trained.
+
+    Served tokens ``D_inf = rate x months``; by the equal-tokens heuristic (claim 29) the
+    pre-training tokens ``D_pre = D_inf``. Two multiples of it:
+
+    * ``per_20N``: ``D_pre / (20 N_act)`` -- against Chinchilla's rule of thumb at the
+      model's *size* (the speaker's "100x");
+    * ``per_optimal``: ``D_pre / D*(6 N_act D_pre)`` -- against the compute-optimal tokens
+      of the same *compute* under ``fit`` (Hoffmann et al. or Epoch's refit).
+
+    Returns a dict of arrays (broadcast over the inputs): ``served_tokens``, ``pretrain_tokens``,
+    ``per_20N``, ``per_optimal``.
+
+    Raises:
+        ValueError: non-positive rate, months or parameters. KeyError: unknown fit.
+    """
+    r, m, N = broadcast(tokens_per_s=positive("tokens_per_s", tokens_per_s),
+                        deployment_months=positive("deployment_months", deployment_months),
+                        active_params=positive("active_params", active_params))
+    D = r * m * SECONDS_PER_MONTH
+    _, d_opt = chinchilla_optimal(6.0 * N * D, fit)
+    return {"served_tokens": result(D), "pretrain_tokens": result(D), "per_20N": result(D / (20.0 * N)),
+            "per_optimal": result(D / np.asarray(d_opt))}
+
+
+def deepseek_v3_decode_mfu_ratio() -> float:
+    """DeepSeek-V3's published decode MFU over its pre-training MFU (same model, same chip: the peak cancels).
+
+    Decode: 14.8k output tokens/s per 8-GPU H800 node (*DeepSeek-V3/R1 Inference System
+    Overview*, DeepSeek open-infra, 2025) through :func:`serving_mfu`; pre-training: the
+    report's 2,664K H800 GPU-hours for 14.8T tokens through :func:`run_mfu`. About 0.39.
+    """
+    from . import hardware
+
+    decode = serving_mfu(models.get("deepseek-v3").active_params, 14.8e3, 8, hardware.get("h100-sxm").flops_per_s("bf16"))
+    return float(decode) / run_mfu("deepseek-v3")

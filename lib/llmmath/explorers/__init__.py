@@ -47,4 +47,5 @@ from .ch04 import *  # noqa: E402,F401,F403
 from .ch05 import *  # noqa: E402,F401,F403
 from .ch06 import *  # noqa: E402,F401,F403
 from .ch07 import *  # noqa: E402,F401,F403
+from .ch08 import *  # noqa: E402,F401,F403
 from .ch09 import *  # noqa: E402,F401,F403
