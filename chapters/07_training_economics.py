@@ -82,10 +82,10 @@ plt.show()
 # **Explore:** move the batch and watch the two costs trade: below $B_\text{crit}$ the
 # examples (right) barely move while the steps (left) fall in proportion; above it
 # the steps flatten and the examples climb. The dropdown sets a real run's batch
-# beside the toy: GPT-3 175B trained at 3.2M tokens per step (Brown et al. 2020,
-# Table 2.1), Llama 3 405B ramped from 4M to 16M tokens per step (*The Llama 3 Herd
-# of Models*, 2024, section 3.4.1) — their critical batches are in tokens and
-# come from their own noise scales, not from this task.
+# beside the toy: GPT-3 175B ramped its batch from 32K to 3.2M tokens per step
+# (Brown et al. 2020, Table 2.1 and appendix B), Llama 3 405B from 4M to 16M tokens
+# per step (*The Llama 3 Herd of Models*, 2024, section 3.4.1) — their critical
+# batches are in tokens and come from their own noise scales, not from this task.
 
 # %%
 explorers.critical_batch_explorer()

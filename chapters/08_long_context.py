@@ -52,10 +52,15 @@ fig, ax = plots.new_axes(width=5.5, height=4)
 for m, c, n in (("llama-3.1-70b", "h100-sxm", 8), ("llama-3.1-8b", "h100-sxm", 1)):
     pre = serving.prefill_step(m, c, T, n_chips=n)
     ax.loglog(T, pre.cost_chip_s_per_token, "-", label=f"{m}: prefill, prompt of T tokens")
+    color = ax.lines[-1].get_color()
     for B, style in ((1, ":"), (64, "--")):
         dec = serving.decode_step(m, c, B, T, n_chips=n, check_capacity=False)
-        ax.loglog(T, dec.cost_chip_s_per_token, style, color=ax.lines[-1].get_color(),
-                  label=f"{m}: decode at B={B}, context T")
+        fits = np.asarray(serving.fits_in_hbm(m, c, B, T, n_chips=n))
+        cost = np.asarray(dec.cost_chip_s_per_token)
+        ax.loglog(T[fits], cost[fits], style, color=color, label=f"{m}: decode at B={B}, context T")
+        if (~fits).any():   # weights + KV exceed the HBM: drawn grey, a roofline only
+            ax.loglog(T[~fits], cost[~fits], style, color="0.7",
+                      label=f"{m}: B={B} beyond {int(T[~fits][0]):,} tokens does not fit {n} x {c}")
 ax.set_xlabel("tokens T (prompt length, or decode context)"); ax.set_ylabel("chip-seconds per token")
 ax.set_title("Per token: prefill falls to the compute floor, decode does not"); ax.grid(True, which="both", alpha=0.3)
 ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the axes: every corner holds a curve
@@ -173,7 +178,8 @@ ctx = np.array([8192, 32768, 131072, 524288, 1048576])
 print(f"{'model (8 x H200)':<30} " + " ".join(f"{int(c):>9}" for c in ctx) + "   <- context; sequences that fit")
 for m, wd in (("llama-3.1-8b", "bf16"), ("llama-3.1-70b", "bf16"), ("qwen3-235b-a22b", "fp8"), ("deepseek-v3", "fp8")):
     fit = serving.max_batch(m, "h200", ctx, n_chips=8, weight_dtype=wd)
-    print(f"{m + ' (' + wd + ')':<30} " + " ".join(f"{int(f):>9}" for f in fit))
+    print(f"{m + ' (' + wd + ')':<30} " + " ".join(f"{int(f):>9}" if f >= 1 else f"{'no fit':>9}" for f in fit))
+print("(no fit: the weights plus one sequence's KV cache exceed the 8 GPUs' HBM)")
 
 # %%
 v34 = claims.check(34)

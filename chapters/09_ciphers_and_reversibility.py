@@ -57,7 +57,12 @@ print(f"train {len(ytr)} images, test {len(y)}; test accuracy {np.mean(model.pre
 # The loss $\ell(x)$ rises fastest, per unit of L∞ change, along the sign of
 # its gradient. FGSM takes one such step of size $\varepsilon$ per pixel
 # (Goodfellow et al. 2015): $x' = \mathrm{clip}\big(x + \varepsilon\,\mathrm{sign}(\nabla_x \ell),\ 0, 1\big)$.
-# Pixels are scaled to [0, 1], so one grey level is $1/16 = 0.0625$. The
+# Pixels are scaled to [0, 1], so one grey level is $1/16 = 0.0625$. (The
+# published anchor: Goodfellow et al.'s ImageNet example, GoogLeNet, turns a
+# panda at 57.7% into a gibbon at 99.3% with $\varepsilon = 0.007$ — the size of
+# one step of the 8-bit image encoding after GoogLeNet's input scaling, i.e. one of
+# 256 levels; their Figure 1. Recorded from the paper; the course's search found
+# no copy of the figure to re-check it against.) The
 # baseline: a random sign pattern of the same size.
 
 # %%

@@ -62,7 +62,7 @@ _B_GRID = np.logspace(0, 3.1, 200)
 
 #: Published pre-training batches (tokens per step), drawn beside the toy task's measured critical batch.
 PUBLISHED_BATCHES = {
-    "GPT-3 175B: 3.2M tokens": 3.2e6,   # Brown et al. 2020, "Language Models are Few-Shot Learners", Table 2.1
+    "GPT-3 175B: 3.2M tokens": 3.2e6,   # Brown et al. 2020, Table 2.1 (ramped up from 32K tokens, appendix B)
     "Llama 3 405B: 16M tokens": 16e6,   # Llama Team 2024, "The Llama 3 Herd of Models", section 3.4.1 (4M -> 8M -> 16M)
 }
 

@@ -45,7 +45,8 @@ def _draw_adversarial(fig, index, eps, direction):
     arts += list(a2.bar(np.arange(10) + 0.2, p1, 0.4, color="C3" if p1.argmax() != t[0] else "C0"))
     verdict = "<b style='color:#b00'>flipped</b>" if p1.argmax() != p0.argmax() else "unchanged"
     return arts, (f"true digit {t[0]}; clean prediction {p0.argmax()} ({p0.max():.0%}); with a {direction} "
-                  f"perturbation of {eps:.3f} per pixel ({eps * 16:.1f} of the 16 grey levels): prediction "
+                  f"perturbation of {eps:.3f} per pixel ({eps * 16:.1f} of the 16 grey levels; Goodfellow et al.'s "
+                  f"ImageNet panda flipped at eps = 0.007, one of 256 levels): prediction "
                   f"{p1.argmax()} ({p1.max():.0%}), {verdict}")
 
 
