@@ -99,7 +99,7 @@ def test_pure_math_modules_import_no_measured_demo():
 
     lib = Path(kernels.__file__).parent
     math_modules = ["units", "hardware", "models", "roofline", "serving", "attention", "schedule",
-                    "network", "parallelism", "memory", "training"]
+                    "network", "parallelism", "memory", "training", "long_context"]
     demos = {"kernels", "attention_kernels", "critical_batch", "adversarial", "reversible", "mpi_bench",
              "mpi_collectives", "claims", "checks", "answers", "widgets", "plots"}
     for name in math_modules:
