@@ -89,9 +89,12 @@ ax.set_title(f"Prefill vs decode through one {sweep.d_model}x{sweep.d_model} {sw
 ax.legend(fontsize=8)
 plt.show()
 gain = per_token_decode / per_token_prefill[-3:].min()   # best of the three longest prompts: one slow call cannot flip it
+gain_pred = sweep.predicted_s[0] / (sweep.predicted_s[-1] / T_meas[-1])   # from the ceilings sampled in the same rounds
 print(f"per token, prefill of {int(T_meas[-3])}-{int(T_meas[-1])} tokens is {gain:.0f}x cheaper than decode "
-      f"(roofline: {sweep.predicted_s[0] / (sweep.predicted_s[-1] / T_meas[-1]):.0f}x)")
-assert gain > 5, "prefill should amortize the weight reads that decode pays per token"
+      f"(roofline: {gain_pred:.0f}x)")
+# Other work on the cores slows the compute-bound long prompts more than the memory-bound T = 1 product, and
+# the matmul ceiling with them; so the gain is held to the roofline's gain from those same ceilings.
+assert gain > max(1.5, 0.4 * gain_pred), f"prefill should amortize the weight reads: {gain:.1f}x vs roofline {gain_pred:.1f}x"
 
 # %% [markdown]
 # **Explore:** move the prompt length and watch prefill's cost per token fall to
