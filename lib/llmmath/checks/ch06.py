@@ -7,24 +7,38 @@ import numpy as np
 from .. import hardware, models, parallelism, serving
 from ..claims import Verdict, register, require
 
+# Per-GPU bandwidths per direction from the datasheets: HGX H100 NVLink 4 450 GB/s, NVL72 NVLink 5 900 GB/s;
+# ConnectX-7 400 Gb/s = 50 GB/s (HGX H100, GB200 NVL72), ConnectX-8 800 Gb/s = 100 GB/s (GB300 NVL72).
+_LINKS = {"hgx-h100": (450e9, 50e9), "gb200-nvl72": (900e9, 50e9), "gb300-nvl72": (900e9, 100e9)}
+# Routed experts per token from three MoE config.json files (num_experts_per_tok).
+_TOPK = {"deepseek-v3": 8, "kimi-k2": 8, "qwen3-235b-a22b": 8}
+
+
 @register(20)
 def _check_20() -> Verdict:
     rows = {}
     need = {}
-    for key in ("hgx-h100", "gb200-nvl72", "gb300-nvl72"):
+    layers = np.arange(1, 9)
+    for key, (up, out) in _LINKS.items():
         sy = hardware.system(key)
-        up, out = sy.scale_up_bytes_per_s_per_package, sy.scale_out_bytes_per_s_per_package
-        r = parallelism.boundary_traffic_ratio("deepseek-v3", np.arange(1, 9), 64, up, out)
-        # hand: 2 k layers beta_out / beta_up x (dispatch+combine bytes)/(2 x activation bytes) x 63/64
-        hand = 8 * 3 * 63 / 64 * np.arange(1, 9) * out / up / 2
-        require(np.allclose(r, hand), 20, f"{key}: ratio {r[0]:.3f} vs hand {hand[0]:.3f}")
-        need[key] = int(np.argmax(r >= 1)) + 1
-        rows[f"{key} (scale-up/out {up / out:.0f}x)"] = f"ratio at 1 layer/stage {r[0]:.2f}; >= 1 from {need[key]} layers"
+        require(abs(sy.scale_up_bytes_per_s_per_package / up - 1) < 0.01 and
+                abs(sy.scale_out_bytes_per_s_per_package / out - 1) < 0.01, 20,
+                f"{key}: catalog links {sy.scale_up_bytes_per_s_per_package / 1e9:.0f} / "
+                f"{sy.scale_out_bytes_per_s_per_package / 1e9:.0f} GB/s vs datasheet {up / 1e9:.0f} / {out / 1e9:.0f}")
+        for model, k in _TOPK.items():
+            r = parallelism.boundary_traffic_ratio(model, layers, 64, up, out)
+            # hand: k layers (dispatch fp8 1 B + combine bf16 2 B) / (activation bf16 2 B) x 63/64 x beta_out / beta_up
+            hand = k * 3 * 63 / 64 * layers * out / up / 2
+            require(np.allclose(r, hand), 20, f"{model} on {key}: ratio {r[0]:.3f} vs hand {hand[0]:.3f}")
+            need[(model, key)] = int(np.argmax(r >= 1)) + 1 if np.any(r >= 1) else 99
+        rows[f"{key} (scale-up/out {up / out:.0f}x): DeepSeek-V3 / Kimi K2 / Qwen3-235B"] = (
+            f"ratio at 1 layer/stage {' / '.join(f'{k * 3 * 63 / 64 * out / up / 2:.2f}' for k in _TOPK.values())}; "
+            f">= 1 from {' / '.join(str(need[(m, key)]) for m in _TOPK)} layers")
     require(max(need.values()) <= 4, 20, f"a stage now needs {max(need.values())} layers to hide its boundary")
     return Verdict(20, "holds",
                    "per token, a stage boundary carries one activation while every MoE layer inside the stage "
-                   "moves it to k experts and back; with DeepSeek-V3's k = 8 the in-rack traffic exceeds the "
-                   "boundary's (scaled by the ~9-18x bandwidth gap) with 1-2 layers per stage",
+                   "moves it to k experts and back; with k = 8 (DeepSeek-V3, Kimi K2, Qwen3-235B-A22B) the in-rack "
+                   "traffic exceeds the boundary's (scaled by the ~9-18x bandwidth gap) with 1-2 layers per stage",
                    rows)
 
 
@@ -33,14 +47,24 @@ def _check_20() -> Verdict:
 _DS = dict(layers=61, dense_layers=3, d=7168, d_ff=18432, experts=256, shared=1, k=8, d_expert=2048, vocab=129280,
            q_rank=1536, kv_rank=512, heads=128, nope=128, rope=64, v=128)
 _DS_PUBLISHED_TOTAL = 671e9  # model card: "671B total parameters"
+# Kimi K2 (huggingface.co/moonshotai/Kimi-K2-Instruct, config.json): DeepSeek-V3's architecture with 64 heads,
+# 384 routed experts, first_k_dense_replace 1 and vocab 163,840; model card "1T total parameters" (rounded).
+_KIMI = dict(_DS, dense_layers=1, experts=384, vocab=163840, heads=64)
+_KIMI_PUBLISHED_TOTAL = 1e12
+_CONFIGS = {"deepseek-v3": _DS, "kimi-k2": _KIMI}
+# HGX B200 datasheet per GPU (system / 8, sparse halved): 8 TB/s HBM3e, 4.5 PFLOP/s dense fp8.
+_B200_W, _B200_F8 = 8e12, 4.5e15
+# GB300 NVL72 datasheet: 288 GB HBM3e per Blackwell Ultra GPU (20.7 TB over 72).
+_GB300_C = 288e9
 # NVIDIA GB200 NVL72 datasheet, per GPU: 8 TB/s HBM3e, 5 PFLOP/s dense fp8 (360 PF dense over 72 GPUs),
 # 186 GB HBM (13.4 TB over 72); ConnectX-7 at 400 Gb/s = 50 GB/s per GPU per direction.
 _GB200_W, _GB200_F8, _GB200_C, _GB200_NIC = 8e12, 5e15, 13.4e12 / 72, 400e9 / 8
+_SHEETS = {"gb200": (_GB200_W, _GB200_F8), "b200": (_B200_W, _B200_F8)}
 
 
-def _ds_hand() -> dict:
-    """DeepSeek-V3 parameter counts by hand from the config numbers above (MLA, 3 dense + 58 MoE layers)."""
-    c = _DS
+def _ds_hand(c: dict = _DS) -> dict:
+    """DeepSeek-V3 (or Kimi K2, ``c = _KIMI``) parameter counts by hand from the config numbers above
+    (MLA, dense layers first, then MoE layers)."""
     d = c["d"]
     attn = (d * c["q_rank"] + c["q_rank"] + c["q_rank"] * c["heads"] * (c["nope"] + c["rope"])
             + d * (c["kv_rank"] + c["rope"]) + c["kv_rank"] + c["kv_rank"] * c["heads"] * (c["nope"] + c["v"])
@@ -58,21 +82,22 @@ def _ds_hand() -> dict:
                 attn_flops_per_layer_pos=2 * c["heads"] * (2 * c["kv_rank"] + c["rope"]))
 
 
-def _ds_stage_floors_hand(P: int, b: int, L: int, n: int = 64) -> np.ndarray:
-    """Each stage's floor on n GB200s, fp8 weights, by hand: 61 layers split 31/30, 16/15/15/15 ...;
-    the three dense layers on stage 0, the LM head on the last stage; at b = 2048 every expert is read."""
-    h = _ds_hand()
-    q, r = divmod(_DS["layers"], P)
+def _ds_stage_floors_hand(P: int, b: int, L: int, n: int = 64, c: dict = _DS, chip: str = "gb200") -> np.ndarray:
+    """Each stage's floor on n GB200s (or B200s), fp8 weights, by hand: 61 layers split 31/30, 16/15/15/15 ...;
+    the dense layers on stage 0, the LM head on the last stage; at b = 2048 every expert is read."""
+    h = _ds_hand(c)
+    W, F8 = _SHEETS[chip]
+    q, r = divmod(c["layers"], P)
     sizes = [q + (s < r) for s in range(P)]
     out, first = [], 0
     for s, size in enumerate(sizes):
-        dense = max(0, min(size, _DS["dense_layers"] - first))
+        dense = max(0, min(size, c["dense_layers"] - first))
         moe = size - dense
         head = h["head"] if s == P - 1 else 0
         read = dense * h["dense_layer"] + moe * h["moe_layer"] + head           # fp8: 1 byte each
         active = dense * h["dense_layer"] + moe * h["moe_active"] + head
-        mem = (read + b * L * size * h["kv_per_layer_token"]) / (n * _GB200_W)
-        comp = b * (2 * active + size * h["attn_flops_per_layer_pos"] * L) / (n * _GB200_F8)
+        mem = (read + b * L * size * h["kv_per_layer_token"]) / (n * W)
+        comp = b * (2 * active + size * h["attn_flops_per_layer_pos"] * L) / (n * F8)
         out.append(max(mem, comp))
         first += size
     return np.array(out)
@@ -101,14 +126,38 @@ def _check_21() -> Verdict:
         require(penalty[P] >= 1 - 1e-9, 21, f"P={P}: pipelining saved chip time ({penalty[P]:.3f})")
         rows[f"P={P}: stage floors (hand)"] = (f"{', '.join(f'{t * 1e3:.3f}' for t in hand)} ms; slowest x P = "
                                                f"{penalty[P]:.3f} x the unpipelined step")
+    # The same for a second model (Kimi K2, 1 dense layer, 384 experts) and a second chip (HGX B200), by hand.
+    hk = _ds_hand(_KIMI)
+    require(abs(hk["total"] / _KIMI_PUBLISHED_TOTAL - 1) < 0.03, 21, f"Kimi K2 hand count {hk['total']:.4g} vs published 1T")
+    for model, c in _CONFIGS.items():
+        for chip in ("gb200", "b200"):
+            if (model, chip) == ("deepseek-v3", "gb200"):
+                continue
+            whole = serving.decode_step(model, chip, b, L, n_chips=64, weight_dtype="fp8", check_capacity=False)
+            pens = []
+            for P in (2, 4, 8):
+                hand = _ds_stage_floors_hand(P, b, L, c=c, chip=chip)
+                lib = parallelism.stage_floors_s(model, chip, 64, P, b, L, weight_dtype="fp8")
+                require(lib.shape == hand.shape and np.allclose(lib, hand, rtol=2e-3), 21,
+                        f"{model} on {chip}, P={P}: library stage floors {np.round(lib * 1e3, 3)} ms vs hand "
+                        f"{np.round(hand * 1e3, 3)} ms")
+                require(abs(hand.sum() / whole.time_s - 1) < 2e-3, 21,
+                        f"{model} on {chip}, P={P}: stages sum to {hand.sum() * 1e3:.3f} ms, the whole model "
+                        f"{whole.time_s * 1e3:.3f} ms")
+                pens.append(P * hand.max() / hand.sum())
+                require(pens[-1] >= 1 - 1e-9, 21, f"{model} on {chip}, P={P}: pipelining saved chip time")
+            rows[f"{model} on 64 {chip}: unpipelined step / slowest x P at P = 2, 4, 8"] = (
+                f"{whole.time_s * 1e3:.2f} ms / {', '.join(f'{x:.3f}' for x in pens)} x")
     worst = max(penalty, key=penalty.get)
     return Verdict(21, "holds",
                    f"each stage reads its own layers' weights and KV and does their FLOPs, so the stages' floors add "
                    f"up to the unpipelined step ({one.time_s * 1e3:.2f} ms for DeepSeek-V3 fp8 on 64 GB200s, "
                    f"b={b}, L={L}): nothing is saved. It can only cost: the slowest stage sets the pace, and an "
                    f"uneven split (61 layers, 3 light dense layers up front, the LM head at the end) makes the "
-                   f"chip-seconds per token {penalty[worst] - 1:.1%} higher at P={worst}",
-                   {**rows, "source": "hand: config.json dims and the GB200 NVL72 datasheet (8 TB/s, 5 PF fp8 per GPU)"})
+                   f"chip-seconds per token {penalty[worst] - 1:.1%} higher at P={worst}; the same holds for Kimi K2 and "
+                   f"on B200s",
+                   {**rows, "source": "hand: DeepSeek-V3 and Kimi K2 config.json dims, GB200 NVL72 datasheet (8 TB/s, "
+                                      "5 PF fp8 per GPU), HGX B200 datasheet (8 TB/s, 4.5 PF fp8 per GPU)"})
 
 
 @register(22)
@@ -160,6 +209,21 @@ def _check_24() -> Verdict:
         rows[f"P={P}"] = (f"{P} x {b} = {P * b} sequences in flight per replica; token latency "
                           f"{hand_latency * 1e3:.3f} ms vs {t.sum() * 1e3:.3f} ms unpipelined (+{extra[P]:.1%})")
     require(extra[4] < 0.10, 24, f"P=4 adds {extra[4]:.1%} to the token latency: no longer 'essentially unchanged'")
+    # A second model (Kimi K2, d = 7168 too: same activation bytes) and a second chip (HGX B200, also one
+    # ConnectX-7 400 Gb/s per GPU), by hand.
+    for model, c in _CONFIGS.items():
+        for chip in ("gb200", "b200"):
+            if (model, chip) == ("deepseek-v3", "gb200"):
+                continue
+            t = _ds_stage_floors_hand(4, b, L, c=c, chip=chip)
+            d = parallelism.pipelined_decode(model, chip, E, 4, b, L, hop_latency_s=hop, weight_dtype="fp8")
+            hand_latency = max(t.sum() + 4 * hop, 4 * t.max())
+            require(abs(d.token_latency_s / hand_latency - 1) < 2e-3, 24,
+                    f"{model} on {chip}, P=4: library latency {d.token_latency_s * 1e3:.3f} ms vs hand "
+                    f"{hand_latency * 1e3:.3f} ms")
+            x = hand_latency / t.sum() - 1
+            require(x < 0.10, 24, f"{model} on {chip}: P=4 adds {x:.1%} to the token latency")
+            rows[f"{model} on {chip}, P=4"] = f"token latency {hand_latency * 1e3:.3f} ms vs {t.sum() * 1e3:.3f} ms (+{x:.1%})"
     guess = 4 * 3e-3 / _ds_stage_floors_hand(1, b, L)[0]
     return Verdict(24, "holds if",
                    f"holds if 'batch' means the micro-batch each stage runs and a few per cent of latency is "
@@ -168,7 +232,8 @@ def _check_24() -> Verdict:
                    f"~{hop * 1e6:.0f} us ({wire * 1e6:.1f} us 64-byte latency, unverified, + {transfer * 1e6:.1f} us "
                    f"to send {act_bytes / 1e3:.0f} kB of activations per GPU at 50 GB/s + {_LAUNCH_SYNC_S * 1e6:.0f} us "
                    f"assumed launch/sync), adding {extra[2]:.1%} / {extra[4]:.1%} / {extra[8]:.1%} at P = 2 / 4 / 8 "
-                   f"(including the uneven split). The speaker's 'few ms' per hop would add {guess:.0%} at P=4",
+                   f"(including the uneven split; Kimi K2 and B200s alike). The speaker's 'few ms' per hop would add "
+                   f"{guess:.0%} at P=4",
                    {**rows, "hop": f"{wire * 1e6:.1f} + {transfer * 1e6:.2f} + {_LAUNCH_SYNC_S * 1e6:.0f} us",
                     "hop source": lat["deepseek-ib-cross-leaf-64B"].get("source", "")[:90]})
 
@@ -210,6 +275,20 @@ def _check_26() -> Verdict:
     require(w_hand + kv_hand <= _GB200_C and m.total_bytes <= nvl.hbm_bytes_per_package, 26,
             "DeepSeek-V3 at fp8 with 4096 x 16k-token sequences no longer fits one NVL72 without pipelining")
     require(all(r <= 1 for k, r in beyond.items() if domain[k] == 72), 26, "an NVL72 layout now exceeds its rack")
+    # A second model (Kimi K2, 1.03T parameters, 6 experts per GPU at EP64) on two racks (GB200 and GB300 NVL72).
+    fit = {}
+    for model, c in _CONFIGS.items():
+        hm = _ds_hand(c)
+        mm = parallelism.memory_per_gpu(model, ep=64, pp=1, batch=B, context=L, weight_dtype="fp8")
+        w = hm["routed"] / 64 + (hm["total"] - hm["routed"])
+        kv = B * L * c["layers"] * hm["kv_per_layer_token"] / 64
+        require(abs(float(mm.weight_bytes) / w - 1) < 1e-3 and abs(float(mm.kv_bytes) / kv - 1) < 1e-3, 26,
+                f"{model}: library {float(mm.weight_bytes) / 1e9:.1f} + {float(mm.kv_bytes) / 1e9:.1f} GB per GPU vs "
+                f"hand {w / 1e9:.1f} + {kv / 1e9:.1f} GB")
+        for key, cap in (("gb200-nvl72", _GB200_C), ("gb300-nvl72", _GB300_C)):
+            require(w + kv <= cap and mm.total_bytes <= hardware.system(key).hbm_bytes_per_package, 26,
+                    f"{model} at fp8 with {B} x {L}-token sequences no longer fits one {key} without pipelining")
+        fit[model] = (w, kv)
     boxes = {k: deps[k]["expert_parallel"] for k in deps if domain[k] != 72}
     past = [beyond[k] for k in boxes]
     ds_ep = sorted({e for k, e in boxes.items() if k.startswith("deepseek")})
@@ -220,9 +299,14 @@ def _check_26() -> Verdict:
                    f"{min(past):.0f}-{max(past):.0f}x past the NVLink domain over InfiniBand (DeepSeek EP"
                    f"{'/'.join(map(str, ds_ep))}, SGLang EP{'/'.join(map(str, sg_ep))}) to give each expert a large "
                    f"enough batch; one NVL72 holds DeepSeek-V3 at fp8 with {B} x {L // 1024}k-token sequences "
-                   f"({(w_hand + kv_hand) / 1e9:.0f} of {_GB200_C / 1e9:.0f} GB per GPU) without pipelining",
+                   f"({(w_hand + kv_hand) / 1e9:.0f} of {_GB200_C / 1e9:.0f} GB per GPU) without pipelining, and so "
+                   f"does the 1T-parameter Kimi K2 ({sum(fit['kimi-k2']) / 1e9:.0f} GB); a GB300 NVL72 "
+                   f"({_GB300_C / 1e9:.0f} GB per GPU) holds either with room to spare",
                    {"pipeline degrees": ", ".join(f"{k} {p}" for k, p in pps.items()),
                     "EP / scale-up domain": ", ".join(f"{k} {r:.2g}x" for k, r in beyond.items()),
                     "DeepSeek-V3 on one NVL72 (EP64, fp8, 4096 sequences x 16k tokens)":
                     f"{w_hand / 1e9:.0f} GB weights + {kv_hand / 1e9:.0f} GB KV per GPU "
-                    f"of {_GB200_C / 1e9:.0f} GB (datasheet)"})
+                    f"of {_GB200_C / 1e9:.0f} GB (datasheet)",
+                    "Kimi K2 on one NVL72 (same layout)": f"{fit['kimi-k2'][0] / 1e9:.0f} GB weights + "
+                    f"{fit['kimi-k2'][1] / 1e9:.0f} GB KV per GPU of {_GB200_C / 1e9:.0f} (GB200) / {_GB300_C / 1e9:.0f} "
+                    f"GB (GB300)"})
