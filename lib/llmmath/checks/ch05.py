@@ -7,28 +7,37 @@ import numpy as np
 from .. import hardware, models, parallelism, serving
 from ..claims import Verdict, register, require
 
+# Datasheet scale-up / scale-out per GPU per direction: NVLink 5 900 GB/s over ConnectX-7 400 Gb/s (50 GB/s) on
+# GB200 NVL72, over ConnectX-8 800 Gb/s (100 GB/s) on GB300 NVL72.
+_UP_OVER_OUT = {"gb200-nvl72": 900 / 50, "gb300-nvl72": 900 / 100}
+# Layers from config.json (num_hidden_layers): both 61; DeepSeek-V3 256 routed experts, Kimi K2 384 (4 and 6 per GPU on 64).
+_LAYERS = {"deepseek-v3": 61, "kimi-k2": 61}
+
+
 @register(16)
 def _check_16() -> Verdict:
-    ds = models.get("deepseek-v3")
     B, L = 4096, 4096
     rows, slow, share = {}, {}, {}
-    for key in ("gb200-nvl72", "gb300-nvl72"):
-        sy = hardware.system(key)
+    for model, n_layers in _LAYERS.items():
+        m = models.get(model)
         # GB300's per-GPU HBM bandwidth is GB200's 8 TB/s (systems.toml), so one chip entry serves both
-        step = serving.decode_step(ds, "gb200", B, L, n_chips=64, weight_dtype="fp8", check_capacity=False)
-        layer_s = step.time_s / ds.n_layers
-        one = parallelism.moe_layer_all_to_all_s(ds, sy, 64, B, racks=1)
-        two = parallelism.moe_layer_all_to_all_s(ds, sy, 64, B, racks=2)
-        # hand form of the slowdown: half the traffic at beta_out against all of it at beta_up
-        # (the (n-1)/n factors of 64 and 128 GPUs differ by 1%)
-        hand = 0.5 * sy.scale_up_over_scale_out
-        require(abs(two / one / hand - 1) < 0.02, 16, f"{key}: 2-rack slowdown {two / one:.2f} vs hand {hand:.2f}")
-        require(one < 0.25 * layer_s and two > 0.75 * layer_s, 16,
-                 f"{key}: all-to-all {one * 1e6:.0f}/{two * 1e6:.0f} us vs layer {layer_s * 1e6:.0f} us")
-        slow[key] = two / one
-        share[key] = one / layer_s
-        rows[f"{key}: per-layer decode floor / all-to-all in 1 rack / in 2 racks"] = (
-            f"{layer_s * 1e6:.0f} us / {one * 1e6:.0f} us / {two * 1e6:.0f} us")
+        step = serving.decode_step(m, "gb200", B, L, n_chips=64, weight_dtype="fp8", check_capacity=False)
+        layer_s = step.time_s / n_layers
+        for key, ratio in _UP_OVER_OUT.items():
+            sy = hardware.system(key)
+            one = parallelism.moe_layer_all_to_all_s(m, sy, 64, B, racks=1)
+            two = parallelism.moe_layer_all_to_all_s(m, sy, 64, B, racks=2)
+            # hand form of the slowdown: half the traffic at beta_out against all of it at beta_up
+            # (the (n-1)/n factors of 64 and 128 GPUs differ by 1%)
+            hand = 0.5 * ratio
+            require(abs(two / one / hand - 1) < 0.02, 16,
+                    f"{model} on {key}: 2-rack slowdown {two / one:.2f} vs hand {hand:.2f} (datasheet links)")
+            require(one < 0.25 * layer_s and two > 0.75 * layer_s, 16,
+                    f"{model} on {key}: all-to-all {one * 1e6:.0f}/{two * 1e6:.0f} us vs layer {layer_s * 1e6:.0f} us")
+            slow[(model, key)] = two / one
+            share[(model, key)] = one / layer_s
+            rows[f"{model} on {key}: per-layer decode floor / all-to-all in 1 rack / in 2 racks"] = (
+                f"{layer_s * 1e6:.0f} us / {one * 1e6:.0f} us / {two * 1e6:.0f} us")
     h800 = parallelism.deployments()["deepseek-v3-report-decode"]
     ratio_h800 = h800["scale_up_bytes_per_s"] / h800["scale_out_bytes_per_s"]
     rows["DeepSeek's own decode (H800): EP / GPUs / NVLink:IB ratio"] = (
@@ -36,14 +45,14 @@ def _check_16() -> Verdict:
         f"so leaving the node costs only {0.5 * ratio_h800:.1f}x (2 domains) .. {ratio_h800 * (1 - 8 / 320):.1f}x (40)")
     require(h800["expert_parallel"] > h800["gpus_per_node"], 16, "DeepSeek's decode EP no longer spans nodes")
     return Verdict(16, "holds if",
-                   f"holds as a cost cliff, not a wall: on an NVL72, DeepSeek-V3's all-to-all fits under each "
-                   f"layer's decode time inside one rack (at most {max(share.values()):.0%} of it) "
+                   f"holds as a cost cliff, not a wall: on an NVL72, DeepSeek-V3's and Kimi K2's all-to-all fits "
+                   f"under each layer's decode time inside one rack (at most {max(share.values()):.0%} of it) "
                    f"but takes {min(slow.values()):.1f}-{max(slow.values()):.1f}x longer, as long as the layer itself "
                    f"or longer, once the layer spans two racks at the same load per GPU; practice does cross domains "
                    f"(DeepSeek's EP{h800['expert_parallel']} over InfiniBand) where the scale-up/scale-out ratio is "
                    f"small and communication is overlapped",
                    {**rows, "2-rack slowdown, GB200 (CX-7) / GB300 (CX-8)":
-                    f"{slow['gb200-nvl72']:.1f}x / {slow['gb300-nvl72']:.1f}x",
+                    f"{slow[('deepseek-v3', 'gb200-nvl72')]:.1f}x / {slow[('deepseek-v3', 'gb300-nvl72')]:.1f}x",
                     "batch, context, EP, weights": "4096 sequences, 4096 tokens, 64 GPUs per rack, fp8"})
 
 
