@@ -172,3 +172,29 @@ def test_course_explorers_answer_every_control(make):
         new = options[-1] if options else control.max
         control.value = new
         assert ex.text.value and "Traceback" not in ex.text.value, name
+
+
+def test_fit_knee_recovers_a_roofline_knee_despite_scale_and_one_outlier():
+    B = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
+    t = 3e-3 * np.maximum(20.0, B)
+    assert kernels.fit_knee(B, t) == pytest.approx(20.0, rel=0.01)
+    assert kernels.fit_knee(B, 7 * t) == pytest.approx(20.0, rel=0.01)   # a uniform slowdown moves the scale only
+    t[3] *= 3                                                              # one batch slowed 3x by another process
+    assert kernels.fit_knee(B, t) == pytest.approx(20.0, rel=0.05)
+    assert kernels.fit_knee(B, 3e-3 * np.maximum(80.0, B)) == pytest.approx(80.0, rel=0.01)
+    with pytest.raises(ValueError, match="finite and > 0"):
+        kernels.fit_knee([1, 2], [1.0, -1.0])
+    with pytest.raises(ValueError, match="no knee"):
+        kernels.fit_knee([2, 2], [1.0, 1.0])
+
+
+def test_fit_overlap_recovers_the_fraction_and_clips_at_the_bounds():
+    B = np.array([1, 2, 4, 8, 16, 32, 64, 128], float)
+    c, m = B * 1e-3, np.full(B.size, 16e-3)
+    for f in (0.0, 0.3, 0.75, 1.0):
+        t = np.maximum(c, m) + (1 - f) * np.minimum(c, m)
+        assert kernels.fit_overlap(t, c, m) == pytest.approx(f, abs=0.011)
+    assert kernels.fit_overlap(3 * (c + m), c, m) == 0.0                 # slower than no overlap: the sum bound
+    assert kernels.fit_overlap(0.5 * np.maximum(c, m), c, m) == 1.0      # faster than the floor: the max bound
+    with pytest.raises(ValueError, match="equally long"):
+        kernels.fit_overlap([1.0, 2.0], [1.0], [1.0, 2.0])

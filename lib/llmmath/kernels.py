@@ -23,7 +23,7 @@ import numpy as np
 __all__ = [
     "Backend", "backend", "Timing", "time_fn", "measure_copy_bandwidth",
     "measure_matmul_flops", "CeilingProbe", "time_interleaved", "local_chip",
-    "BatchSweep", "batch_sweep", "default_sweep_sizes", "loglog_slope",
+    "BatchSweep", "batch_sweep", "default_sweep_sizes", "loglog_slope", "fit_knee", "fit_overlap",
 ]
 
 _NP_DTYPES = {"fp32": "float32", "fp16": "float16", "fp64": "float64"}
@@ -403,6 +403,60 @@ def loglog_slope(x, y) -> float:
     if not keep.any():
         raise ValueError("all x are equal: no slope")
     return float(np.median((ly[j] - ly[i])[keep] / dx[keep]))
+
+
+
+def _positive_series(**arrays) -> list:
+    out = [np.asarray(v, dtype=float).ravel() for v in arrays.values()]
+    if any(a.shape != out[0].shape for a in out) or out[0].size < 2:
+        raise ValueError(f"need equally long sequences of at least 2 points, got lengths {[a.size for a in out]}")
+    if not all(np.all(np.isfinite(a)) and (a > 0).all() for a in out):
+        raise ValueError(f"every value of {', '.join(arrays)} must be finite and > 0")
+    return out
+
+
+def fit_knee(batch, time_s) -> float:
+    """Measured knee of a batch sweep: the ``K`` of the best fit ``t = s * max(K, B)``.
+
+    A roofline in shape only: flat below the knee, proportional to ``B`` above it,
+    with a free scale ``s`` (so a machine slowed evenly moves ``s``, not ``K``). Fitted
+    in logs by least absolute deviations over a grid of 2,001 ``K`` log-spaced from
+    ``B_min / 4`` to ``4 B_max`` (``s`` is then the median residual), so one or two
+    points slowed by other processes pull it less than a least-squares fit would.
+    Source: the fit of a piecewise-linear model, as in Williams, Waterman and
+    Patterson, "Roofline", CACM 2009, with a robust (L1) loss.
+
+    Raises:
+        ValueError: fewer than two points, unequal lengths, or a value not finite and > 0.
+    """
+    b, t = _positive_series(batch=batch, time_s=time_s)
+    if b.min() == b.max():
+        raise ValueError("all batches are equal: no knee")
+    lb, lt = np.log(b), np.log(t)
+    grid = np.linspace(np.log(b.min() / 4), np.log(b.max() * 4), 2001)
+    resid = lt[None, :] - np.maximum(grid[:, None], lb[None, :])
+    cost = np.abs(resid - np.median(resid, axis=1, keepdims=True)).sum(axis=1)
+    return float(np.exp(grid[np.argmin(cost)]))
+
+
+def fit_overlap(measured_s, compute_s, memory_s) -> float:
+    """Fitted overlap fraction ``f`` in [0, 1] of measured step times between two roofline models.
+
+    The model ``t = max(t_c, t_m) + (1 - f) min(t_c, t_m)``: ``f = 1`` is the roofline's
+    full overlap (``max``), ``f = 0`` no overlap (``t_c + t_m``), the convention of
+    :func:`llmmath.serving.utilization_vs_balance`. Fitted by least absolute deviations
+    of ``log t`` over a grid of 101 values of ``f``, with no free scale: a kernel slower
+    than even the no-overlap sum fits ``f = 0``, one faster than the floor ``f = 1``.
+    Only points where ``min(t_c, t_m)`` is not negligible (near the knee) pull it.
+
+    Raises:
+        ValueError: unequal lengths, fewer than two points, or a value not finite and > 0.
+    """
+    t, c, m = _positive_series(measured_s=measured_s, compute_s=compute_s, memory_s=memory_s)
+    f = np.linspace(0.0, 1.0, 101)
+    model = np.maximum(c, m)[None, :] + (1.0 - f[:, None]) * np.minimum(c, m)[None, :]
+    cost = np.abs(np.log(t)[None, :] - np.log(model)).sum(axis=1)
+    return float(f[np.argmin(cost)])
 
 
 def default_sweep_sizes(be: Backend | None = None) -> tuple[int, str, list[int]]:
