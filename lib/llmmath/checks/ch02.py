@@ -197,14 +197,47 @@ def _check_7() -> Verdict:
         require(abs(rel / hand_slope[n] - 1) < 1e-3, 7, f"{n}: asymptotic slope {rel:.4g} of dense vs hand {hand_slope[n]:.4g}")
     require(np.allclose(slopes["block top-k, s = sqrt-optimal"], 0.5), 7, "the sqrt law needs s ~ sqrt(L)")
     ratio = {n: curves["dense"][0] / y[0] for n, y in curves.items()}
+    # A second model: Llama-3.1-405B (GQA, config: 126 layers, 8 KV heads of 128): K and V in bf16 are
+    # 2 x 8 x 128 x 2 = 4,096 bytes per token per layer; keys alone 2,048 (Quest's page bounds, MoBA's means).
+    beta405, layers405 = 2 * 8 * 128 * 2, 126
+    require(attention.bytes_per_cached_token("llama-3.1-405b") == beta405, 7, "Llama-3.1-405B bytes per token per layer")
+    c405 = {"dense": attention.dense_kv_bytes(L, beta405),
+            "NSA": attention.nsa_kv_bytes(L, beta405, nsa["compress_stride"], nsa["select_block"],
+                                          nsa["select_blocks"], nsa["window"]),
+            "Quest": attention.quest_kv_bytes(L, beta405, beta405 / 2, 2048, 16),
+            "MoBA": attention.moba_kv_bytes(L, beta405, beta405 / 2, 4096, 12)}
+    for n, y in c405.items():
+        if n != "dense":
+            require(bool(np.all(y < c405["dense"] / 2)) and attention.loglog_slope(L, y)[-1] < 1.0, 7,
+                    f"Llama-3.1-405B, {n}: should read < 1/2 of dense and grow more slowly from 128K on")
+    # Two chips: one 1M-token sequence's KV read per decode step, every layer, from the H100 (3.35 TB/s) and
+    # B200 (8 TB/s) datasheets; DeepSeek-V3's 61 layers.
+    sheets = {"h100-sxm": 3.35e12, "b200": 8e12}
+    at_1m = {}
+    for chip, W in sheets.items():
+        for model, n_layers, dense_b, sparse_b in (
+                ("deepseek-v3", 61, curves["dense"][1], curves["DSA (top-2048 + indexer)"][1]),
+                ("llama-3.1-405b", layers405, c405["dense"][1], c405["NSA"][1])):
+            t_dense, t_sparse = n_layers * dense_b / W, n_layers * sparse_b / W
+            got = attention.kv_read_time_s(model, chip, np.array([dense_b, sparse_b]))
+            require(np.allclose(got, [t_dense, t_sparse], rtol=1e-3), 7,
+                    f"{model} on {chip}: KV read {got * 1e3} ms vs hand {t_dense * 1e3:.2f} / {t_sparse * 1e3:.2f} ms")
+            at_1m[(model, chip)] = (t_dense, t_sparse)
+    require(all(ts < td / 5 for td, ts in at_1m.values()), 7, "at 1M tokens the sparse read should be 5x+ faster")
     return Verdict(7, "holds if",
                    "holds as a much smaller slope, not as a smaller power: every published mechanism still reads "
                    "something for each cached token (DSA's fp8 indexer key, NSA's compressed tokens, Quest's page "
                    "bounds, MoBA's block means), so bytes are a fixed top-k plus a linear term 9-8000x flatter than "
-                   "dense: far slower growth at 128K-8M tokens, linear in the limit; a sqrt(L) law appears only if "
+                   "dense: far slower growth at 128K-8M tokens (MLA and GQA caches alike), linear in the limit; a sqrt(L) law appears only if "
                    "the block size grows as sqrt(L), which none of the published settings does",
                    {"bytes per layer at 128K, dense / sparse": ", ".join(f"{n}: {r:.1f}x" for n, r in ratio.items()
                                                                         if n != "dense"),
                     "asymptotic slope / dense slope": "DSA 132/1152 = 0.115, NSA 1/16, Quest 1/16, MoBA 1/8192",
                     "log-log slope 1M -> 8M tokens": ", ".join(f"{n}: {s[-1]:.2f}" for n, s in slopes.items()),
-                    "DSA at 128K (hand: 131,072 x 132 + 2,048 x 1,152)": f"{hand / 1e6:.2f} MB per layer"})
+                    "DSA at 128K (hand: 131,072 x 132 + 2,048 x 1,152)": f"{hand / 1e6:.2f} MB per layer",
+                    "Llama-3.1-405B (GQA, 4,096 B/token/layer) at 128K, dense / sparse": ", ".join(
+                        f"{n}: {c405['dense'][0] / y[0]:.1f}x" for n, y in c405.items() if n != "dense"),
+                    "one 1M-token sequence's KV read per step, dense -> sparse (H100 | B200)": "; ".join(
+                        f"{m} ({'DSA' if m == 'deepseek-v3' else 'NSA'}): "
+                        + " | ".join(f"{at_1m[(m, c)][0] * 1e3:.1f} -> {at_1m[(m, c)][1] * 1e3:.2f} ms" for c in sheets)
+                        for m in ("deepseek-v3", "llama-3.1-405b"))})
