@@ -1,20 +1,23 @@
-"""Chapter 1 in a real browser: JupyterLab on loopback, driven by headless Chromium.
+"""Chapters 1, 5 and 8 in a real browser: JupyterLab on loopback, driven by headless Chromium.
 
-Starts ``jupyter lab`` on 127.0.0.1 with the repository as its root, opens
-``chapters/01_batch_size.py`` (Jupytext opens it as a notebook), runs every
-cell from the *Run* menu, moves the decode explorer's "log2 B" slider with the
-keyboard and checks that the explorer's figure and text change. A screenshot
-is saved to ``build/screenshots/browser-ch01.png``.
+Starts ``jupyter lab`` on 127.0.0.1 with the repository as its root (once for the module) and one
+headless Chromium. Chapter 1: opens ``chapters/01_batch_size.py`` (Jupytext opens it as a notebook),
+runs every cell from the *Run* menu, moves the decode explorer's "log2 B" slider with the keyboard
+and checks that the explorer's figure and text change. Chapters 5 and 8: opens the chapter, runs only
+the cells an explorer needs (its imports, then the explorer's own cell), moves one control (chapter 5's
+expert-parallel "racks" slider, chapter 8's long-context "model, chips" dropdown) and checks the
+figure and text change. Screenshots are saved to ``build/screenshots/browser-chNN.png``.
 
 Needs Playwright for Python (the ``test`` extra) and Debian's Chromium at
 ``/usr/bin/chromium`` (or ``LLMMATH_CHROMIUM``); no browser is downloaded.
-``.ci/run`` installs Chromium. Every wait has a timeout; the server, its kernel
+``.ci/run`` installs Chromium. Every wait has a timeout; the server, its kernels
 and the browser are always stopped; the browser may reach only the loopback
-server; JupyterLab's autosave is off, so the chapter is never rewritten.
+server; JupyterLab's autosave is off, so no chapter is ever rewritten.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -31,9 +34,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTER = "chapters/01_batch_size.py"
 CHROMIUM = os.environ.get("LLMMATH_CHROMIUM", "/usr/bin/chromium")
-SHOT = ROOT / "build" / "screenshots" / "browser-ch01.png"
+SHOTS = ROOT / "build" / "screenshots"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-dev-shm-usage"]
@@ -65,9 +67,11 @@ def _get(url: str, timeout: float = 5.0):
         return json.loads(r.read() or b"null")
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """A JupyterLab server on 127.0.0.1: yields (base_url, token); always stopped afterwards."""
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on 127.0.0.1, shared by the module's tests: yields (base_url, token); always
+    stopped afterwards, with every kernel it started."""
+    tmp_path = tmp_path_factory.mktemp("lab")
     port, token = _free_port(), hashlib.sha256(os.urandom(16)).hexdigest()[:32]
     settings = tmp_path / "settings"
     # Autosave off (the chapter is never rewritten); .py opens as a Jupytext notebook, as a reader
@@ -124,73 +128,168 @@ def lab(tmp_path):
         log.close()
 
 
-def test_chapter1_runs_and_its_slider_answers_in_chromium(lab, tmp_path):
+@pytest.fixture(scope="module")
+def browser(lab, tmp_path_factory):
+    """One headless Chromium for the module; each test opens its own page. Removes the checkpoint
+    folder JupyterLab creates beside the chapters, unless it was there before."""
     from playwright.sync_api import sync_playwright
 
-    base, token = lab
-    chapter = ROOT / CHAPTER
-    before = chapter.read_bytes()
-    checkpoints_before = (ROOT / "chapters" / ".ipynb_checkpoints").exists()
-    outside = []
+    checkpoints = ROOT / "chapters" / ".ipynb_checkpoints"
+    checkpoints_before = checkpoints.exists()
     with sync_playwright() as p:
         ctx = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
+            str(tmp_path_factory.mktemp("profile")), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
             viewport={"width": 1400, "height": 1000}, timeout=60_000)
         try:
-            page = ctx.new_page()
-            page.set_default_timeout(60_000)
-
-            def only_loopback(route):
-                if route.request.url.startswith(base):
-                    route.continue_()
-                else:
-                    outside.append(route.request.url)
-                    route.abort()
-
-            page.route("**/*", only_loopback)
-            page.goto(f"{base}/lab/tree/{CHAPTER}?token={token}", wait_until="domcontentloaded")
-            # Jupytext opens the .py as a notebook: a notebook panel with its cells.
-            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
-            page.locator(".jp-StatusBar-Widget", has_text=re.compile(r"Python 3.*\| Idle")).first.wait_for(
-                timeout=60_000)  # the kernel has started
-            page.locator(".lm-MenuBar-item").filter(has_text=re.compile(r"^Run$")).first.click()
-            page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-
-            slider = page.locator(".jp-OutputArea-output .widget-hslider", has_text="log2 B").first
-            slider.wait_for(timeout=120_000)
-            explorer = slider.locator("xpath=ancestor::div[contains(@class,'widget-vbox')][1]")
-            image, panel = explorer.locator("img").first, explorer.locator(".widget-html-content").first
-            page.wait_for_function("el => el.complete && el.naturalWidth > 0", arg=image.element_handle(),
-                                   timeout=30_000)
-            readout = slider.locator(".widget-readout")
-            src0, text0, value0 = image.get_attribute("src"), panel.inner_text(), readout.inner_text()
-
-            handle = slider.locator(".noUi-handle").first
-            handle.focus()
-            handle.press("ArrowRight")
-            handle.press("ArrowRight")
-            # two steps right: log2 B 6 -> 8; the panel must come to say B = 256 (each step is
-            # one kernel round trip, so wait for the last one, not the first change)
-            page.wait_for_function("el => el.innerText.trim() === '8'", arg=readout.element_handle(),
-                                   timeout=30_000)
-            page.wait_for_function("el => el.innerText.includes('B = 256:')", arg=panel.element_handle(),
-                                   timeout=30_000)
-            page.wait_for_function("([el, s]) => el.getAttribute('src') !== s && el.complete && el.naturalWidth > 0",
-                                   arg=[image.element_handle(), src0], timeout=30_000)
-            text1, value1 = panel.inner_text(), readout.inner_text()
-            explorer.scroll_into_view_if_needed()
-            SHOT.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SHOT))
-        except Exception:
-            SHOT.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SHOT.with_name("browser-ch01-failure.png")))
-            raise
+            yield ctx
         finally:
             ctx.close()
+            if not checkpoints_before:
+                shutil.rmtree(checkpoints, ignore_errors=True)
 
-    assert (value0, value1) == ("6", "8"), (value0, value1)
-    assert "B = 64:" in text0 and "B = 256:" in text1, (text0, text1)
+
+@contextlib.contextmanager
+def _notebook(lab, browser, chapter: str, shot: str):
+    """Open ``chapter`` as a notebook in a fresh workspace of its own, once its kernel is idle: yields the
+    page. Saves ``build/screenshots/{shot}.png`` (``{shot}-failure.png`` on an error), closes the page
+    and shuts the notebook's kernel down; then checks the page reached only the loopback server and
+    the chapter's file was not rewritten."""
+    base, token = lab
+    before = (ROOT / chapter).read_bytes()
+    outside = []
+    page = browser.new_page()
+    page.set_default_timeout(60_000)
+
+    def only_loopback(route):
+        if route.request.url.startswith(base):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        page.route("**/*", only_loopback)
+        # a workspace per test: nothing another test opened is restored beside this chapter
+        page.goto(f"{base}/lab/workspaces/{shot}/tree/{chapter}?token={token}", wait_until="domcontentloaded")
+        # Jupytext opens the .py as a notebook: a notebook panel with its cells.
+        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
+        page.locator(".jp-StatusBar-Widget", has_text=re.compile(r"Python 3.*\| Idle")).first.wait_for(
+            timeout=90_000)  # the kernel has started
+        yield page
+        page.screenshot(path=str(SHOTS / f"{shot}.png"))
+    except Exception:
+        page.screenshot(path=str(SHOTS / f"{shot}-failure.png"))
+        raise
+    finally:
+        page.close()
+        try:  # this notebook's kernel is no longer needed: free the cores for the next test
+            for s in _get(f"{base}/api/sessions?token={token}", timeout=3) or []:
+                if s.get("path", "").endswith(Path(chapter).name):
+                    req = urllib.request.Request(f"{base}/api/sessions/{s['id']}?token={token}", method="DELETE")
+                    urllib.request.urlopen(req, timeout=5).close()  # noqa: S310
+        except Exception:
+            pass
     assert not outside, f"the page asked for something beyond the loopback server: {outside[:5]}"
-    assert chapter.read_bytes() == before, "JupyterLab rewrote the chapter"
-    if not checkpoints_before:
-        shutil.rmtree(ROOT / "chapters" / ".ipynb_checkpoints", ignore_errors=True)
+    assert (ROOT / chapter).read_bytes() == before, f"JupyterLab rewrote {chapter}"
+
+
+def _run_cells(page, *sources: str):
+    """Run, in order, the code cells whose source begins with each of ``sources`` (as a reader would:
+    click the cell's prompt, Ctrl+Enter); returns the last cell. The kernel runs them in that order."""
+    cell = None
+    for src in sources:
+        cell = page.locator(".jp-CodeCell").filter(
+            has=page.locator(".jp-InputArea-editor", has_text=re.compile("^" + re.escape(src)))).first
+        cell.locator(".jp-InputPrompt").first.click()
+        page.keyboard.press("Control+Enter")
+    return cell
+
+
+def _explorer(control):
+    """The explorer around a control, its figure (once loaded) and its text panel."""
+    explorer = control.locator("xpath=ancestor::div[contains(@class,'widget-vbox')][1]")
+    image, panel = explorer.locator("img").first, explorer.locator(".widget-html-content").first
+    control.page.wait_for_function("el => el.complete && el.naturalWidth > 0", arg=image.element_handle(),
+                                   timeout=30_000)
+    return explorer, image, panel
+
+
+def _wait_new_image(image, src0):
+    image.page.wait_for_function(
+        "([el, s]) => el.getAttribute('src') !== s && el.complete && el.naturalWidth > 0",
+        arg=[image.element_handle(), src0], timeout=60_000)
+
+
+def _wait_text(el, js_condition: str):
+    el.page.wait_for_function(f"el => {js_condition}", arg=el.element_handle(), timeout=60_000)
+
+
+def _slide(slider, steps: int, value: str, says: str):
+    """Press ArrowRight ``steps`` times on a slider; wait until its readout shows ``value``, the
+    explorer's text includes ``says`` and its figure is a new, loaded image (each step is one kernel
+    round trip, so wait for the last one, not the first change). Returns (value0, value1, text0, text1)."""
+    explorer, image, panel = _explorer(slider)
+    readout = slider.locator(".widget-readout")
+    src0, text0, value0 = image.get_attribute("src"), panel.inner_text(), readout.inner_text()
+    handle = slider.locator(".noUi-handle").first
+    handle.focus()
+    for _ in range(steps):
+        handle.press("ArrowRight")
+    _wait_text(readout, f"el.innerText.trim() === {json.dumps(value)}")
+    _wait_text(panel, f"el.innerText.includes({json.dumps(says)})")
+    _wait_new_image(image, src0)
+    explorer.scroll_into_view_if_needed()
+    return value0, readout.inner_text(), text0, panel.inner_text()
+
+
+def _control(cell_or_page, css: str, label: str):
+    """An explorer's control (``css``: its widget class) labelled ``label`` in an output, once it is there
+    (generous: the kernel may still be running the cells before it on busy cores)."""
+    control = cell_or_page.locator(f".jp-OutputArea-output {css}", has_text=label).first
+    control.wait_for(timeout=120_000)
+    return control
+
+
+@pytest.mark.parametrize("chapter, cells, label, steps, values, says", [
+    # chapter 1 from the Run menu's "Run All Cells"; the decode explorer: log2 B 6 -> 8
+    pytest.param("01_batch_size", None, "log2 B", 2, ("6", "8"), ("B = 64:", "B = 256:"), id="ch01-decode"),
+    # chapter 5: only its imports and the explorer's cell; the expert-parallel explorer: racks 2 -> 4
+    pytest.param("05_experts_on_a_rack", ("import numpy as np", "ep_explorer = explorers.expert_parallel_explorer()"),
+                 "racks", 2, ("2", "4"), ("spread over 2 rack(s)", "spread over 4 rack(s)"), id="ch05-expert-parallel"),
+])
+def test_explorer_slider_answers_in_chromium(lab, browser, chapter, cells, label, steps, values, says):
+    with _notebook(lab, browser, f"chapters/{chapter}.py", f"browser-ch{chapter[:2]}") as page:
+        if cells is None:
+            page.locator(".lm-MenuBar-item").filter(has_text=re.compile(r"^Run$")).first.click()
+            page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+            # every cell has run (on busy cores the kernel would otherwise still be timing the
+            # chapter's later cells, and the slider's round trips would wait behind them)
+            page.wait_for_function("""() => {
+                const ps = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+                return ps.length > 0 && ps.every(p => /\\[\\d+\\]/.test(p.textContent)); }""", timeout=300_000)
+            scope = page
+        else:
+            scope = _run_cells(page, *cells)
+        slider = _control(scope, ".widget-hslider", label)
+        value0, value1, text0, text1 = _slide(slider, steps, values[1], says[1])
+
+    assert (value0, value1) == values, (value0, value1)
+    assert says[0] in text0 and says[1] in text1, (text0, text1)
+
+
+def test_chapter8_long_context_explorer_answers_in_chromium(lab, browser):
+    with _notebook(lab, browser, "chapters/08_long_context.py", "browser-ch08") as page:
+        cell = _run_cells(page, "import numpy as np", "explorers.long_context_explorer()")
+        dropdown = _control(cell, ".widget-dropdown", "model, chips")
+        explorer, image, panel = _explorer(dropdown)
+        src0, text0 = image.get_attribute("src"), panel.inner_text()
+
+        dropdown.locator("select").select_option(label="llama-3.1-70b, 8 x B200")
+        _wait_text(panel, "el.innerText.startsWith('llama-3.1-70b, 8 x B200,')")
+        _wait_new_image(image, src0)
+        text1 = panel.inner_text()
+        explorer.scroll_into_view_if_needed()
+
+    assert text0.startswith("llama-3.1-70b, 8 x H200, L = 131,072:"), text0
+    assert text1.startswith("llama-3.1-70b, 8 x B200, L = 131,072:"), text1
