@@ -70,6 +70,38 @@ print(f"{'closed form':<16} {cf['mean_wait_s'] * 1e3:>8.3f}ms {cf['max_wait_s'] 
 r = rows[0][1]
 assert abs(r.mean_wait_s / (T / 2) - 1) < 0.005 and r.max_latency_s <= 2 * T
 
+# %% [markdown]
+# **Measured: a real cadence loop.** The same schedule, run for real for 0.4 s
+# (`schedule_bench.run_cadence`): a Python loop sleeps until each departure $kT$
+# ($T$ = 20 ms), boards every request whose arrival time (200 of them, drawn up
+# front, uniform) has passed, runs a tiny fixed step (`np.exp` of $2^{18}$
+# numbers), and records when each step really started. The simulation runs on
+# the same arrivals. A real machine can only depart *late* (timer slack, or the
+# core given to another process), so each measured wait is the simulated wait
+# plus its departure's lateness: the simulation is a lower bound, request by
+# request, and the excess is what this machine adds to the $T$ + step bound.
+
+# %%
+from llmmath import schedule_bench
+
+meas = schedule_bench.run_cadence(period_s=T, n_departures=20, n_requests=200, seed=0)
+print(meas.table())
+step_med = float(np.median(meas.step_s))
+excess = meas.wait_s - meas.simulated.wait_s
+on_time = np.mean(meas.wait_s <= T)
+print(f"step {step_med * 1e3:.2f} ms (median); departures late by {np.median(meas.lateness_s) * 1e3:.2f} ms "
+      f"(median), {meas.lateness_s.max() * 1e3:.2f} ms at worst")
+print(f"Measured here: mean wait {meas.wait_s.mean() * 1e3:.1f} ms against {meas.simulated.mean_wait_s * 1e3:.1f} ms "
+      f"simulated on the same arrivals ({meas.wait_s.mean() / meas.simulated.mean_wait_s:.2f}x); worst wait "
+      f"{meas.wait_s.max() * 1e3:.1f} ms against {meas.simulated.max_wait_s * 1e3:.1f} ms; {on_time:.0%} of requests "
+      f"waited at most T = {T * 1e3:.0f} ms, the ideal bound. "
+      + ("The loop kept its timetable: the bound held." if on_time == 1 else
+         "The rest boarded a departure that left late: the bound T + step is an ideal machine's, and a real "
+         "server adds its wake-up lateness on top."))
+# Only the side load cannot flip: a busy core delays departures, it never advances them.
+assert np.all(excess >= -1e-9) and meas.wait_s.max() >= meas.simulated.max_wait_s - 1e-9
+assert meas.wait_s.mean() >= meas.simulated.mean_wait_s - 1e-9
+
 # %% slideshow={"slide_type": "subslide"}
 fig, (ax1, ax2) = plots.new_axes(2, width=5.5)
 ax1.hist(r.wait_s * 1e3, bins=50, density=True, alpha=0.7, label="simulated wait")

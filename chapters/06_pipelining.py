@@ -199,6 +199,38 @@ for key in ("deepseek-v3", "kimi-k2"):
 floors_explorer = explorers.pipeline_placement_explorer()
 floors_explorer.widget
 
+# %% [markdown]
+# **Measured: a real two-stage pipeline.** Eight dense layers (256 × 256
+# float32 matmuls) on this machine's two cores, as two MPI ranks
+# (`mpi_bench.run_pipeline`, launched like chapter 5's collectives). Unpipelined,
+# rank 0 runs all eight layers on 8 micro-batches of 16 tokens; pipelined, rank 0
+# runs layers 0–3 and sends each micro-batch's activations to rank 1, which runs
+# layers 4–7, so two micro-batches are in flight. 20 alternated rounds; the
+# fastest round of each way counts (load only adds time). The prediction uses
+# each stage's own measured compute time $t_s$ per micro-batch: a round takes
+# $m \sum_s t_s$ on one rank and $(m + P - 1) \max_s t_s$ pipelined.
+
+# %%
+from llmmath import mpi_bench
+
+pipe = mpi_bench.run_pipeline(n_procs=2)
+pred_un, pred_pi = pipe.predicted_unpipelined_s_per_token(), pipe.predicted_pipelined_s_per_token()
+print(f"stages: {pipe.stage_s[0] * 1e6:.0f} us and {pipe.stage_s[1] * 1e6:.0f} us per micro-batch of {pipe.batch}")
+print(f"{'':<22} {'us/token':>9} {'predicted':>10} {'core-us/token':>14}")
+for name, meas_s, pred_s, cores in (("unpipelined, 1 rank", pipe.unpipelined_s_per_token, pred_un, 1),
+                                    ("pipelined, 2 ranks", pipe.pipelined_s_per_token, pred_pi, 2)):
+    print(f"{name:<22} {meas_s * 1e6:>9.2f} {pred_s * 1e6:>10.2f} {cores * meas_s * 1e6:>14.2f}")
+speedup = pipe.unpipelined_s_per_token / pipe.pipelined_s_per_token
+core_ratio = 2 * pipe.pipelined_s_per_token / pipe.unpipelined_s_per_token
+print(f"Two stages made tokens come {speedup:.2f}x faster (predicted {pred_un / pred_pi:.2f}x), at "
+      f"{core_ratio:.2f}x the core-seconds per token (predicted {2 * pred_pi / pred_un:.2f}x): "
+      + ("the work per token was not reduced, only spread over two cores, plus the pipe's fill and the "
+         "stages' imbalance." if core_ratio >= 1 else
+         "below 1 on this run, which a split of the same work cannot do by itself: the one-rank rounds ran "
+         "slower than their stages (load, or a cache that holds one stage's weights but not all)."))
+# What two busy cores cannot flip: two stages are not 2x slower per token than one, nor 4x faster.
+assert pipe.pipelined_s_per_token <= 2 * pipe.unpipelined_s_per_token and core_ratio > 0.5
+
 # %%
 v21 = claims.check(21)
 assert v21.verdict == "holds"
@@ -313,6 +345,23 @@ for key in ("deepseek-v3", "kimi-k2"):
         print(f"{key:<12} P={P}: {P * b:>6} sequences in flight, token latency {dp.token_latency_s * 1e3:.3f} ms "
               f"({dp.token_latency_s / base.time_s - 1:+.1%} vs one stage)"
               f"{'' if fit.fits[j] else '  [does not fit in HBM: not runnable]'}")
+
+# %% [markdown]
+# **Measured: one hop on this machine.** The pipeline run above also
+# ping-ponged one micro-batch's activations (16 tokens × 256 × 4 bytes) between
+# its two ranks, 50 times. Chapter 5's model predicts it from a ping-pong sweep:
+# $\alpha + n/\beta$.
+
+# %%
+pp = mpi_bench.run(n_procs=2, sizes=[8, 128, 2048, 32768, 262144], ops=("pingpong",), progress=False)
+alpha_pp, beta_pp = pp.fit()
+hop_model = alpha_pp + pipe.hop_bytes / beta_pp
+print(f"hop of {pipe.hop_bytes / 1024:.0f} KiB: {pipe.hop_median_s * 1e6:.1f} us measured (median); alpha + n/beta = "
+      f"{alpha_pp * 1e6:.2f} + {pipe.hop_bytes / beta_pp * 1e6:.2f} = {hop_model * 1e6:.1f} us "
+      f"({pipe.hop_median_s / hop_model:.2f}x). A stage computes {pipe.stage_s.max() * 1e6:.0f} us per micro-batch, "
+      f"so a hop adds {pipe.hop_median_s / pipe.stage_s.max():.0%} of a stage to a token's latency here.")
+# Medians of busy-polling ranks; a factor 5 either way still catches a wrong size or a unit slip.
+assert pipe.hop_median_s > 0 and 0.2 < pipe.hop_median_s / hop_model < 5
 
 # %%
 v24 = claims.check(24)

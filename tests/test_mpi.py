@@ -171,3 +171,54 @@ def test_hostfile_passes_through(tmp_path):
     hosts.write_text("localhost:2\n")
     res = mpi_bench.run(n_procs=2, sizes=[8, 4096], ops=("pingpong",), repeats=3, hostfile=hosts, progress=False)
     assert res.n_ranks == 2 and len(res.hostnames) == 2
+
+
+# --- A two-rank pipeline of matmul layers (llmmath.mpi_pipeline, launched by mpi_bench.run_pipeline) ---
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pipe") / "p.json"
+    return mpi_bench.run_pipeline(n_procs=2, rounds=12, progress=False, out=out), json.loads(out.read_text())
+
+
+@needs_mpi
+def test_pipeline_runs_and_reports(pipeline):
+    res, doc = pipeline
+    assert res.n_ranks == doc["n_ranks"] == 2 and res.layers == 8 and res.tokens == 8 * 16
+    assert res.unpipelined_s.shape == res.pipelined_s.shape == (12,) and res.stage_s.shape == (2,)
+    assert res.hop_bytes == 16 * 256 * 4 and res.hop_s.size == 50
+    for a in (res.unpipelined_s, res.pipelined_s, res.stage_s, res.hop_s):
+        assert np.all(np.isfinite(a)) and np.all(a > 0)
+
+
+@needs_mpi
+def test_pipeline_is_not_slower_and_matches_its_stage_times(pipeline):
+    # Fastest rounds (load only adds time). Two stages on two cores: ideally half the time per token
+    # (seen: 0.6-0.7x, also with one core busy). A factor 2 on the slower side still catches a pipeline
+    # that serializes its stages (e.g. a blocking send that waits for the next stage's compute).
+    res, _ = pipeline
+    assert res.pipelined_s_per_token <= 2.0 * res.unpipelined_s_per_token
+    # One rank doing every layer takes the sum of the stages: the fastest round within 2x of it either way.
+    assert 0.5 < res.unpipelined_s_per_token / res.predicted_unpipelined_s_per_token() < 2.0
+
+
+@needs_mpi
+def test_pipeline_hop_is_a_pingpong_at_its_size(measured, pipeline):
+    # The hop (median one-way time of one activation message) against alpha + n / beta fitted to the
+    # ping-pong sweep above; seen 1.1-1.3x. Factor 5 either way: both are medians of busy-polling ranks.
+    res, _ = pipeline
+    alpha, beta = measured[0].fit()
+    model = alpha + res.hop_bytes / beta
+    assert 0.2 < res.hop_median_s / model < 5.0
+
+
+def test_pipeline_bad_arguments_and_missing_mpi4py(monkeypatch):
+    for kw in (dict(n_procs=1), dict(n_procs=9), dict(layers=0), dict(micro_batches=0)):
+        with pytest.raises(ValueError):
+            mpi_bench.run_pipeline(**kw)
+    monkeypatch.setattr(mpi_bench, "_have_mpi4py", lambda: False)
+    with pytest.raises(RuntimeError, match="mpi4py is not installed"):
+        mpi_bench.run_pipeline()
+    from llmmath.mpi_pipeline import PipelineResults
+    with pytest.raises(ValueError, match="missing key"):
+        PipelineResults.from_dict({"n_ranks": 2})

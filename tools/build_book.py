@@ -24,8 +24,8 @@ floor"); a second notebook running at the same time takes cores and memory
 bandwidth from the measurement, and on a 2-core machine that made the build
 fail two times in three. So a notebook that measures (:func:`measures_time`:
 its code uses ``llmmath.kernels``, ``attention_kernels``, ``moe``,
-``mpi_bench``/``mpi_collectives``, or ``time_fn``, ``perf_counter``,
-``timeit``; chapters 0-3, 5, 8 and 9 today) is executed **alone**, one after
+``mpi_bench``/``mpi_collectives``, ``schedule_bench``, or ``time_fn``, ``perf_counter``,
+``timeit``; chapters 0-6, 8 and 9 today) is executed **alone**, one after
 another, with no other notebook running; these go first. The rest (chapters
 that only compute from the catalog, all worked solutions) then run ``--jobs``
 at a time, by default one fewer than the CPU cores (at least 1), which is
@@ -74,7 +74,7 @@ CELL_TIMEOUT_S = 600
 # A notebook's code "measures time" when it uses a module of llmmath that times kernels or
 # a timer itself. Broad on purpose: a false positive only costs parallelism.
 TIMING_PATTERN = re.compile(
-    r"\b(?:kernels|attention_kernels|moe|mpi_bench|mpi_collectives)\b|\btime_fn\b|\bperf_counter\b|\btimeit\b")
+    r"\b(?:kernels|attention_kernels|moe|mpi_bench|mpi_collectives|schedule_bench)\b|\btime_fn\b|\bperf_counter\b|\btimeit\b")
 
 # Lines (kernel stderr, Sphinx output) that are known to be harmless and repeat once per
 # kernel or page; dropped unless --verbose. Match on the message, never on a whole stream.

@@ -33,6 +33,10 @@ must belong to the MPI library mpi4py was built for:
   ``run(n_procs=8, launcher="srun")`` (add e.g. ``--mpi=pmix`` to the
   launcher string if your site needs it); Slurm supplies the hosts.
 
+:func:`run_pipeline` launches :mod:`llmmath.mpi_pipeline` the same way: a stack
+of matmul layers run on one rank, then split into stages over the ranks with
+micro-batches in flight, and one activation message's hop (chapter 6).
+
 On a batch system you can also run the worker yourself
 (``srun python -m llmmath.mpi_collectives --out r.json``) and load the file
 with :meth:`CollectiveResults.from_json`.
@@ -67,7 +71,7 @@ from . import network
 from ._validate import non_negative, positive, positive_int, result
 from .mpi_collectives import DEFAULT_REPEATS, DEFAULT_SIZES, OPS
 
-__all__ = ["CollectiveResults", "run", "plot", "OPS", "DEFAULT_SIZES"]
+__all__ = ["CollectiveResults", "run", "run_pipeline", "plot", "OPS", "DEFAULT_SIZES"]
 
 _INSTALL_HINT = 'pip install -e ".[mpi]" (or ".[test]"), which installs mpi4py and, on Linux, the mpich wheel with its mpiexec'
 
@@ -276,6 +280,94 @@ def _kill(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
+def _launch(module: str, worker_args: list, parse, n_procs: int, launcher, hostfile, timeout_s: float,
+            progress: bool, out, bind: bool):
+    """Run ``LAUNCHER [hostfile flags] [BIND] -n n_procs python -m MODULE ARGS --out JSON --expect-ranks n_procs``.
+
+    The one launching machinery of this module (:func:`run`, :func:`run_pipeline`): finds the
+    launcher, puts this ``llmmath`` on the ranks' ``PYTHONPATH``, streams rank 0's stdout when
+    ``progress``, stops the whole process group after ``timeout_s``, and returns
+    ``parse(document)`` of the JSON rank 0 wrote, after checking it ran on ``n_procs`` ranks.
+
+    Raises:
+        ValueError, FileNotFoundError, RuntimeError: as :func:`run` documents.
+    """
+    if timeout_s <= 0:
+        raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
+    if not _have_mpi4py():
+        raise RuntimeError(f"mpi4py is not installed in {sys.executable}. Install it with {_INSTALL_HINT}")
+    cmd = _find_launcher(launcher)
+    family = _launcher_family(cmd[0]) if (hostfile is not None or bind) else "unknown"
+    if hostfile is not None:
+        if family == "slurm":
+            raise ValueError("srun takes its hosts from the Slurm allocation; pass hostfile=None")
+        if not Path(hostfile).is_file():
+            raise FileNotFoundError(f"hostfile {str(hostfile)!r} does not exist")
+        cmd += [*_HOSTFILE_FLAG[family], str(hostfile)]
+    if bind:
+        cmd += _BIND_FLAGS[family]
+
+    lib_dir = str(Path(__file__).resolve().parent.parent)  # so the ranks import this llmmath
+    env = dict(os.environ)
+    env["PYTHONPATH"] = lib_dir + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("OMP_NUM_THREADS", "1")  # the ranks need no threads of their own
+
+    with tempfile.TemporaryDirectory(prefix="llmmath_mpi_") as tmp:
+        json_path = str(out) if out is not None else os.path.join(tmp, "results.json")
+        if out is not None and os.path.exists(json_path):
+            os.remove(json_path)  # never read back a stale file
+        launch = cmd + ["-n", str(n_procs)]
+        worker = [sys.executable, "-m", module, *worker_args, "--out", json_path, "--expect-ranks", str(n_procs)]
+        cmd = launch + worker
+        if progress:
+            print(f"mpi_bench: {shlex.join(launch)} python -m {module} ...", flush=True)
+        err_path = os.path.join(tmp, "stderr.txt")
+        t0 = time.perf_counter()
+        timed_out = threading.Event()
+        with open(err_path, "w") as err:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True,
+                                    env=env, start_new_session=True)
+
+            def on_timeout():
+                timed_out.set()
+                _kill(proc)
+
+            timer = threading.Timer(timeout_s, on_timeout)
+            timer.start()
+            out_lines = []
+            try:
+                for line in proc.stdout:
+                    out_lines.append(line)
+                    if progress:
+                        print(line.rstrip("\n"), flush=True)
+                rc = proc.wait()
+            except BaseException:  # KeyboardInterrupt in a notebook: do not leave ranks spinning
+                _kill(proc)
+                raise
+            finally:
+                timer.cancel()
+                proc.stdout.close()
+        with open(err_path) as f:
+            stderr = f.read()
+        tail = "\n".join(stderr.strip().splitlines()[-25:])[-3000:] or "(stderr was empty)"
+        if timed_out.is_set():
+            raise RuntimeError(f"MPI run timed out after {timeout_s:g} s and was stopped: {shlex.join(cmd)}\n"
+                               f"--- stderr (tail) ---\n{tail}")
+        if rc != 0:
+            raise RuntimeError(f"MPI run failed with exit status {rc}: {shlex.join(cmd)}\n"
+                               f"--- stderr (tail) ---\n{tail}")
+        if not os.path.exists(json_path):
+            raise RuntimeError(f"MPI run exited 0 but wrote no {json_path}: {shlex.join(cmd)}\n"
+                               f"--- stdout ---\n{''.join(out_lines)[-2000:]}\n--- stderr (tail) ---\n{tail}")
+        with open(json_path) as f:
+            res = parse(json.load(f))
+    if res.n_ranks != n_procs:
+        raise RuntimeError(f"asked for {n_procs} ranks but the run had {res.n_ranks}")
+    if progress:
+        print(f"mpi_bench: done in {time.perf_counter() - t0:.1f} s", flush=True)
+    return res
+
+
 def run(n_procs: int = 2, sizes: Sequence[int] | None = None, ops: Sequence[str] = OPS,
         repeats: int = DEFAULT_REPEATS, launcher: str | Sequence[str] | None = None,
         hostfile: str | os.PathLike | None = None, timeout_s: float = 120, progress: bool = True,
@@ -332,81 +424,9 @@ def run(n_procs: int = 2, sizes: Sequence[int] | None = None, ops: Sequence[str]
     if not sizes or any(isinstance(s, bool) or int(s) != s or s < 1 for s in sizes):
         raise ValueError(f"sizes must be whole numbers of bytes >= 1, got {sizes!r}")
     repeats = positive_int("repeats", repeats)
-    if timeout_s <= 0:
-        raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
-    if not _have_mpi4py():
-        raise RuntimeError(f"mpi4py is not installed in {sys.executable}. Install it with {_INSTALL_HINT}")
-    cmd = _find_launcher(launcher)
-    family = _launcher_family(cmd[0]) if (hostfile is not None or bind) else "unknown"
-    if hostfile is not None:
-        if family == "slurm":
-            raise ValueError("srun takes its hosts from the Slurm allocation; pass hostfile=None")
-        if not Path(hostfile).is_file():
-            raise FileNotFoundError(f"hostfile {str(hostfile)!r} does not exist")
-        cmd += [*_HOSTFILE_FLAG[family], str(hostfile)]
-    if bind:
-        cmd += _BIND_FLAGS[family]
-
-    lib_dir = str(Path(__file__).resolve().parent.parent)  # so the ranks import this llmmath
-    env = dict(os.environ)
-    env["PYTHONPATH"] = lib_dir + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    env.setdefault("OMP_NUM_THREADS", "1")  # the ranks need no threads of their own
-
-    with tempfile.TemporaryDirectory(prefix="llmmath_mpi_") as tmp:
-        json_path = str(out) if out is not None else os.path.join(tmp, "results.json")
-        if out is not None and os.path.exists(json_path):
-            os.remove(json_path)  # never read back a stale file
-        launch = cmd + ["-n", str(n_procs)]
-        worker = [sys.executable, "-m", "llmmath.mpi_collectives",
-                  "--ops", *ops, "--sizes", *[str(int(s)) for s in sizes], "--repeats", str(repeats),
-                  "--out", json_path, "--expect-ranks", str(n_procs)]
-        cmd = launch + worker
-        if progress:
-            print(f"mpi_bench: {shlex.join(launch)} python -m llmmath.mpi_collectives ...", flush=True)
-        err_path = os.path.join(tmp, "stderr.txt")
-        t0 = time.perf_counter()
-        timed_out = threading.Event()
-        with open(err_path, "w") as err:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True,
-                                    env=env, start_new_session=True)
-
-            def on_timeout():
-                timed_out.set()
-                _kill(proc)
-
-            timer = threading.Timer(timeout_s, on_timeout)
-            timer.start()
-            out_lines = []
-            try:
-                for line in proc.stdout:
-                    out_lines.append(line)
-                    if progress:
-                        print(line.rstrip("\n"), flush=True)
-                rc = proc.wait()
-            except BaseException:  # KeyboardInterrupt in a notebook: do not leave ranks spinning
-                _kill(proc)
-                raise
-            finally:
-                timer.cancel()
-                proc.stdout.close()
-        with open(err_path) as f:
-            stderr = f.read()
-        tail = "\n".join(stderr.strip().splitlines()[-25:])[-3000:] or "(stderr was empty)"
-        if timed_out.is_set():
-            raise RuntimeError(f"MPI run timed out after {timeout_s:g} s and was stopped: {shlex.join(cmd)}\n"
-                               f"--- stderr (tail) ---\n{tail}")
-        if rc != 0:
-            raise RuntimeError(f"MPI run failed with exit status {rc}: {shlex.join(cmd)}\n"
-                               f"--- stderr (tail) ---\n{tail}")
-        if not os.path.exists(json_path):
-            raise RuntimeError(f"MPI run exited 0 but wrote no {json_path}: {shlex.join(cmd)}\n"
-                               f"--- stdout ---\n{''.join(out_lines)[-2000:]}\n--- stderr (tail) ---\n{tail}")
-        res = CollectiveResults.from_json(json_path)
-    if res.n_ranks != n_procs:
-        raise RuntimeError(f"asked for {n_procs} ranks but the run had {res.n_ranks}")
-    if progress:
-        print(f"mpi_bench: done in {time.perf_counter() - t0:.1f} s", flush=True)
-    return res
+    worker = ["--ops", *ops, "--sizes", *[str(int(s)) for s in sizes], "--repeats", str(repeats)]
+    return _launch("llmmath.mpi_collectives", worker, CollectiveResults.from_dict, n_procs, launcher, hostfile,
+                   timeout_s, progress, out, bind)
 
 
 def plot(results: CollectiveResults, ax=None):
@@ -436,3 +456,34 @@ def plot(results: CollectiveResults, ax=None):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     return ax
+
+
+def run_pipeline(n_procs: int = 2, layers: int = 8, d_model: int = 256, batch: int = 16, micro_batches: int = 8,
+                 rounds: int = 20, hop_repeats: int = 50, launcher: str | Sequence[str] | None = None,
+                 hostfile: str | os.PathLike | None = None, timeout_s: float = 120, progress: bool = True,
+                 out: str | os.PathLike | None = None, bind: bool = True):
+    """Launch :mod:`llmmath.mpi_pipeline` on ``n_procs`` ranks: a matmul stack unpipelined vs pipelined, and the hop.
+
+    Same launching as :func:`run` (launcher, hostfile, binding, timeout, ``out``).
+    Defaults: 8 layers of 256 x 256 float32 (2 MiB of weights), 8 micro-batches
+    of 16 tokens, 20 alternated rounds of a few milliseconds each (short, so
+    some run between two preemptions), a 16 KiB hop ping-ponged 50 times.
+
+    Returns:
+        :class:`llmmath.mpi_pipeline.PipelineResults`.
+
+    Raises:
+        ValueError: ``n_procs`` < 2 or more ranks than layers, a count < 1.
+        RuntimeError, FileNotFoundError: as :func:`run`.
+    """
+    from .mpi_pipeline import PipelineResults
+
+    n_procs = positive_int("n_procs", n_procs)
+    counts = dict(layers=layers, d_model=d_model, batch=batch, micro_batches=micro_batches, rounds=rounds,
+                  hop_repeats=hop_repeats)
+    counts = {k: positive_int(k, v) for k, v in counts.items()}
+    if not 2 <= n_procs <= counts["layers"]:
+        raise ValueError(f"n_procs must be >= 2 and <= layers ({counts['layers']}), got {n_procs}")
+    worker = [a for k, v in counts.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+    return _launch("llmmath.mpi_pipeline", worker, PipelineResults.from_dict, n_procs, launcher, hostfile,
+                   timeout_s, progress, out, bind)

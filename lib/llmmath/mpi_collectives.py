@@ -277,6 +277,14 @@ def local_reduce_bytes_per_s(n_bytes: int, repeats: int = 7) -> float:
     return 4.0 * n / float(np.median(times))
 
 
+def write_json(doc: dict, path: str) -> None:
+    """Write ``doc`` to ``path`` whole or not at all (a temporary file, then a rename)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, path)
+
+
 def main(argv=None) -> int:
     a = _parse(argv)
     from mpi4py import MPI  # imported here: the module itself (and --help) needs no MPI
@@ -311,10 +319,7 @@ def main(argv=None) -> int:
                          "pingpong: one way = round trip / 2",
             "ops": ops,
         }
-        tmp = a.out + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(doc, f, indent=1)
-        os.replace(tmp, a.out)
+        write_json(doc, a.out)
     return 0
 
 
