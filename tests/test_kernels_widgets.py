@@ -101,7 +101,8 @@ def test_pure_math_modules_import_no_measured_demo():
     math_modules = ["units", "hardware", "models", "roofline", "serving", "attention", "schedule",
                     "network", "parallelism", "memory", "training", "long_context"]
     demos = {"kernels", "attention_kernels", "critical_batch", "adversarial", "reversible", "mpi_bench",
-             "mpi_collectives", "claims", "checks", "answers", "widgets", "plots"}
+             "mpi_collectives", "mpi_pipeline", "schedule_bench", "claims", "checks", "answers", "widgets",
+             "plots", "explorers"}
     for name in math_modules:
         tree = ast.parse((lib / f"{name}.py").read_text())
         imported = set()
