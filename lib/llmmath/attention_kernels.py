@@ -765,7 +765,7 @@ def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_d
     elem = 2 if dtype == "fp16" else 4
     q, k, v = random_cache(batch, q_heads, kv_heads, max(contexts), head_dim, dtype, be=be)
     meth = _resolve_method(method, q, k)
-    with _one_blas_thread(meth):
+    with kernels.one_blas_thread(meth == "numpy"):
         dense, sparse = _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe)
     bytes_per_s = bytes_per_s or probe.copy_bytes_per_s
     ctx = np.asarray(contexts, float)
@@ -791,29 +791,3 @@ def _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe=None):
                               block_sparse_decode_attention(q, kl, vl, block_size, top_k, blocks=blocks, method=meth))
     t = kernels.time_interleaved(fns, rounds=repeats, warmup=1, probe=probe, be=be)
     return [t[("dense", L)].min_s for L in contexts], [t[("sparse", L)].min_s for L in contexts]
-
-
-class _one_blas_thread:
-    """On the CPU path, time with one BLAS thread.
-
-    The copy bandwidth the times are compared with is one NumPy copy (one core),
-    and on a busy 2-core machine a second BLAS thread that loses its core makes a
-    small product wait a whole scheduler slice: measured, up to 500x slower.
-    """
-
-    def __init__(self, method):
-        self._ctx = None
-        if method == "numpy":
-            try:
-                from threadpoolctl import threadpool_limits
-                self._ctx = threadpool_limits(1, "blas")
-            except ImportError:  # pragma: no cover - installed with scikit-learn
-                self._ctx = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self._ctx is not None:
-            self._ctx.restore_original_limits()
-        return False

@@ -22,7 +22,7 @@ import numpy as np
 
 __all__ = [
     "Backend", "backend", "Timing", "time_fn", "measure_copy_bandwidth",
-    "measure_matmul_flops", "CeilingProbe", "time_interleaved", "local_chip",
+    "measure_matmul_flops", "CeilingProbe", "time_interleaved", "one_blas_thread", "local_chip",
     "BatchSweep", "batch_sweep", "default_sweep_sizes", "loglog_slope", "fit_knee", "fit_overlap",
 ]
 
@@ -308,6 +308,32 @@ class CeilingProbe:
         mm = (f" and {self.matmul_n}^3 products ({', '.join(self.matmul_samples_s)})" if self.matmul_samples_s else "")
         return (f"best of {n} samples of copy, read, add and update streams over {4 * self.array_elements / 2**20:.0f} MiB "
                 f"arrays{mm}, taken between the kernels' rounds")
+
+
+class one_blas_thread:
+    """``with one_blas_thread(active):`` times on one BLAS thread when ``active`` (the CPU path).
+
+    A demo compared with one-core ceilings, or made of many small products, should not
+    lean on a second BLAS thread: on a busy 2-core machine that thread loses its core
+    and each product waits a scheduler slice (measured: small products up to 500x
+    slower; the MoE layer's fall of time per token shrank from ~5x to 1.3x). Uses
+    threadpoolctl (installed with scikit-learn); a no-op when ``active`` is false.
+    """
+
+    def __init__(self, active: bool = True):
+        self._ctx = None
+        if active:
+            from threadpoolctl import threadpool_limits
+
+            self._ctx = threadpool_limits(1, "blas")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._ctx is not None:
+            self._ctx.restore_original_limits()
+        return False
 
 
 def time_interleaved(fns: dict, *, rounds: int = 5, warmup: int = 1, probe: CeilingProbe | None = None,
