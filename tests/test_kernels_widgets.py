@@ -1,5 +1,6 @@
 """Backend selection, the timer, the batch-sweep demo and the widget helper (CPU)."""
 
+import dataclasses
 import numpy as np
 import pytest
 
@@ -74,6 +75,24 @@ def test_small_batch_sweep_matches_its_own_formula():
     knee = d * d * 4 / W / (2 * d * d / F - 2 * d * 4 / W)
     assert s.knee_batch == pytest.approx(knee)
     assert "measured" in s.table()
+
+
+def test_rectangular_batch_sweep_and_its_knees():
+    F, W, d, n = 1e11, 1e10, 128, 384
+    s = kernels.batch_sweep([1, 8, 32], d_model=d, d_out=n, flops_per_s=F, bytes_per_s=W, repeats=1,
+                            progress=False, one_thread=True)
+    B = np.array([1, 8, 32])
+    assert s.weight_shape == (d, n) and s.measured_s.shape == (3,)
+    assert np.allclose(s.compute_s, 2 * B * d * n / F)                 # 2 B d n FLOPs
+    assert np.allclose(s.memory_s, (d * n + B * d + B * n) * 4 / W)    # W once, X in, Y out
+    # by hand: 2 B d n / F = (d n + B (d + n)) 4 / W  ->  B = 4 d n / W / (2 d n / F - 4 (d + n) / W)
+    assert s.knee_batch == pytest.approx(4 * d * n / W / (2 * d * n / F - 4 * (d + n) / W))
+    # the fitted knee of a synthetic roofline-shaped sweep (flat to 24, then proportional) is 24
+    b = np.array([2, 4, 8, 16, 32, 64, 128], float)
+    synth = dataclasses.replace(s, batch=b, measured_s=3e-3 * np.maximum(24, b), compute_s=b, memory_s=b)
+    assert synth.fitted_knee_batch == pytest.approx(24, rel=0.02)
+    with pytest.raises(ValueError, match="d_out >= 1"):
+        kernels.batch_sweep([1], d_model=64, d_out=0, flops_per_s=1e9, bytes_per_s=1e9, progress=False)
 
 
 def test_batch_sweep_refuses_bad_sizes():

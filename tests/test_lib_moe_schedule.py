@@ -5,6 +5,7 @@ config.json fields, chip figures from datasheets, routing statistics from
 probability, cadence results from the closed forms (wait ~ U(0, T)).
 """
 
+import dataclasses
 import time
 
 import numpy as np
@@ -183,6 +184,19 @@ def test_moe_sweep_small_runs_and_predicts():
     assert s.touched[0] == 2 and s.touched[1] == 8
     assert s.knee_batch == pytest.approx(1e11 * 4 / (2 * 1e10) * 8 / 2)
     assert "tok/expert" in s.table()
+
+
+def test_moe_fitted_knee_uses_only_batches_that_read_every_expert():
+    s = moe.moe_sweep(batches=[1, 64], n_experts=8, top_k=2, d_model=64, d_ff=32, repeats=1, progress=False,
+                      flops_per_s=1e11, bytes_per_s=1e10)
+    b = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
+    t = 1e-3 * np.maximum(40, b)           # flat to 40 tokens, then proportional
+    t[:4] = 1e-6                           # B k < 4 E = 32 (B < 16): few experts read, far below the floor
+    synth = dataclasses.replace(s, batch=b, measured_s=t)
+    assert synth.fitted_knee_batch == pytest.approx(40, rel=0.02)   # the four fast small batches are left out
+    few = dataclasses.replace(s, batch=np.array([1.0, 16.0]), measured_s=np.array([1e-3, 2e-3]))
+    with pytest.raises(ValueError, match="B k >= 4 E"):
+        few.fitted_knee_batch
 
 
 # ---- schedule --------------------------------------------------------------

@@ -512,6 +512,11 @@ class BatchSweep:
     flops_per_s: float
     bytes_per_s: float
     device: str
+    d_out: int | None = None       # columns of W; None: square (d_model)
+
+    @property
+    def weight_shape(self) -> tuple[int, int]:
+        return (self.d_model, self.d_out or self.d_model)
 
     @property
     def predicted_s(self) -> np.ndarray:
@@ -532,10 +537,15 @@ class BatchSweep:
 
     @property
     def knee_batch(self) -> float:
-        """Predicted knee: the B where 2 B d^2 / F = (d^2 + 2 B d) b / W."""
+        """Predicted knee: the B where 2 B m n / F = (m n + B (m + n)) b / W, for W of shape (m, n)."""
         b = 4.0 if self.dtype == "fp32" else 2.0
-        d = self.d_model
-        return d * d * b / (2 * d * d / self.flops_per_s - 2 * d * b / self.bytes_per_s) / self.bytes_per_s
+        m, n = self.weight_shape
+        return m * n * b / (2 * m * n / self.flops_per_s - (m + n) * b / self.bytes_per_s) / self.bytes_per_s
+
+    @property
+    def fitted_knee_batch(self) -> float:
+        """Measured knee: :func:`fit_knee` through every batch of the sweep."""
+        return fit_knee(self.batch, self.measured_s)
 
     def table(self) -> str:
         rows = [f"{'B':>6} {'measured':>11} {'predicted':>11} {'meas/pred':>9} {'bound':>8}"]
@@ -550,49 +560,57 @@ class BatchSweep:
 
 def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None, dtype: str | None = None,
                 flops_per_s: float | None = None, bytes_per_s: float | None = None,
-                repeats: int | None = None, progress: bool = True, be: Backend | None = None) -> BatchSweep:
-    """Time ``Y = X @ W`` with X ``(B, d)`` and W ``(d, d)`` for each B, beside the roofline.
+                repeats: int | None = None, progress: bool = True, be: Backend | None = None,
+                d_out: int | None = None, one_thread: bool = False) -> BatchSweep:
+    """Time ``Y = X @ W`` with X ``(B, d)`` and W ``(d, n)`` for each B, beside the roofline.
 
-    The prediction is ``max(2 B d^2 / F, (d^2 + 2 B d) b / W)``: every weight read
-    once, X read and Y written once (b bytes per element). ``F`` and ``W`` default
+    ``n = d_out``, default ``d`` (a square weight). The prediction is
+    ``max(2 B d n / F, (d n + B (d + n)) b / W)``: every weight read once, X read
+    and Y written once (b bytes per element). ``F`` and ``W`` default
     to this machine's ceilings sampled between the sweep's rounds
     (:class:`CeilingProbe`), so kernel and ceilings see the same load. The batches
     are timed round-robin, ``repeats`` rounds (default 3 on a CPU, 10 on a GPU)
     after one warm-up each, and each batch reports its best, as each ceiling does.
-    Shows its progress on one line when ``progress`` is true.
+    Shows its progress on one line when ``progress`` is true. ``one_thread`` runs the
+    sweep and its ceilings on one BLAS thread on a CPU (:class:`one_blas_thread`):
+    slower, but a second program on a 2-core machine then slows the kernel and
+    its ceilings alike instead of stalling one of two BLAS threads.
 
     Raises:
-        ValueError: a batch < 1, d_model < 1, or an unknown dtype.
+        ValueError: a batch < 1, d_model or d_out < 1, or an unknown dtype.
     """
     be = be or backend()
     d0, dt0, b0 = default_sweep_sizes(be)
     d = int(d_model or d0)
+    n = int(d if d_out is None else d_out)
     dtype = dtype or dt0
     if dtype not in ("fp32", "fp16"):
         raise ValueError(f"dtype must be 'fp32' or 'fp16', got {dtype!r}")
     batches = np.asarray(list(batches if batches is not None else b0), dtype=np.int64)
-    if d < 1 or batches.size == 0 or (batches < 1).any():
-        raise ValueError(f"need d_model >= 1 and batches >= 1, got d_model={d}, batches={batches.tolist()}")
+    if d < 1 or n < 1 or batches.size == 0 or (batches < 1).any():
+        raise ValueError(f"need d_model >= 1, d_out >= 1 and batches >= 1, got d_model={d}, d_out={n}, "
+                         f"batches={batches.tolist()}")
     probe = CeilingProbe((dtype,), be=be) if flops_per_s is None or bytes_per_s is None else None
     repeats = repeats or (10 if be.is_gpu else 3)
     b = 4.0 if dtype == "fp32" else 2.0
-    W = _random(be, (d, d), dtype, 3)
+    W = _random(be, (d, n), dtype, 3)
     fns = {}
     for B in batches:
         X = _random(be, (int(B), d), dtype, 4)
-        Y = be.xp.empty((int(B), d), dtype=W.dtype)
+        Y = be.xp.empty((int(B), n), dtype=W.dtype)
         fns[int(B)] = (lambda X=X, Y=Y: be.xp.matmul(X, W, out=Y))
     if progress:
         print(f"  batch sweep on {be.name}: {len(batches)} batches x {repeats} rounds ...", end="",
               file=sys.stdout, flush=True)
-    timings = time_interleaved(fns, rounds=repeats, warmup=1, probe=probe, be=be)
+    with one_blas_thread(one_thread and not be.is_gpu):
+        timings = time_interleaved(fns, rounds=repeats, warmup=1, probe=probe, be=be)
     if progress:
         print(f"\r  batch sweep on {be.name}: {len(batches)} batches done." + " " * 20, file=sys.stdout, flush=True)
     measured = np.array([timings[int(B)].min_s for B in batches])
     if probe is not None:
         flops_per_s = flops_per_s or probe.flops_per_s(dtype)
         bytes_per_s = bytes_per_s or probe.copy_bytes_per_s
-    compute = 2.0 * batches * d * d / flops_per_s
-    memory = (d * d + 2.0 * batches * d) * b / bytes_per_s
+    compute = 2.0 * batches * d * n / flops_per_s
+    memory = (d * n + batches * (d + n)) * b / bytes_per_s
     return BatchSweep(batches.astype(float), measured, compute, memory, d, dtype,
-                      float(flops_per_s), float(bytes_per_s), be.device_name)
+                      float(flops_per_s), float(bytes_per_s), be.device_name, None if d_out is None else n)

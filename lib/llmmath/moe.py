@@ -317,6 +317,24 @@ class MoESweep:
         return self.balance_ratio * self.n_experts / self.top_k
 
     @property
+    def fitted_knee_batch(self) -> float:
+        """Measured knee: :func:`llmmath.kernels.fit_knee` through the batches with B k >= 4 E.
+
+        Below that the mean expert has fewer than four tokens and, with uniform routing,
+        more than 2% of the experts are not touched at all (a fraction e^(-Bk/E)), so the
+        layer's time still climbs with the experts it reads rather than sitting on the
+        flat weight-read floor the knee is fitted to.
+
+        Raises:
+            ValueError: fewer than two such batches.
+        """
+        keep = self.batch * self.top_k >= 4 * self.n_experts
+        if keep.sum() < 2:
+            raise ValueError(f"need at least two batches with B k >= 4 E = {4 * self.n_experts} to fit a knee, "
+                             f"got {int(keep.sum())}")
+        return kernels.fit_knee(self.batch[keep], self.measured_s[keep])
+
+    @property
     def time_per_token_s(self) -> np.ndarray:
         return self.measured_s / self.batch
 

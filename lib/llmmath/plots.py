@@ -87,7 +87,7 @@ def batch_sweep_plot(sweep, ax=None):
     ax.loglog(sweep.batch, sweep.compute_s, ":", color="tab:red", alpha=0.6, label="compute time (FLOPs / F)")
     ax.set_xlabel("batch B (rows of X)")
     ax.set_ylabel("time per product (s)")
-    ax.set_title(f"Y = X(Bx{sweep.d_model}) W({sweep.d_model}x{sweep.d_model}), {sweep.dtype}, {sweep.device}", fontsize=9)
+    ax.set_title(f"Y = X(Bx{sweep.d_model}) W({sweep.weight_shape[0]}x{sweep.weight_shape[1]}), {sweep.dtype}, {sweep.device}", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     return ax
