@@ -54,9 +54,22 @@ def test_dtype_bytes_unknown_lists_allowed(bad):
         assert known in msg
 
 
-@pytest.mark.parametrize("bad", [None, ["bf16"], 2])
+@pytest.mark.parametrize("bad", [None, ["bf16"], "2"])
 def test_dtype_bytes_non_string_is_keyerror(bad):
     with pytest.raises(KeyError):
+        units.dtype_bytes(bad)
+
+
+@pytest.mark.parametrize("n_bytes", [0.5625, 0.53125, 2, 1.0])
+def test_dtype_bytes_accepts_bytes_per_element(n_bytes):
+    # NVFP4: 16 four-bit values share one fp8 scale -> (16 * 4 + 8) / 16 / 8 = 0.5625 bytes
+    assert units.dtype_bytes(n_bytes) == float(n_bytes)
+
+
+@pytest.mark.parametrize("bad, exc", [(0, ValueError), (-1.0, ValueError), (float("nan"), ValueError),
+                                      (16, ValueError), (True, TypeError)])
+def test_dtype_bytes_refuses_bad_numbers(bad, exc):
+    with pytest.raises(exc, match="dtype"):
         units.dtype_bytes(bad)
 
 

@@ -166,20 +166,25 @@ def arithmetic_intensity(model, kv_dtype: str = "bf16", variant: str | None = No
 def decode_attention_flops(model, context, variant: str | None = None):
     """FLOPs of one sequence's decode attention over ``context`` cached tokens, all layers.
 
-    ``n_layers * flops_per_cached_token * L``. Broadcasts over ``context``.
+    ``flops_per_cached_token * (n_full L + n_window min(L, w))`` (``n_layers L`` without
+    windowed layers; :meth:`Model.cached_positions`). Broadcasts over ``context``.
     For the native variant this equals :meth:`Model.attention_flops_per_token`.
     """
     m = models.get(model)
     L = non_negative("context", context)
-    return result(m.n_layers * flops_per_cached_token(m, variant) * L)
+    return result(flops_per_cached_token(m, variant) * m.cached_positions(L))
 
 
 @finite_result
 def decode_attention_bytes(model, context, kv_dtype: str = "bf16", variant: str | None = None):
-    """Cache bytes one sequence's decode step reads over ``context`` tokens, all layers (``L beta``)."""
+    """Cache bytes one sequence's decode step reads over ``context`` tokens, all layers (bytes).
+
+    ``L beta`` without windowed layers; a windowed layer reads at most its ``w`` positions
+    (:meth:`Model.cached_positions`). Broadcasts over ``context``.
+    """
     m = models.get(model)
     L = non_negative("context", context)
-    return result(m.n_layers * bytes_per_cached_token(m, kv_dtype, variant) * L)
+    return result(bytes_per_cached_token(m, kv_dtype, variant) * m.cached_positions(L))
 
 
 @finite_result

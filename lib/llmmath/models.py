@@ -7,7 +7,12 @@ those fields, exactly, as integers:
 * ``total_params`` N_tot and ``active_params`` N_act (per token) -- these must
   equal the published totals, and the tests check that they do;
 * ``kv_bytes_per_token(dtype)`` beta -- KV-cache bytes per token of context, all layers;
+  ``kv_bytes_per_sequence(context, dtype)`` -- one sequence's whole cache, which is
+  less than ``L beta`` when some layers attend through a sliding window (gpt-oss);
 * ``attention_flops_per_token(context)`` -- the context-dependent FLOPs of one new token.
+
+:func:`from_hf_config` builds a Model from a Hugging Face ``config.json`` (a path or
+a dict; nothing is downloaded).
 
 Counting rules (one multiply-add = 2 FLOPs; biases and norm weights counted
 where the config has them):
@@ -33,14 +38,15 @@ from . import _catalog
 from ._validate import finite_result, flag, non_negative, non_negative_int, positive, positive_int, result, scalar
 from .units import dtype_bytes
 
-__all__ = ["Model", "get", "names", "catalog"]
+__all__ = ["Model", "get", "names", "catalog", "from_hf_config"]
 
 _STR_FIELDS = ("key", "name", "norm", "pos_embedding", "source", "published_total_source", "note")
 _BOOL_FIELDS = ("gated_mlp", "tied_embeddings", "qk_norm", "attn_bias", "qkv_bias", "mlp_bias", "attn_sinks",
-                "router_bias")
+                "router_bias", "shared_expert_gate")
 _INT_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab", "max_context",
                "n_experts", "experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers",
-               "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+               "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+               "sliding_window", "n_window_layers")
 _POSITIVE_FIELDS = ("n_layers", "d_model", "n_heads", "head_dim", "vocab")
 
 
@@ -50,6 +56,11 @@ class Model:
 
     Field names follow the config files (see ``data/models.toml``). A zero in the
     MoE fields means a dense model; a zero ``kv_lora_rank`` means standard attention.
+    ``sliding_window`` (tokens) and ``n_window_layers``: that many of the layers attend
+    only to the last ``sliding_window`` positions and cache only those (0: every layer
+    attends to the whole context). ``shared_expert_gate``: a ``d x 1`` sigmoid gate on
+    the shared experts (Qwen-MoE). ``unmodelled_config_fields``: the names of config
+    fields :func:`from_hf_config` did not understand (empty for catalog models).
     """
 
     key: str
@@ -82,11 +93,15 @@ class Model:
     qk_nope_head_dim: int = 0
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
+    sliding_window: int = 0
+    n_window_layers: int = 0
+    shared_expert_gate: bool = False
     published_total_params: float = 0
     published_active_params: float = 0
     source: str = ""
     published_total_source: str = ""
     note: str = ""
+    unmodelled_config_fields: tuple = ()
 
     def __post_init__(self):
         """Validate every field (also on :func:`dataclasses.replace`); whole floats become ints."""
@@ -112,6 +127,16 @@ class Model:
             except (TypeError, ValueError) as e:
                 raise type(e)(f"{key}: {e}") from None
             object.__setattr__(self, f, v if v != int(v) else int(v))
+        if not isinstance(self.unmodelled_config_fields, tuple) or not all(
+                isinstance(f, str) for f in self.unmodelled_config_fields):
+            raise TypeError(f"{key}: unmodelled_config_fields must be a tuple of field names, "
+                            f"got {self.unmodelled_config_fields!r}")
+        if bool(self.sliding_window) != bool(self.n_window_layers) or self.n_window_layers > self.n_layers:
+            raise ValueError(f"{key}: sliding_window={self.sliding_window} and n_window_layers="
+                             f"{self.n_window_layers} must be both 0 (no windowed layers) or a window >= 1 "
+                             f"token with 1..n_layers={self.n_layers} windowed layers")
+        if self.shared_expert_gate and not self.n_shared_experts:
+            raise ValueError(f"{key}: shared_expert_gate needs shared experts (n_shared_experts >= 1)")
         if self.norm not in ("rmsnorm", "layernorm"):
             raise ValueError(f"{key}: norm must be 'rmsnorm' or 'layernorm', got {self.norm!r}")
         if self.pos_embedding not in ("rope", "learned"):
@@ -132,7 +157,8 @@ class Model:
                 raise ValueError(f"{key}: n_dense_layers must be between 0 and n_layers - 1 = "
                                  f"{self.n_layers - 1} (at least one MoE layer), got {self.n_dense_layers}")
         else:
-            for f in ("experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers", "router_bias"):
+            for f in ("experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers", "router_bias",
+                      "shared_expert_gate"):
                 if getattr(self, f):
                     raise ValueError(f"{key}: {f} must be 0 (False) in a dense model (n_experts=0), "
                                      f"got {getattr(self, f)!r}; set n_experts for a mixture of experts")
@@ -236,7 +262,8 @@ class Model:
         """N_tot: every weight, embeddings and LM head included (integer)."""
         dense_mlp = self.mlp_params(self.d_ff)
         n_dense = self.n_layers - self.n_moe_layers
-        moe_mlp = (self.n_experts + self.n_shared_experts) * self.expert_params + self.router_params_per_layer
+        moe_mlp = ((self.n_experts + self.n_shared_experts) * self.expert_params + self.router_params_per_layer
+                   + (self.d_model if self.shared_expert_gate else 0))
         return (self.embedding_params + self.lm_head_params + self._norm_params(self.d_model)
                 + n_dense * self._layer_params(dense_mlp)
                 + self.n_moe_layers * self._layer_params(moe_mlp))
@@ -296,24 +323,101 @@ class Model:
             per_pos = 2 * self.n_heads * (2 * self.kv_lora_rank + self.qk_rope_head_dim)
         else:
             per_pos = 4 * self.n_heads * self.head_dim
-        return result(self.n_layers * per_pos * L)
+        return result(per_pos * self.cached_positions(L))
+
+    def cached_positions(self, context) -> float | np.ndarray:
+        """Positions a new token attends to, summed over layers: ``n_full L + n_window min(L, w)``.
+
+        ``n_layers * L`` for a model without windowed layers. Broadcasts over ``context`` (tokens, >= 0).
+
+        Raises:
+            ValueError: negative or NaN context.
+        """
+        L = non_negative("context", context)
+        n_win = self.n_window_layers
+        return result((self.n_layers - n_win) * L + (n_win * np.minimum(L, self.sliding_window) if n_win else 0.0))
+
+    @property
+    def n_full_attention_layers(self) -> int:
+        """Layers that attend to (and cache) the whole context: all but the windowed ones."""
+        return self.n_layers - self.n_window_layers
+
+    @finite_result
+    def prefill_attention_flops(self, prompt_tokens, absorbed: bool = True) -> float | np.ndarray:
+        """Causal attention FLOPs of prefilling one prompt of ``prompt_tokens`` tokens (all layers).
+
+        Token ``i`` (0-based) attends to ``i`` earlier positions in a full layer and to
+        ``min(i, w)`` in a windowed one, so a full layer pays for ``T (T-1) / 2``
+        positions and a windowed one for ``w (w+1) / 2 + (T-1-w) w`` once ``T > w``
+        (``T (T-1)/2`` before). Per position the cost is that of
+        :meth:`attention_flops_per_token` with the same ``absorbed`` (default True,
+        as :func:`llmmath.serving.prefill_step` has always counted; ``False`` is MLA's
+        up-projected prefill form). Broadcasts over ``prompt_tokens``.
+
+        Raises:
+            ValueError: negative or NaN ``prompt_tokens``. TypeError: a non-boolean ``absorbed``.
+        """
+        T = non_negative("prompt_tokens", prompt_tokens)
+        per_pos = np.asarray(self.attention_flops_per_token(1.0, absorbed=flag("absorbed", absorbed))) / self.n_layers
+        full = T * np.maximum(T - 1.0, 0.0) / 2.0
+        if self.n_window_layers:
+            w = float(self.sliding_window)
+            win = np.where(T - 1.0 <= w, full, w * (w + 1.0) / 2.0 + (T - 1.0 - w) * w)
+        else:
+            win = 0.0
+        return result(per_pos * (self.n_full_attention_layers * full + self.n_window_layers * win))
 
     @finite_result
     def flops_per_token(self, context=0) -> float | np.ndarray:
         """Forward FLOPs of one token: ``2 * matmul_params_per_token`` + attention over ``context``."""
         return result(2.0 * self.matmul_params_per_token + self.attention_flops_per_token(context))
 
-    def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
-        """beta: KV-cache bytes per token of context, summed over layers.
+    def kv_bytes_per_token_per_layer(self, dtype="bf16") -> float:
+        """KV-cache bytes one cached token takes in one layer (bytes).
 
-        Standard attention: ``2 * n_layers * n_kv_heads * head_dim * b_kv`` (K and V).
-        MLA: ``n_layers * (kv_lora_rank + qk_rope_head_dim) * b_kv`` (the cached
-        latent and the shared rope key; DeepSeek-V2 paper, Table 1).
+        Standard attention: ``2 * n_kv_heads * head_dim * b_kv`` (K and V). MLA:
+        ``(kv_lora_rank + qk_rope_head_dim) * b_kv`` (the cached latent and the
+        shared rope key; DeepSeek-V2 paper, Table 1). ``dtype``: a name or bytes per element.
         """
         b = dtype_bytes(dtype)
         if self.is_mla:
-            return self.n_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * b
-        return 2.0 * self.n_layers * self.n_kv_heads * self.head_dim * b
+            return (self.kv_lora_rank + self.qk_rope_head_dim) * b
+        return 2.0 * self.n_kv_heads * self.head_dim * b
+
+    def kv_bytes_per_token(self, dtype="bf16", context=None) -> float | np.ndarray:
+        """beta: KV-cache bytes per token of context, summed over layers.
+
+        Without ``context``: ``n_layers`` times :meth:`kv_bytes_per_token_per_layer` --
+        what a token occupies while it is inside every layer's window (for a model
+        without windowed layers, at any context). With ``context`` (L tokens, scalar
+        or array): the average over the cache at that context,
+        :meth:`kv_bytes_per_sequence` ``/ L`` -- for gpt-oss-120b (18 of 36 layers
+        with a 128-token window) it falls towards half of the full figure at long
+        context. ``dtype``: a name (``bf16``, ``fp8``...) or bytes per element (0.5625).
+
+        Raises:
+            KeyError: unknown dtype name. ValueError: a bad number of bytes or context <= 0.
+        """
+        per_layer = self.kv_bytes_per_token_per_layer(dtype)
+        if context is None:
+            return self.n_layers * per_layer
+        L = positive("context", context)
+        return result(per_layer * self.cached_positions(L) / L)
+
+    @finite_result
+    def kv_bytes_per_sequence(self, context, dtype="bf16") -> float | np.ndarray:
+        """KV-cache bytes one sequence holds at ``context`` tokens, all layers (bytes).
+
+        ``(n_full L + n_window min(L, w)) * kv_bytes_per_token_per_layer``: a windowed
+        layer keeps only its last ``w`` positions (a ring buffer; gpt-oss: w = 128 in
+        18 of 36 layers). Equals ``L beta`` for a model without windows. Broadcasts
+        over ``context``.
+
+        Raises:
+            ValueError: negative or NaN context. KeyError: unknown dtype name.
+        """
+        L = non_negative("context", context)
+        return result(self.kv_bytes_per_token_per_layer(dtype) * self.cached_positions(L))
 
     @finite_result
     def expected_params_read(self, batch) -> float | np.ndarray:
@@ -350,6 +454,27 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model({self.key!r})"
+
+
+def from_hf_config(path_or_dict, name: str | None = None, warn: bool = True) -> Model:
+    """A :class:`Model` from a Hugging Face ``config.json`` (a file path or an already-loaded dict).
+
+    Nothing is downloaded. Understood families (``model_type``): llama, mistral,
+    mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2,
+    gpt_oss and gpt2 (see :mod:`llmmath._hf_config` for the field mapping). Fields
+    the reader does not know are listed in the result's ``unmodelled_config_fields``
+    and, unless ``warn=False``, named in a :class:`UserWarning`; keys starting with
+    ``_`` (``_name_or_path``) are metadata and skipped.
+
+    Raises:
+        ValueError: an unknown ``model_type``, a missing required field, or a value
+            this schema cannot express (the message names the field and what is allowed).
+        TypeError: not a path, a string or a dict.
+        FileNotFoundError: a path that does not exist.
+    """
+    from . import _hf_config  # the field mapping lives beside this module
+
+    return _hf_config.build(path_or_dict, name=name, warn=warn)
 
 
 @lru_cache(maxsize=None)

@@ -199,7 +199,7 @@ def memory_per_gpu(model, ep: int = 1, pp: int = 1, tp: int = 1, batch=1, contex
     other = m.total_params - routed
     weights = (routed / (ep * pp * tp) + other / (pp * tp)) * dtype_bytes(weight_dtype)
     tp_kv = 1 if m.is_mla else tp
-    kv = mb * B * L * m.kv_bytes_per_token(kv_dtype) / (pp * ep * tp_kv)
+    kv = mb * B * np.asarray(m.kv_bytes_per_sequence(L, kv_dtype)) / (pp * ep * tp_kv)
     weights, kv = np.broadcast_arrays(np.asarray(weights, dtype=float), kv)
     return MemoryPerGPU(result(weights), result(kv), ep * pp * tp)
 
@@ -329,7 +329,7 @@ def stage_floors_s(model, chip, chips_per_stage: int, stages: int, batch, contex
     for s, layers in enumerate(split):
         active, read, share = _stage_parts(m, B, layers, s == 0, s == len(split) - 1)
         compute = B * (2.0 * active + share * m.attention_flops_per_token(L)) / (n * F)
-        memory = (read * b_w + share * B * L * m.kv_bytes_per_token(kv_dtype)) / (n * c.hbm_bytes_per_s)
+        memory = (read * b_w + share * B * m.kv_bytes_per_sequence(L, kv_dtype)) / (n * c.hbm_bytes_per_s)
         out.append(max(compute, memory))
     return result(np.array(out))
 
@@ -530,7 +530,7 @@ def domain_hbm_fill(model_keys, system, batch, context, weight_dtype: str = "fp8
     B = float(non_negative("batch", scalar("batch", batch)))
     L = float(non_negative("context", scalar("context", context)))
     ms = [models.get(k) for k in model_keys]
-    need = np.array([m.weight_bytes(weight_dtype) + B * L * m.kv_bytes_per_token(kv_dtype) for m in ms], dtype=float)
+    need = np.array([m.weight_bytes(weight_dtype) + B * m.kv_bytes_per_sequence(L, kv_dtype) for m in ms], dtype=float)
     return result(np.atleast_1d(need / s.hbm_bytes))
 
 

@@ -92,7 +92,7 @@ def fits_in_hbm(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv_
     n = positive_int("n_chips", n_chips)
     B, L = broadcast(batch=positive("batch", batch), context=non_negative("context", context))
     with np.errstate(over="ignore", invalid="ignore"):  # an overflowing need (inf bytes) does not fit
-        need = m.weight_bytes(weight_dtype) + B * L * m.kv_bytes_per_token(kv_dtype)
+        need = m.weight_bytes(weight_dtype) + B * m.kv_bytes_per_sequence(L, kv_dtype)
     return result(need <= n * c.hbm_bytes)
 
 
@@ -100,14 +100,15 @@ def fits_in_hbm(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv_
 def max_batch(model, chip, context, n_chips=1, weight_dtype="bf16", kv_dtype="bf16"):
     """Largest whole batch whose KV cache fits beside the weights (0 if the weights alone do not fit).
 
-    ``floor((n_chips * C - N_tot * b_w) / (L * beta))``; at ``context = 0`` there is no
+    ``floor((n_chips * C - N_tot * b_w) / (L * beta))`` (``L beta`` is one sequence's
+    cache, :meth:`~llmmath.models.Model.kv_bytes_per_sequence`: less with windowed layers); at ``context = 0`` there is no
     KV cache and the result is ``inf`` (documented, not an error: HBM does not bound it).
     """
     m, c = models.get(model), hardware.get(chip)
     n = positive_int("n_chips", n_chips)
     L = non_negative("context", context)
     free = n * c.hbm_bytes - m.weight_bytes(weight_dtype)
-    per_seq = L * m.kv_bytes_per_token(kv_dtype)
+    per_seq = np.asarray(m.kv_bytes_per_sequence(L, kv_dtype))
     with np.errstate(divide="ignore"):
         out = np.where(per_seq > 0, np.floor(np.maximum(free, 0) / np.where(per_seq > 0, per_seq, 1)), np.inf)
     if free < 0:
@@ -125,14 +126,14 @@ def _capacity_error(m, c, n, B, L, weight_dtype, kv_dtype):
             f"{fmt_bytes(have)}; use n_chips >= {need_chips} or a smaller weight_dtype "
             f"(or pass check_capacity=False to evaluate the roofline anyway)"
         )
-    kv = B * L * m.kv_bytes_per_token(kv_dtype)
+    kv = B * np.asarray(m.kv_bytes_per_sequence(L, kv_dtype))
     bad = w + kv > have
     idx = np.argwhere(np.atleast_1d(bad))[0]
     Bb = float(np.broadcast_to(B, bad.shape)[tuple(idx)] if np.ndim(bad) else B)
     Lb = float(np.broadcast_to(L, bad.shape)[tuple(idx)] if np.ndim(bad) else L)
     mb = max_batch(m, c, Lb, n, weight_dtype, kv_dtype)
     return ValueError(
-        f"{m.key}: batch={Bb:g} at context={Lb:g} needs {fmt_bytes(w + Bb * Lb * m.kv_bytes_per_token(kv_dtype))} "
+        f"{m.key}: batch={Bb:g} at context={Lb:g} needs {fmt_bytes(w + Bb * m.kv_bytes_per_sequence(Lb, kv_dtype))} "
         f"of weights + KV cache but n_chips={n} x {c.key} hold {fmt_bytes(have)}; the largest batch that fits "
         f"at that context is {mb:g} (pass check_capacity=False to evaluate the roofline anyway)"
     )
@@ -176,12 +177,13 @@ def _decode_step(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv
     check_capacity = flag("check_capacity", check_capacity)
     if overlap not in ("max", "sum"):
         raise ValueError(f"overlap must be 'max' or 'sum', got {overlap!r}")
-    if check_capacity and not np.all(m.weight_bytes(weight_dtype) + B * L * m.kv_bytes_per_token(kv_dtype) <= n * c.hbm_bytes):
+    kv_seq = np.asarray(m.kv_bytes_per_sequence(L, kv_dtype))
+    if check_capacity and not np.all(m.weight_bytes(weight_dtype) + B * kv_seq <= n * c.hbm_bytes):
         raise _capacity_error(m, c, n, B, L, weight_dtype, kv_dtype)
     W = n * c.hbm_bytes_per_s
     compute = B * (2.0 * m.matmul_params_per_token + m.attention_flops_per_token(L)) / (n * F)
     weight = np.asarray(m.expected_params_read(B)) * b_w / W
-    kv = B * L * m.kv_bytes_per_token(kv_dtype) / W
+    kv = B * kv_seq / W
     compute, weight, kv = np.broadcast_arrays(compute, weight, kv)
     total = np.maximum(compute, weight + kv) if overlap == "max" else compute + weight + kv
     return DecodeStep(result(compute), result(weight), result(kv), result(total), result(np.broadcast_to(B, total.shape)), n)
@@ -288,7 +290,7 @@ def balance_batch(model, chip, context=0, weight_dtype="bf16", kv_dtype="bf16", 
         return result(out)
     attn = m.attention_flops_per_token(L) if attention_flops else 0.0 * L
     per_seq_compute = (2.0 * m.matmul_params_per_token + attn) / F
-    per_seq_kv = L * m.kv_bytes_per_token(kv_dtype) / W
+    per_seq_kv = np.asarray(m.kv_bytes_per_sequence(L, kv_dtype)) / W
     # An untied input embedding is not read whole: each sequence reads its one row.
     per_seq_row = (0 if m.tied_embeddings else m.d_model) * b_w / W
     margin = per_seq_compute - per_seq_kv - per_seq_row
@@ -312,7 +314,7 @@ def cost_ratio_unbatched(model, chip, context=0, weight_dtype="bf16", kv_dtype="
     one = _decode_step(m, c, 1, L, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                       compute_dtype=compute_dtype, check_capacity=False).time_s
     per_token_compute = (2.0 * m.matmul_params_per_token + m.attention_flops_per_token(L)) / F
-    per_token_kv = L * m.kv_bytes_per_token(kv_dtype) / c.hbm_bytes_per_s
+    per_token_kv = np.asarray(m.kv_bytes_per_sequence(L, kv_dtype)) / c.hbm_bytes_per_s
     return result(one / np.maximum(per_token_compute, per_token_kv))
 
 
@@ -481,7 +483,7 @@ def expert_parallel_decode_step(model, chip, batch, context=0, n_chips=1, weight
     n = positive_int("n_chips", n_chips)
     routed = m.n_moe_layers * m.n_experts * m.expert_params
     if flag("check_capacity", check_capacity):
-        need = expert_parallel_chip_bytes(m, n, weight_dtype) + B * L * m.kv_bytes_per_token(kv_dtype) / n
+        need = expert_parallel_chip_bytes(m, n, weight_dtype) + B * np.asarray(m.kv_bytes_per_sequence(L, kv_dtype)) / n
         if not np.all(need <= c.hbm_bytes):
             worst = float(np.max(need))
             raise ValueError(f"{m.key} with experts spread over n_chips={n} x {c.key}: the fullest chip needs "
@@ -493,7 +495,7 @@ def expert_parallel_decode_step(model, chip, batch, context=0, n_chips=1, weight
     busiest = expected_busiest_chip_experts(m, B, n)
     weight = (other / n + m.n_moe_layers * busiest * m.expert_params) * b_w / c.hbm_bytes_per_s
     compute = B * (2.0 * m.matmul_params_per_token + m.attention_flops_per_token(L)) / (n * F)
-    kv = B * L * m.kv_bytes_per_token(kv_dtype) / (n * c.hbm_bytes_per_s)
+    kv = B * np.asarray(m.kv_bytes_per_sequence(L, kv_dtype)) / (n * c.hbm_bytes_per_s)
     compute, weight, kv = np.broadcast_arrays(compute, weight, kv)
     total = np.maximum(compute, weight + kv)
     return DecodeStep(result(compute), result(weight), result(kv), result(total),
@@ -517,7 +519,7 @@ def expert_parallel_cost_ratio_unbatched(model, chip, n_chips, context=0, weight
     m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
     n, L = broadcast(n_chips=whole("n_chips", n_chips, 1), context=non_negative("context", context))
     best = np.maximum((2.0 * m.matmul_params_per_token + m.attention_flops_per_token(L)) / F,
-                      L * m.kv_bytes_per_token(kv_dtype) / c.hbm_bytes_per_s)
+                      np.asarray(m.kv_bytes_per_sequence(L, kv_dtype)) / c.hbm_bytes_per_s)
     out = np.empty(n.shape)
     for idx in np.ndindex(n.shape):
         step = expert_parallel_decode_step(m, c, 1, L[idx], int(n[idx]), weight_dtype, kv_dtype, compute_dtype,
@@ -560,8 +562,8 @@ def _prefill_step(model, chip, prompt_tokens, batch=1, n_chips=1, weight_dtype="
         raise ValueError(f"overlap must be 'max' or 'sum', got {overlap!r}")
     with np.errstate(over="ignore"):
         tokens = check_finite("prefill_step (batch * prompt_tokens)", B * T, prompt_tokens=T, batch=B)
-        pairs = check_finite("prefill_step (causal attention pairs)", T * (T - 1) / 2.0, prompt_tokens=T)
-    attn = np.asarray(m.attention_flops_per_token(pairs))
+        check_finite("prefill_step (causal attention pairs)", T * (T - 1) / 2.0, prompt_tokens=T)
+    attn = np.asarray(m.prefill_attention_flops(T))  # T (T-1)/2 pairs per full layer, fewer in windowed ones
     compute = B * (T * 2.0 * m.matmul_params_per_token + attn) / (n * F)
     W = n * c.hbm_bytes_per_s
     weight = np.asarray(m.expected_params_read(tokens)) * b_w / W
@@ -682,17 +684,27 @@ def kv_limit_context(model, chip, weight_dtype="bf16", kv_dtype="bf16", compute_
     (``a / beta``) is at least the chip's F/W, so attention is itself compute-bound and
     KV reads never outgrow the compute (DeepSeek-V3's absorbed MLA, 242 FLOP per
     cached byte at bf16, on an H200 whose F/W is 206). ``attention_flops=False``
-    drops ``a`` (the speaker's form). Source: chapter 3, claim 11.
+    drops ``a`` (the speaker's form). With windowed layers (gpt-oss) past the window
+    only the full layers' terms grow, ``L_max = (head + (n_w/n) w (a/F - beta/W)) /
+    ((n_f/n)(beta/W - a/F))``. Source: chapter 3, claim 11.
 
     Raises:
         KeyError: unknown model, chip or dtype.
     """
     m, c, b_w, b_kv, F = _resolve(model, chip, weight_dtype, kv_dtype, compute_dtype)
     W = c.hbm_bytes_per_s
-    a = m.attention_flops_per_token(1.0) if flag("attention_flops", attention_flops) else 0.0
+    use_attn = flag("attention_flops", attention_flops)
+    a = m.attention_flops_per_token(1.0) if use_attn else 0.0
     slope = m.kv_bytes_per_token(kv_dtype) / W - a / F
     head = 2.0 * m.matmul_params_per_token / F - (0 if m.tied_embeddings else m.d_model) * b_w / W
-    return float(head / slope) if slope > 0 else float("inf")
+    L_all = float(head / slope) if slope > 0 else float("inf")
+    if not m.n_window_layers or L_all <= m.sliding_window:
+        return L_all
+    # Past the window only the full layers' cache and attention grow; the windowed ones add constants.
+    w, share = float(m.sliding_window), m.n_window_layers / m.n_layers
+    slope_full = (1 - share) * slope
+    head_w = head + share * w * (a / F - m.kv_bytes_per_token(kv_dtype) / W)
+    return float(head_w / slope_full) if slope_full > 0 else float("inf")
 
 
 @finite_result

@@ -16,13 +16,14 @@ Conventions (stated once, used everywhere):
 from __future__ import annotations
 
 import math
+import numbers
 
 from ._validate import positive_int, scalar
 
 __all__ = [
     "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB",
     "GFLOP", "TFLOP", "PFLOP", "EFLOP", "US", "MS",
-    "DTYPE_BYTES", "dtype_bytes",
+    "DTYPE_BYTES", "dtype_bytes", "dtype_label",
     "fmt_bytes", "fmt_bytes_per_s", "fmt_flops", "fmt_flops_per_s",
     "fmt_seconds", "fmt_count", "fmt_usd",
 ]
@@ -44,18 +45,42 @@ DTYPE_BYTES: dict[str, float] = {
 }
 
 
-def dtype_bytes(dtype: str) -> float:
-    """Bytes per element of ``dtype`` (one of :data:`DTYPE_BYTES`).
+def dtype_bytes(dtype) -> float:
+    """Bytes per element of ``dtype``: a name in :data:`DTYPE_BYTES`, or the bytes themselves.
+
+    A number is taken as bytes per element, for formats with scales or odd widths:
+    NVFP4 (4-bit values, one fp8 scale per 16) is ``0.5625``, MXFP4 (one 8-bit
+    scale per 32) ``0.53125``, int4 with a bf16 scale per 128 ``0.515625``. Allowed
+    numbers: finite, > 0 and <= 8 (fp64); the chip's matmul precision then defaults
+    to bf16 (see :func:`llmmath.hardware.default_compute_dtype`).
 
     Raises:
-        KeyError: ``dtype`` is not a known format; the message lists the allowed ones.
+        KeyError: ``dtype`` is neither a known format nor a number; the message lists the allowed ones.
+        ValueError: a number that is not finite or not in (0, 8].
+        TypeError: a boolean.
     """
+    if isinstance(dtype, bool):
+        raise TypeError(f"dtype must be a format name ({', '.join(DTYPE_BYTES)}) or bytes per element, "
+                        f"not a boolean: got {dtype!r}")
+    if isinstance(dtype, numbers.Real):
+        value = float(dtype)
+        if not (math.isfinite(value) and 0 < value <= 8):
+            raise ValueError(f"dtype as bytes per element must be finite, > 0 and <= 8, got {dtype!r}; "
+                             f"or use a name: {', '.join(DTYPE_BYTES)}")
+        return value
     try:
         return DTYPE_BYTES[dtype]
     except (KeyError, TypeError):
         raise KeyError(
-            f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPE_BYTES)}"
+            f"unknown dtype {dtype!r}; allowed: {', '.join(DTYPE_BYTES)}, or bytes per element as a number "
+            f"in (0, 8] (e.g. 0.5625 for NVFP4)"
         ) from None
+
+
+def dtype_label(dtype) -> str:
+    """``'bf16'`` -> ``'bf16'``; ``0.5625`` -> ``'0.5625 B'`` (a dtype name or bytes per element, for display)."""
+    dtype_bytes(dtype)
+    return dtype if isinstance(dtype, str) else f"{float(dtype):g} B"
 
 
 def _display(name: str, value, digits) -> tuple[float, int]:

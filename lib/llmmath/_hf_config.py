@@ -1,0 +1,258 @@
+"""Reading a Hugging Face ``config.json`` into a :class:`llmmath.models.Model` (see :func:`models.from_hf_config`).
+
+The mapping, family by family (``model_type``; field names as in the
+``transformers`` configuration classes of each architecture):
+
+=====================  ==================================================================
+every family           ``num_hidden_layers`` -> n_layers, ``hidden_size`` -> d_model,
+                       ``num_attention_heads`` -> n_heads, ``num_key_value_heads`` ->
+                       n_kv_heads (default: n_heads), ``head_dim`` (default d_model /
+                       n_heads), ``vocab_size``, ``max_position_embeddings`` ->
+                       max_context, ``tie_word_embeddings`` (default False, as in the
+                       Llama, Qwen, Mixtral, DeepSeek and gpt-oss classes)
+llama, mistral         ``intermediate_size`` -> d_ff; ``attention_bias`` (q, k, v, o),
+                       ``mlp_bias``; ``sliding_window`` on every layer (Mistral 7B v0.1)
+qwen2, qwen3           q/k/v biases always (qwen2) / per-head q and k RMSNorm (qwen3);
+                       ``sliding_window`` only if ``use_sliding_window`` is true, on the
+                       layers from ``max_window_layers`` on
+mixtral                ``num_local_experts`` routed experts of width ``intermediate_size``
+qwen2_moe, qwen3_moe   ``num_experts``, ``num_experts_per_tok``, ``moe_intermediate_size``;
+                       qwen2_moe's shared expert (``shared_expert_intermediate_size``, a
+                       whole multiple of the expert width) and its ``d x 1`` gate;
+                       ``mlp_only_layers`` must be leading layers, ``decoder_sparse_step`` 1
+deepseek_v2/v3,        MLA (``q_lora_rank`` (null: a plain q projection), ``kv_lora_rank``,
+kimi_k2                ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``);
+                       ``n_routed_experts``, ``n_shared_experts``, ``moe_intermediate_size``,
+                       ``first_k_dense_replace`` dense leading layers, ``moe_layer_freq`` 1;
+                       a routing bias when ``topk_method`` is ``noaux_tc`` (V3, K2).
+                       ``num_nextn_predict_layers`` (the MTP module) is not counted, as
+                       in the published 671B
+gpt_oss                attention sinks, q/k/v/o biases, biased experts, a biased router;
+                       ``layer_types`` (``sliding_attention`` / ``full_attention``) with
+                       ``sliding_window``
+gpt2                   ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default 4 d),
+                       ``n_positions`` learned positions, LayerNorm, biases, tied head
+=====================  ==================================================================
+
+Fields that do not change a parameter count or a KV byte (token ids, rope
+settings, dropout, initialisation, dtype, quantisation metadata...) are listed in
+``_NO_EFFECT`` and skipped. Anything else is *unmodelled*: its name goes into
+``Model.unmodelled_config_fields`` and a warning, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+from . import models
+
+# Fields known to change neither a parameter count nor the KV cache.
+_NO_EFFECT = frozenset("""
+architectures model_type transformers_version torch_dtype dtype use_cache bos_token_id eos_token_id pad_token_id
+hidden_act initializer_range rms_norm_eps layer_norm_eps layer_norm_epsilon rope_theta rope_scaling attention_dropout
+pretraining_tp output_router_logits router_aux_loss_coef aux_loss_alpha seq_aux norm_topk_prob scoring_func
+routed_scaling_factor n_group topk_group ep_size auto_map quantization_config swiglu_limit initial_context_length
+rope_interleave num_nextn_predict_layers router_jitter_noise embd_pdrop resid_pdrop
+attn_pdrop summary_activation summary_first_dropout summary_proj_to_labels summary_type summary_use_proj
+scale_attn_weights scale_attn_by_inverse_layer_idx reorder_and_upcast_attn activation_function n_ctx
+task_specific_params max_window_layers use_sliding_window""".split())
+
+_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
+             "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2")
+
+
+def _load(path_or_dict) -> tuple[dict, str]:
+    if isinstance(path_or_dict, dict):
+        return dict(path_or_dict), "a config dict"
+    if not isinstance(path_or_dict, (str, os.PathLike)):
+        raise TypeError(f"config must be a path to a config.json or a dict, got {type(path_or_dict).__name__}")
+    p = Path(path_or_dict)
+    if p.is_dir():
+        p = p / "config.json"
+    if not p.exists():
+        raise FileNotFoundError(f"no config file at {str(p)!r} (give the path of a config.json or its folder; "
+                                f"nothing is downloaded)")
+    try:
+        cfg = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}: not valid JSON ({e})") from None
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{p}: a config.json holds one JSON object, got {type(cfg).__name__}")
+    return cfg, str(p)
+
+
+class _Reader:
+    """Reads fields off a config and remembers which it used."""
+
+    def __init__(self, cfg: dict, where: str):
+        self.cfg, self.where, self.used = cfg, where, set()
+
+    def has(self, key) -> bool:
+        return self.cfg.get(key) is not None
+
+    def get(self, key, default=None):
+        self.used.add(key)
+        v = self.cfg.get(key)
+        return default if v is None else v
+
+    def need(self, key):
+        self.used.add(key)
+        if self.cfg.get(key) is None:
+            raise ValueError(f"{self.where}: field {key!r} is required for model_type "
+                             f"{self.cfg.get('model_type')!r} and is missing")
+        return self.cfg[key]
+
+    def int(self, key, default=None):
+        v = self.need(key) if default is None else self.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+            raise ValueError(f"{self.where}: field {key!r} must be a whole number, got {v!r}")
+        return int(v)
+
+
+def _model_type(cfg: dict, where: str) -> str:
+    mt = cfg.get("model_type")
+    if mt is None:  # an old config: guess from the architecture name
+        arch = " ".join(cfg.get("architectures") or []).lower()
+        for fam, hint in (("deepseek_v3", "deepseekv3"), ("deepseek_v2", "deepseekv2"), ("mixtral", "mixtral"),
+                          ("qwen3_moe", "qwen3moe"), ("qwen2_moe", "qwen2moe"), ("qwen3", "qwen3"),
+                          ("qwen2", "qwen2"), ("gpt_oss", "gptoss"), ("mistral", "mistral"), ("llama", "llama"),
+                          ("gpt2", "gpt2")):
+            if hint in arch:
+                return fam
+        raise ValueError(f"{where}: no 'model_type' and no known 'architectures'; allowed model_type: "
+                         f"{', '.join(_FAMILIES)}")
+    if mt not in _FAMILIES:
+        raise ValueError(f"{where}: model_type {mt!r} is not one this reader understands; allowed: "
+                         f"{', '.join(_FAMILIES)}")
+    return mt
+
+
+def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Model:
+    """See :func:`llmmath.models.from_hf_config`."""
+    cfg, where = _load(path_or_dict)
+    mt = _model_type(cfg, where)
+    r = _Reader(cfg, where)
+    r.used.update({"model_type", "architectures"})
+    kw: dict = {}
+    if mt == "gpt2":
+        d = r.int("n_embd")
+        kw.update(n_layers=r.int("n_layer"), d_model=d, n_heads=r.int("n_head"), vocab=r.int("vocab_size"),
+                  d_ff=r.int("n_inner", 4 * d), max_context=r.int("n_positions"), norm="layernorm",
+                  pos_embedding="learned", gated_mlp=False, attn_bias=True, mlp_bias=True,
+                  tied_embeddings=bool(r.get("tie_word_embeddings", True)))
+        kw["n_kv_heads"] = kw["n_heads"]
+        kw["head_dim"] = d // kw["n_heads"]
+    else:
+        d, nh = r.int("hidden_size"), r.int("num_attention_heads")
+        kw.update(n_layers=r.int("num_hidden_layers"), d_model=d, n_heads=nh,
+                  n_kv_heads=r.int("num_key_value_heads", nh), vocab=r.int("vocab_size"),
+                  max_context=r.int("max_position_embeddings", 0),
+                  tied_embeddings=bool(r.get("tie_word_embeddings", False)))
+        kw["head_dim"] = r.int("head_dim", d // nh) if r.has("head_dim") else d // nh
+        r.used.add("head_dim")
+        kw["attn_bias"] = bool(r.get("attention_bias", False))
+        kw["mlp_bias"] = bool(r.get("mlp_bias", False))
+        if mt in ("qwen2", "qwen2_moe"):
+            kw["qkv_bias"], kw["attn_bias"] = not kw["attn_bias"], kw["attn_bias"]
+        if mt in ("qwen3", "qwen3_moe"):
+            kw["qk_norm"] = True
+        _sliding(r, mt, kw)
+        if mt in ("llama", "mistral", "qwen2", "qwen3"):
+            kw["d_ff"] = r.int("intermediate_size")
+        elif mt == "mixtral":
+            kw.update(d_ff=0, n_experts=r.int("num_local_experts"), experts_per_token=r.int("num_experts_per_tok"),
+                      d_ff_expert=r.int("intermediate_size"))
+        elif mt in ("qwen2_moe", "qwen3_moe"):
+            _qwen_moe(r, mt, kw)
+        elif mt in ("deepseek_v2", "deepseek_v3", "kimi_k2"):
+            _deepseek(r, kw)
+        elif mt == "gpt_oss":
+            k = r.int("num_experts_per_tok") if r.has("num_experts_per_tok") else r.int("experts_per_token")
+            r.used.update({"num_experts_per_tok", "experts_per_token"})
+            kw.update(d_ff=0, n_experts=r.int("num_local_experts"), experts_per_token=k,
+                      d_ff_expert=r.int("intermediate_size"), attn_bias=True, mlp_bias=True, router_bias=True,
+                      attn_sinks=True)
+    unknown = tuple(sorted(k for k in cfg if not k.startswith("_") and k not in r.used and k not in _NO_EFFECT))
+    key = name or str(cfg.get("_name_or_path") or "").split("/")[-1].lower() or f"hf-{mt}"
+    if unknown and warn:
+        warnings.warn(f"{where} ({key}): config fields not modelled (they may change the count): "
+                      f"{', '.join(unknown)}", UserWarning, stacklevel=3)
+    note = f"read from {where} by models.from_hf_config (model_type {mt})"
+    try:
+        return models.Model(key=key, name=name or key, source=where if where != "a config dict" else "",
+                            note=note, unmodelled_config_fields=unknown, **kw)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{where}: the config describes a model this schema refuses: {e}") from None
+
+
+def _sliding(r: _Reader, mt: str, kw: dict) -> None:
+    """Windowed layers: gpt-oss's ``layer_types``, Mistral's window on every layer, Qwen's opt-in window."""
+    window = r.get("sliding_window")
+    types = r.get("layer_types")
+    if types is not None:
+        allowed = {"sliding_attention", "full_attention"}
+        bad = sorted(set(types) - allowed)
+        if bad or len(types) != kw["n_layers"]:
+            raise ValueError(f"{r.where}: layer_types must list {kw['n_layers']} entries from {sorted(allowed)}, "
+                             f"got {len(types)} entries{' with ' + str(bad) if bad else ''}")
+        n_win = sum(t == "sliding_attention" for t in types)
+        if n_win and not window:
+            raise ValueError(f"{r.where}: layer_types has sliding_attention layers but sliding_window is not set")
+        if n_win:
+            kw.update(sliding_window=int(window), n_window_layers=n_win)
+        return
+    if not window:
+        return
+    if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
+        if r.get("use_sliding_window", False):
+            first = r.int("max_window_layers", kw["n_layers"])
+            if kw["n_layers"] - first:
+                kw.update(sliding_window=int(window), n_window_layers=kw["n_layers"] - first)
+        return
+    if mt in ("mistral", "llama", "mixtral") and int(window) < kw["max_context"]:
+        kw.update(sliding_window=int(window), n_window_layers=kw["n_layers"])
+
+
+def _qwen_moe(r: _Reader, mt: str, kw: dict) -> None:
+    n = kw["n_layers"]
+    step = r.int("decoder_sparse_step", 1)
+    only = list(r.get("mlp_only_layers", []) or [])
+    if step != 1:
+        raise ValueError(f"{r.where}: decoder_sparse_step={step}: MoE every {step}th layer is not expressible; "
+                         f"allowed: 1 (every layer MoE, except leading mlp_only_layers)")
+    if sorted(only) != list(range(len(only))):
+        raise ValueError(f"{r.where}: mlp_only_layers={only}: only leading dense layers [0, 1, ...] are "
+                         f"expressible")
+    kw.update(n_experts=r.int("num_experts"), experts_per_token=r.int("num_experts_per_tok"),
+              d_ff_expert=r.int("moe_intermediate_size"), n_dense_layers=len(only),
+              d_ff=r.int("intermediate_size") if only else 0)
+    r.used.add("intermediate_size")  # the dense width, used only by mlp_only_layers
+    if mt == "qwen2_moe":
+        shared = r.int("shared_expert_intermediate_size", 0)
+        if shared:
+            if shared % kw["d_ff_expert"]:
+                raise ValueError(f"{r.where}: shared_expert_intermediate_size={shared} is not a whole multiple of "
+                                 f"moe_intermediate_size={kw['d_ff_expert']}; this schema counts shared experts "
+                                 f"in units of the routed width")
+            kw.update(n_shared_experts=shared // kw["d_ff_expert"], shared_expert_gate=True)
+
+
+def _deepseek(r: _Reader, kw: dict) -> None:
+    freq = r.int("moe_layer_freq", 1)
+    if freq != 1:
+        raise ValueError(f"{r.where}: moe_layer_freq={freq} is not expressible; allowed: 1")
+    nope, rope = r.int("qk_nope_head_dim"), r.int("qk_rope_head_dim")
+    kw.update(head_dim=nope + rope, q_lora_rank=r.int("q_lora_rank", 0), kv_lora_rank=r.int("kv_lora_rank"),
+              qk_nope_head_dim=nope, qk_rope_head_dim=rope, v_head_dim=r.int("v_head_dim"),
+              n_kv_heads=kw["n_heads"], d_ff=r.int("intermediate_size"))
+    if r.has("n_routed_experts"):
+        kw.update(n_experts=r.int("n_routed_experts"), experts_per_token=r.int("num_experts_per_tok"),
+                  n_shared_experts=r.int("n_shared_experts", 0), d_ff_expert=r.int("moe_intermediate_size"),
+                  n_dense_layers=r.int("first_k_dense_replace", 0),
+                  router_bias=r.get("topk_method", "greedy") == "noaux_tc")
+    else:
+        r.used.update({"num_experts_per_tok", "n_shared_experts", "moe_intermediate_size", "first_k_dense_replace",
+                       "topk_method"})

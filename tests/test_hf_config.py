@@ -1,0 +1,159 @@
+"""models.from_hf_config: every catalog model rebuilt from its config.json; windows; odd precisions.
+
+The fixtures in ``tests/hf_configs/`` are the published ``config.json`` files (each
+names its source in ``_source``), a few hundred bytes to 2 KB each; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llmmath import attention, models, serving
+
+HERE = Path(__file__).resolve().parent / "hf_configs"
+META = {"key", "name", "source", "published_total_params", "published_active_params", "published_total_source",
+        "note", "unmodelled_config_fields"}
+
+
+def _cfg(name: str) -> dict:
+    return json.loads((HERE / f"{name}.json").read_text())
+
+
+def test_every_catalog_model_has_a_small_fixture():
+    have = {p.stem for p in HERE.glob("*.json")}
+    assert set(models.names()) <= have
+    for p in HERE.glob("*.json"):
+        assert p.stat().st_size < 4096, p.name
+        assert "_source" in json.loads(p.read_text()), p.name
+
+
+@pytest.mark.parametrize("key", models.names())
+def test_catalog_model_round_trips_through_its_config(key, recwarn):
+    cat = models.get(key)
+    built = models.from_hf_config(HERE / f"{key}.json", name=key)
+    assert built.total_params == cat.total_params          # the exact integer, not a rounding
+    assert built.active_params == cat.active_params
+    assert built.kv_bytes_per_sequence(100_000) == cat.kv_bytes_per_sequence(100_000)
+    for f in dataclasses.fields(models.Model):
+        if f.name not in META:
+            assert getattr(built, f.name) == getattr(cat, f.name), (key, f.name)
+    assert built.unmodelled_config_fields == ()
+    assert not [w for w in recwarn if "not modelled" in str(w.message)]
+
+
+def test_a_dict_works_as_well_as_a_path_and_the_folder_form():
+    cfg = _cfg("llama-3.1-8b")
+    assert models.from_hf_config(cfg).total_params == 8_030_261_248      # HF safetensors total / 2
+    assert models.from_hf_config(HERE / "llama-3.1-8b.json").key == "hf-llama"
+
+
+def test_unknown_fields_are_reported_by_name():
+    cfg = _cfg("llama-3.1-8b") | {"num_fancy_adapters": 4, "memory_tokens": 16}
+    with pytest.warns(UserWarning, match="memory_tokens, num_fancy_adapters"):
+        m = models.from_hf_config(cfg, name="odd")
+    assert m.unmodelled_config_fields == ("memory_tokens", "num_fancy_adapters")
+    assert models.from_hf_config(cfg, warn=False).unmodelled_config_fields == m.unmodelled_config_fields
+
+
+def test_deepseek_v2_lite_without_q_lora_matches_its_card():
+    # card: 15.7B total, 2.4B activated. Hand count (q_lora_rank null: a plain d x n_h*192 q projection):
+    d, nh, L = 2048, 16, 27
+    attn = d * nh * 192 + d * 576 + 512 + 512 * nh * 256 + nh * 128 * d
+    dense = 3 * d * 10944
+    expert = 3 * d * 1408
+    moe = d * 64 + (64 + 2) * expert
+    total = 2 * 102400 * d + d + L * (attn + 2 * d) + dense + (L - 1) * moe
+    m = models.from_hf_config(HERE / "deepseek-v2-lite.json")
+    assert m.total_params == total and round(total / 1e9, 1) == 15.7
+    assert m.kv_bytes_per_token() == L * 576 * 2                   # latent 512 + rope key 64, bf16
+    no_embed = m.active_params - 102400 * d
+    assert abs(no_embed / 1e9 - 2.4) < 0.06        # card "2.4B activated": 2.45B without the lookup (2.66B with it)
+
+
+def test_qwen_moe_shared_expert_and_its_gate():
+    # Qwen1.5-MoE-A2.7B: 60 experts of 1408, a 5632-wide shared expert (= 4 x 1408) with a 2048 x 1 gate.
+    d = 2048
+    layer = 4 * d * d + 3 * d + d * 60 + 60 * 3 * d * 1408 + 3 * d * 5632 + d + 2 * d
+    total = 2 * 151936 * d + d + 24 * layer
+    m = models.from_hf_config(HERE / "qwen1.5-moe-a2.7b.json")
+    assert m.total_params == total and round(total / 1e9, 1) == 14.3   # card: 14.3B
+    assert m.n_shared_experts == 4 and m.shared_expert_gate and m.qkv_bias
+    assert m.sliding_window == 0                                         # use_sliding_window false
+
+
+def test_gpt_oss_kv_counts_its_windows():
+    m = models.get("gpt-oss-120b")
+    per_layer = 2 * 8 * 64 * 2                                # K and V, 8 kv heads of 64, bf16
+    L = 131_072
+    hand = 18 * L * per_layer + 18 * 128 * per_layer          # 18 full layers + 18 layers of 128 positions
+    assert m.kv_bytes_per_sequence(L) == hand == 4_836_556_800
+    full = 36 * L * per_layer
+    assert 1.99 < full / hand < 2.0                           # what counting every layer in full overstated
+    assert m.kv_bytes_per_token(context=L) == hand / L
+    assert m.kv_bytes_per_sequence(100) == 100 * 36 * per_layer   # inside the window every layer holds it all
+    assert attention.decode_attention_bytes(m, L) == hand
+    assert m.attention_flops_per_token(L) == 4 * 64 * 64 * (18 * L + 18 * 128)
+
+
+def test_capacity_and_max_batch_see_the_window():
+    m = models.get("gpt-oss-120b")
+    L, hbm = 131_072, 4 * 80e9
+    hand = int((hbm - 2 * m.total_params) // (18 * L * 2048 + 18 * 128 * 2048))
+    assert serving.max_batch(m, "h100-sxm", L, n_chips=4) == hand == 17
+    step = serving.decode_step(m, "h100-sxm", 17, L, n_chips=4)
+    assert step.kv_s == pytest.approx(17 * 4_836_556_800 / (4 * 3.35e12), rel=1e-12)
+
+
+def test_prefill_attention_in_windowed_layers():
+    m = models.get("gpt-oss-120b")
+    per_pos_layer = 4 * 64 * 64
+    T, w = 1000, 128
+    hand = per_pos_layer * (18 * T * (T - 1) / 2 + 18 * (w * (w + 1) / 2 + (T - 1 - w) * w))
+    assert m.prefill_attention_flops(T) == pytest.approx(hand, rel=1e-12)
+    assert m.prefill_attention_flops(50) == pytest.approx(per_pos_layer * 36 * 50 * 49 / 2, rel=1e-12)
+
+
+def test_mistral_style_window_on_every_layer():
+    cfg = _cfg("llama-3.1-8b") | {"model_type": "mistral", "sliding_window": 4096, "max_position_embeddings": 32768}
+    m = models.from_hf_config(cfg, name="mistral-like")
+    assert (m.sliding_window, m.n_window_layers) == (4096, 32)
+    assert m.kv_bytes_per_sequence(32768) == 32 * 4096 * 2 * 8 * 128 * 2
+
+
+def test_fractional_bytes_per_weight_and_kv():
+    m = models.get("llama-3.1-70b")
+    assert m.weight_bytes(0.5625) == m.total_params * 0.5625
+    assert m.kv_bytes_per_token(0.5) == m.kv_bytes_per_token("fp4")
+    t = serving.decode_step_time_s(m, "h200", 1, 0, weight_dtype=0.5625)
+    # every weight but the untied input table, plus the one embedding row batch 1 looks up
+    assert t == pytest.approx((m.weights_read_params + 8192) * 0.5625 / 4.8e12, rel=1e-12)
+
+
+@pytest.mark.parametrize("cfg, exc, match", [
+    ({"model_type": "mamba", "hidden_size": 8}, ValueError, "model_type 'mamba'.*allowed: llama"),
+    ({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}, ValueError, "'num_hidden_layers'"),
+    ({"model_type": "qwen3_moe", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 4,
+      "vocab_size": 10, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 8,
+      "mlp_only_layers": [2]}, ValueError, "only leading dense layers"),
+    ({"model_type": "gpt_oss", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+      "vocab_size": 10, "num_local_experts": 4, "num_experts_per_tok": 2, "intermediate_size": 8,
+      "layer_types": ["sliding_attention"], "sliding_window": 8}, ValueError, "layer_types must list 2"),
+    (42, TypeError, "path to a config.json or a dict"),
+    ("/nonexistent/config.json", FileNotFoundError, "nothing is downloaded"),
+])
+def test_bad_configs_are_refused_clearly(cfg, exc, match):
+    with pytest.raises(exc, match=match):
+        models.from_hf_config(cfg)
+
+
+def test_window_fields_are_validated():
+    with pytest.raises(ValueError, match="sliding_window"):
+        dataclasses.replace(models.get("llama-3.1-8b"), sliding_window=128)
+    with pytest.raises(ValueError, match="sliding_window"):
+        dataclasses.replace(models.get("llama-3.1-8b"), sliding_window=128, n_window_layers=33)
+    assert np.all(np.diff(models.get("gpt-oss-120b").kv_bytes_per_token(context=[64, 1e3, 1e5])) < 0)
