@@ -288,6 +288,17 @@ ax2.set_xlabel("batch B"); ax2.set_ylabel("fraction of weights read per step")
 ax2.set_title("MoE: experts touched grow with batch (uniform routing)"); ax2.legend(fontsize=7); ax2.grid(True, alpha=0.3)
 plt.show()
 
+# %% [markdown]
+# **Explore** the penalty: the decode explorer again, now on DeepSeek-V3 in fp8 on
+# 16 H100s. Drag the batch down to 1 and read claim 2's line under the plots (cost
+# per token at B = 1 over this batch's, and over the cheapest batch that fits);
+# then add context, which raises the batched cost and shrinks the ratio
+# (`explorers.decode_explorer`).
+
+# %% slideshow={"slide_type": "subslide"}
+penalty_explorer = explorers.decode_explorer(model="deepseek-v3", chip="h100-sxm", log2_batch=0, n_chips=16)
+penalty_explorer.widget
+
 # %%
 v2 = claims.check(2)
 assert v2.verdict == "holds if"
@@ -356,6 +367,15 @@ ax.set_title("The floor falls as 1/n: spreading weights over more chips adds ban
 ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
 plt.show()
 
+# %% [markdown]
+# **Explore** the floor: Llama-3.1-405B on 16 B200s at batch 1. Claim 4's line
+# gives the B = 1 step and the share of it that is the weight read; add chips and
+# watch the floor fall as $1/n$, switch to fp8 and watch it halve (`explorers.decode_explorer`).
+
+# %% slideshow={"slide_type": "subslide"}
+floor_explorer = explorers.decode_explorer(model="llama-3.1-405b", chip="b200", log2_batch=0, n_chips=16)
+floor_explorer.widget
+
 # %%
 v4 = claims.check(4)
 assert v4.verdict == "holds if"
@@ -393,6 +413,16 @@ ax.plot([], [], "--", color="0.6", label="grey dashed: batch does not fit in one
 ax.set_xlabel("batch B"); ax.set_ylabel("chip-seconds per token")
 ax.set_title(f"{m} on one {c}: cost per token against batch"); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
 plt.show()
+
+# %% [markdown]
+# **Explore** the waste: Llama-3.1-8B on one H100 at batch 4. Claim 8's line says
+# how many tokens each read of the weights serves and how much of the chip idles;
+# raise the batch to the dotted $B^*$ and the idle share reaches zero, raise the
+# context and the curve turns dashed where the KV cache stops fitting (`explorers.decode_explorer`).
+
+# %% slideshow={"slide_type": "subslide"}
+waste_explorer = explorers.decode_explorer(model="llama-3.1-8b", chip="h100-sxm", log2_batch=2, n_chips=1)
+waste_explorer.widget
 
 # %%
 v8 = claims.check(8)

@@ -46,13 +46,22 @@ def _draw_decode(fig, model, chip, log2_batch, context, n_chips, weight_dtype, k
         if np.isfinite(bstar):
             artists.append(ax.axvline(bstar, color="C0", ls=":"))
     fits = serving.fits_in_hbm(model, chip, B, context, n_chips, weight_dtype, kv_dtype)
+    one = serving.decode_step(model, chip, 1, context, n_chips, weight_dtype, kv_dtype, check_capacity=False)
+    best = float(np.min(curve.cost_chip_s_per_token[ok])) if ok.any() else float("nan")
     return artists, (
         f"<b>{model}</b>, {weight_dtype} weights, {kv_dtype} KV, on {n_chips} x {chip}, context {context}:<br>"
         f"B = {B:.0f}: step {fmt_seconds(s.time_s)} ({'compute' if s.compute_bound else 'memory'}-bound; "
         f"compute {fmt_seconds(s.compute_s)}, weights {fmt_seconds(s.weight_s)}, KV {fmt_seconds(s.kv_s)}), "
         f"{s.cost_chip_s_per_token:.3g} chip-s/token, MFU {s.mfu:.0%}.<br>Balance batch B* = "
         f"{'none: KV-bound at this context' if not np.isfinite(bstar) else f'{bstar:.0f}'}; "
-        f"{'fits' if fits else '<b>does not fit</b>'} in HBM ({_largest_batch_note(most, context)}).")
+        f"{'fits' if fits else '<b>does not fit</b>'} in HBM ({_largest_batch_note(most, context)}).<br>"
+        f"Claim 2: B = 1 costs {one.cost_chip_s_per_token / s.cost_chip_s_per_token:,.0f}x this batch per token"
+        + (f" and {one.cost_chip_s_per_token / best:,.0f}x the cheapest batch that fits. " if np.isfinite(best)
+           else ". ")
+        + f"Claim 4: the latency floor (the B = 1 step) is {fmt_seconds(one.time_s)}, "
+        f"{one.weight_s / one.time_s:.0%} of it the weight read. "
+        f"Claim 8: each read of the weights now serves {B:.0f} token{'s' if B > 1 else ''}, "
+        f"and {1 - s.mfu:.0%} of the chips' FLOP/s sit idle this step.")
 
 
 def _largest_batch_note(most, context):
