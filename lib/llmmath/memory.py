@@ -18,6 +18,18 @@ with ``s`` the sequence length, ``b`` the micro-batch, ``h`` the hidden size and
 ``a`` the number of attention heads. (Of the 34: attention 11 s b h, MLP 19 s b h,
 LayerNorms 4 s b h; the 5 a s^2 b: softmax output 2, dropout mask 1, dropout
 output 2 bytes per score.)
+
+The same rule, "keep each operation's input in 16 bits", is extended by
+:func:`activation_bytes_per_layer`'s keyword arguments to grouped-query attention
+(K and V are ``n_kv_heads * head_dim`` wide, not ``h``), to any MLP width, to a
+gated (SwiGLU) MLP (the fused activation keeps its two inputs, gate and up, and
+the down projection its input: ``6 d_ff`` bytes per token instead of the GeLU
+MLP's ``4 d_ff``) and to models trained without dropout (no masks; the score
+matrix is kept once, 2 bytes per score).
+
+Model state (weights, gradients, fp32 master weights, optimizer moments) is
+:func:`model_state_bytes_per_gpu`, with the ZeRO stages of Rajbhandari et al.
+(SC 2020, arXiv:1910.02054) and Megatron-LM's distributed optimizer.
 """
 
 from __future__ import annotations
@@ -25,10 +37,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import hardware, models
-from ._validate import broadcast, finite_result, flag, positive, positive_int, result, scalar
+from ._validate import broadcast, finite_result, flag, in_range, positive, positive_int, result, scalar, whole
 from .hardware import default_compute_dtype
+from .units import dtype_bytes
 
-__all__ = ["activation_bytes_per_layer", "kv_read_vs_recompute_s", "MEMORY_TIERS", "tier_drain_s", "tier_for_hold",
+__all__ = ["activation_bytes_per_layer", "model_state_parts", "model_state_bytes_per_gpu", "OPTIMIZER_STATE_BYTES",
+           "pipeline_activation_bytes", "kv_read_vs_recompute_s", "MEMORY_TIERS", "tier_drain_s", "tier_for_hold",
            "kv_tier_read_s"]
 
 RECOMPUTE_MODES = ("none", "selective", "full")
@@ -36,23 +50,49 @@ RECOMPUTE_MODES = ("none", "selective", "full")
 
 @finite_result
 def activation_bytes_per_layer(seq_len, batch, d_model, n_heads, tensor_parallel: int = 1,
-                               sequence_parallel: bool = False, recompute: str = "none"):
+                               sequence_parallel: bool = False, recompute: str = "none", *,
+                               n_kv_heads: int | None = None, head_dim: int | None = None, d_ff: int | None = None,
+                               gated: bool = False, dropout: bool = True):
     """Bytes of activations one transformer layer keeps for the backward pass (Korthikanti et al. 2022).
 
+    With the defaults (``n_kv_heads = n_heads``, ``head_dim = h / a``, ``d_ff = 4 h``, GeLU,
+    dropout) this is the paper's ``s b h (34 + 5 a s / h)`` and its tensor/sequence-parallel
+    and recompute variants (module docstring). Per token, in bytes, the layer keeps:
+
+    * the two norms' inputs, ``2 h + 2 h`` (split over ``t`` only with sequence parallelism);
+    * attention: its input ``2 h`` and output dropout mask ``h`` (split only with SP); Q, K, V
+      (``2 q + 2 kv + 2 kv`` with ``q = a d_head``, ``kv = a_kv d_head``) and the output
+      projection's input ``2 q`` (split over ``t``); the scores, ``5 a s`` per token with
+      dropout (``2 a s`` without), split over ``t``, dropped by selective recomputation;
+    * MLP: its input ``2 h`` and dropout mask ``h`` (split only with SP); the activation's input
+      and output, ``4 d_ff`` (GeLU) or ``6 d_ff`` (gated: gate, up, and their product), split over ``t``.
+
+    Without dropout the two ``h`` masks vanish. Full recomputation keeps only the layer's input
+    ``2 s b h`` (``/ t`` with SP). For Llama 3.1 405B (GQA 128/8 heads, SwiGLU ``d_ff = 3.25 h``,
+    no dropout) the ``34`` becomes ``31.75``.
+
     Args:
-        seq_len: s, tokens per sequence (scalar or array).
+        seq_len: s, tokens per sequence held by this GPU (scalar or array).
         batch: b, sequences per micro-batch (scalar or array).
         d_model: h, hidden size.
-        n_heads: a, attention heads.
+        n_heads: a, attention (query) heads.
         tensor_parallel: t, the tensor-parallel degree (1 = none); bytes are per GPU.
-        sequence_parallel: shard the LayerNorm/dropout activations over the t GPUs too.
+        sequence_parallel: shard the norm/dropout activations over the t GPUs too.
         recompute: ``"none"`` (default), ``"selective"`` (recompute the attention core:
-            drops the ``5 a s^2 b`` term) or ``"full"`` (keep only each layer's input).
+            drops the score term) or ``"full"`` (keep only each layer's input).
+        n_kv_heads: key/value heads (GQA; default ``n_heads``).
+        head_dim: width of one head (default ``d_model / n_heads``).
+        d_ff: MLP inner width (default ``4 d_model``).
+        gated: a gated MLP (SwiGLU: three matrices) instead of GeLU's two.
+        dropout: the model trains with dropout (GPT-3, the paper's setting); False for Llama-style models.
+
+    Returns:
+        bytes per GPU, float or an array broadcast over ``seq_len`` and ``batch``.
 
     Raises:
         ValueError: non-positive sizes, unknown ``recompute`` (allowed: none, selective, full),
-            seq_len and batch shapes that do not broadcast.
-        TypeError: a non-boolean ``sequence_parallel``; a boolean where a size is expected.
+            ``n_kv_heads`` not dividing ``n_heads``, seq_len and batch shapes that do not broadcast.
+        TypeError: a non-boolean ``sequence_parallel``, ``gated`` or ``dropout``; a boolean where a size is expected.
     """
     if recompute not in RECOMPUTE_MODES:
         raise ValueError(f"recompute must be one of {RECOMPUTE_MODES}, got {recompute!r}")
@@ -60,12 +100,152 @@ def activation_bytes_per_layer(seq_len, batch, d_model, n_heads, tensor_parallel
     h, a = positive_int("d_model", d_model), positive_int("n_heads", n_heads)
     t = positive_int("tensor_parallel", tensor_parallel)
     sequence_parallel = flag("sequence_parallel", sequence_parallel)
+    gated, dropout = flag("gated", gated), flag("dropout", dropout)
+    a_kv = a if n_kv_heads is None else positive_int("n_kv_heads", n_kv_heads)
+    if a % a_kv:
+        raise ValueError(f"n_kv_heads={a_kv} must divide n_heads={a} (grouped-query attention); "
+                         f"allowed: a divisor of {a}")
+    d_head = h / a if head_dim is None else positive_int("head_dim", head_dim)
+    f = 4 * h if d_ff is None else positive_int("d_ff", d_ff)
     sbh = s * b * h
     if recompute == "full":
         return result(2.0 * sbh / (t if sequence_parallel else 1))
-    linear = 34.0 / t if sequence_parallel else 10.0 + 24.0 / t
-    scores = 0.0 if recompute == "selective" else 5.0 * a * s / (h * t)
-    return result(sbh * (linear + scores))
+    q, kv = a * d_head, a_kv * d_head
+    mask = 1.0 if dropout else 0.0
+    outside = (4.0 * h + 2.0 * h + mask * h + 2.0 * h + mask * h)          # norms, block inputs, dropout masks
+    inside = (4.0 * q + 4.0 * kv) + (6.0 if gated else 4.0) * f              # Q, K, V, proj input; MLP activation
+    per_token = (outside / t if sequence_parallel else outside) + inside / t
+    scores = 0.0 if recompute == "selective" else (5.0 if dropout else 2.0) * a * s / t
+    return result(s * b * (per_token + scores))
+
+
+#: Optimizer state per parameter, bytes (fp32): Adam/AdamW keep two moments (m, v); SGD with momentum one; plain SGD none.
+OPTIMIZER_STATE_BYTES = {"adam": 8.0, "adamw": 8.0, "sgd_momentum": 4.0, "sgd": 0.0}
+
+
+@finite_result
+def model_state_parts(total_params, *, dp=1, zero_stage: int = 0, weight_dtype="bf16", grad_dtype="fp32",
+                      master_weights: bool = True, optimizer: str = "adam") -> dict:
+    """Bytes of model state one GPU holds, by kind: weights, gradients, fp32 master weights, optimizer state.
+
+    ``total_params`` are the parameters of one model-parallel shard (after TP/PP/EP);
+    ``dp`` GPUs hold replicas of it. Per parameter: weights ``b_w``, gradients ``b_g``,
+    master weights 4 bytes (fp32, kept when ``master_weights``), optimizer state
+    :data:`OPTIMIZER_STATE_BYTES` (Adam: 8). ZeRO (Rajbhandari et al. 2020, section 5)
+    shards over the ``dp`` replicas: stage 1 the optimizer state and master weights,
+    stage 2 also the gradients, stage 3 (= FSDP full sharding) also the weights.
+
+    The published conventions, all reproduced by this function:
+
+    ============================================  ==========================  ==================
+    convention                                    arguments                   bytes per parameter
+    ============================================  ==========================  ==================
+    ZeRO paper, mixed-precision Adam              bf16/fp16 grads, stage 0    2 + 2 + 12 = 16
+    ZeRO-1 / ZeRO-2 / ZeRO-3 (their Figure 1)     bf16 grads, stage 1/2/3     4 + 12/N, 2 + 14/N, 16/N
+    Megatron-LM, bf16 params, fp32 grads          fp32 grads, stage 0         2 + 4 + 12 = 18
+    Megatron distributed optimizer                fp32 grads, stage 1         6 + 12/d
+    Megatron, fp32 params and grads               fp32, no master             16; distributed 8 + 8/d
+    ZeRO-3 with fp32 gradients                    fp32 grads, stage 3         18/N
+    ============================================  ==========================  ==================
+
+    (The ZeRO paper keeps fp16 gradients; Megatron-LM accumulates gradients in fp32, its
+    distributed optimizer shards the master weights and Adam moments but keeps the full
+    gradient buffer: docs ``megatron/core/distributed/distrib_optimizer.md``. The difference
+    between "16 bytes per parameter" and "18" is exactly the gradients' dtype.)
+
+    Returns:
+        dict ``weights``, ``gradients``, ``master_weights``, ``optimizer``: bytes per GPU,
+        floats or arrays broadcast over ``total_params`` and ``dp``.
+
+    Raises:
+        ValueError: non-positive ``total_params``; ``dp`` not a whole number >= 1; ``zero_stage``
+            not 0-3; ``master_weights`` with fp32 weights (they are their own master copy:
+            pass ``master_weights=False``); unknown ``optimizer``.
+        KeyError: unknown dtype.
+        TypeError: a non-boolean ``master_weights``.
+    """
+    if zero_stage not in (0, 1, 2, 3) or isinstance(zero_stage, bool):
+        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    if optimizer not in OPTIMIZER_STATE_BYTES:
+        raise ValueError(f"optimizer must be one of {tuple(OPTIMIZER_STATE_BYTES)}, got {optimizer!r}")
+    master_weights = flag("master_weights", master_weights)
+    b_w, b_g = dtype_bytes(weight_dtype), dtype_bytes(grad_dtype)
+    if master_weights and b_w >= 4:
+        raise ValueError(f"master_weights=True with weight_dtype={weight_dtype!r}: fp32 weights are their own "
+                         f"master copy; allowed: master_weights=False, or 16-bit (or smaller) weights")
+    N, d = broadcast(total_params=positive("total_params", total_params), dp=whole("dp", dp, 1))
+    shard = lambda stage: np.where(zero_stage >= stage, d, 1.0)  # noqa: E731
+    return {"weights": result(N * b_w / shard(3)),
+            "gradients": result(N * b_g / shard(2)),
+            "master_weights": result(N * (4.0 if master_weights else 0.0) / shard(1)),
+            "optimizer": result(N * OPTIMIZER_STATE_BYTES[optimizer] / shard(1))}
+
+
+@finite_result
+def model_state_bytes_per_gpu(total_params, *, dp=1, zero_stage: int = 0, weight_dtype="bf16", grad_dtype="fp32",
+                              master_weights: bool = True, optimizer: str = "adam"):
+    """Bytes of weights + gradients + master weights + optimizer state on one GPU (sum of :func:`model_state_parts`).
+
+    ``bf16`` weights, ``fp32`` gradients, fp32 master weights and Adam (the defaults) are
+    Megatron-LM's 18 bytes per parameter; ``zero_stage=1`` is its distributed optimizer,
+    ``6 + 12/dp``; ``grad_dtype="bf16"`` gives the ZeRO paper's 16 and its stages. See
+    :func:`model_state_parts` for the table of conventions, arguments and errors.
+    """
+    parts = model_state_parts(total_params, dp=dp, zero_stage=zero_stage, weight_dtype=weight_dtype,
+                              grad_dtype=grad_dtype, master_weights=master_weights, optimizer=optimizer)
+    return result(sum(np.asarray(v) for v in parts.values()))
+
+
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
+
+
+@finite_result
+def pipeline_activation_bytes(bytes_per_microbatch_layer, layers_per_stage, stages, microbatches,
+                              schedule: str = "1f1b", chunks: int = 1, stage: int = 0):
+    """Activation bytes a pipeline stage holds at its peak: micro-batches in flight x layers x bytes per layer.
+
+    ``bytes_per_microbatch_layer``: one layer's activations for one micro-batch
+    (:func:`activation_bytes_per_layer`). Micro-batches whose forward has run and whose
+    backward has not, on stage ``s`` (0 = first) of ``p``:
+
+    * ``gpipe``: all ``m`` (every forward runs before any backward; Huang et al. 2019);
+    * ``1f1b``: ``min(p - s, m)``: ``p`` on the first stage (Narayanan et al. 2021, section 2.2);
+    * ``interleaved`` with ``v`` chunks per GPU: the first stage holds ``p + (p - 1)/v``
+      micro-batches' worth of its layers, i.e. 1F1B's ``p`` times ``1 + (p - 1)/(p v)``
+      (Korthikanti et al. 2022, section 4.2.3); other stages: ``min(p - s, m)`` times the same factor;
+    * ``zero-bubble`` (ZB-H1 of Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): the
+      same peak as 1F1B, ``min(p - s, m)``.
+
+    So under 1F1B the first stage holds ``p x (L / p) = L`` layers' activations for one
+    micro-batch, whatever the pipeline depth: pipelining does not shrink the activations of
+    the first stage, only the weights.
+
+    Returns:
+        bytes (float or array, broadcast over the numeric arguments).
+
+    Raises:
+        ValueError: unknown schedule (allowed: gpipe, 1f1b, interleaved, zero-bubble); counts
+            not whole numbers >= 1; ``stage`` not in ``0..p-1``; ``chunks`` > 1 with a schedule
+            other than interleaved.
+    """
+    if schedule not in PIPELINE_SCHEDULES:
+        raise ValueError(f"schedule must be one of {PIPELINE_SCHEDULES}, got {schedule!r}")
+    v = positive_int("chunks", chunks)
+    if v > 1 and schedule != "interleaved":
+        raise ValueError(f"chunks={v} applies only to schedule='interleaved', got schedule={schedule!r}")
+    A, Ls, p, m = broadcast(bytes_per_microbatch_layer=positive("bytes_per_microbatch_layer", bytes_per_microbatch_layer),
+                            layers_per_stage=positive("layers_per_stage", layers_per_stage),
+                            stages=whole("stages", stages, 1), microbatches=whole("microbatches", microbatches, 1))
+    s = np.asarray(whole("stage", stage, 0))
+    if np.any(s >= p):
+        raise ValueError(f"stage must be in 0..stages-1 (0 = first), got stage={stage!r} with stages={stages!r}")
+    if schedule == "gpipe":
+        held = m
+    else:
+        held = np.minimum(p - s, m)
+        if schedule == "interleaved":
+            held = held * (1.0 + (p - 1) / (p * v))
+    return result(A * Ls * held)
 
 
 @finite_result

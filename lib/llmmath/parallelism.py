@@ -27,7 +27,7 @@ from ._validate import (MAX_INT, broadcast, check_finite, finite_result, flag, n
 from .units import dtype_bytes
 
 __all__ = [
-    "bubble_fraction", "pipeline_schedule", "MemoryPerGPU", "memory_per_gpu", "check_placement",
+    "bubble_fraction", "pipeline_bubble_fraction", "PIPELINE_SCHEDULES", "pipeline_schedule", "MemoryPerGPU", "memory_per_gpu", "check_placement",
     "boundary_traffic_ratio", "stage_layers", "stage_floors_s", "PipelinedDecode", "pipelined_decode", "deployments",
     "hop_latencies", "moe_layer_all_to_all_s", "DomainGrowth", "domain_growth", "DomainLimits",
     "domain_parameter_limits", "domain_hbm_fill", "StageMemory", "memory_over_stages", "fits_per_gpu",
@@ -56,6 +56,56 @@ def bubble_fraction(stages, microbatches):
         ValueError: stages or microbatches not whole numbers >= 1, shapes that do not broadcast.
     """
     p, m = broadcast(stages=whole("stages", stages, 1), microbatches=whole("microbatches", microbatches, 1))
+    return result((p - 1) / (m + p - 1))
+
+
+#: Training pipeline schedules :func:`pipeline_bubble_fraction` knows.
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
+
+
+@finite_result
+def pipeline_bubble_fraction(stages, microbatches, schedule: str = "1f1b", chunks: int = 1, forward_s=1.0,
+                             backward_input_s=1.0, backward_weight_s=1.0):
+    """Idle fraction of a training step's time on each stage, for four schedules (equal stages, free sends).
+
+    With ``p`` stages and ``m`` micro-batches:
+
+    * ``gpipe``, ``1f1b``: ``(p-1) / (m+p-1)`` (Huang et al. 2019; Narayanan et al. 2021, section 2.2);
+    * ``interleaved`` (each GPU holds ``v = chunks`` non-adjacent chunks of layers): the fill
+      and drain shrink by ``v``: ``(p-1) / (v m + p-1)`` (Narayanan et al. 2021, section 2.2.2);
+    * ``zero-bubble`` (ZB-H1, Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): the
+      backward is split into the input gradient B and the weight gradient W, and W fills the
+      drain; the idle time per stage is ``(p-1)(T_F + T_B - T_W)`` against 1F1B's
+      ``(p-1)(T_F + T_B + T_W)``, so with ``T_F = T_B = T_W`` the bubble is a third of 1F1B's:
+      ``(p-1)(T_F+T_B-T_W) / (m (T_F+T_B+T_W) + (p-1)(T_F+T_B-T_W))`` = ``(p-1) / (3m + p-1)``.
+      (Their ZB-H2 reaches ~0 with about twice 1F1B's activation memory; not modelled.)
+
+    ``forward_s``, ``backward_input_s``, ``backward_weight_s``: one micro-batch's T_F, T_B, T_W on
+    one stage (only their ratios matter; used by ``zero-bubble``, which needs ``T_W <= T_F + T_B``).
+    Broadcasts over ``stages`` and ``microbatches``.
+
+    Raises:
+        ValueError: unknown ``schedule`` (allowed: gpipe, 1f1b, interleaved, zero-bubble); stages,
+            micro-batches or chunks not whole numbers >= 1; ``chunks`` > 1 with another schedule;
+            non-positive times; ``T_W > T_F + T_B``.
+    """
+    if schedule not in PIPELINE_SCHEDULES:
+        raise ValueError(f"schedule must be one of {PIPELINE_SCHEDULES}, got {schedule!r}")
+    v = positive_int("chunks", chunks)
+    if v > 1 and schedule != "interleaved":
+        raise ValueError(f"chunks={v} applies only to schedule='interleaved', got schedule={schedule!r}")
+    p, m = broadcast(stages=whole("stages", stages, 1), microbatches=whole("microbatches", microbatches, 1))
+    tf = float(positive("forward_s", scalar("forward_s", forward_s)))
+    tb = float(positive("backward_input_s", scalar("backward_input_s", backward_input_s)))
+    tw = float(positive("backward_weight_s", scalar("backward_weight_s", backward_weight_s)))
+    if schedule == "interleaved":
+        return result((p - 1) / (v * m + p - 1))
+    if schedule == "zero-bubble":
+        if tw > tf + tb:
+            raise ValueError(f"backward_weight_s={tw:g} exceeds forward_s + backward_input_s = {tf + tb:g}; "
+                             f"ZB-H1's bubble (p-1)(T_F+T_B-T_W) needs T_W <= T_F + T_B")
+        idle = (p - 1) * (tf + tb - tw)
+        return result(idle / (m * (tf + tb + tw) + idle))
     return result((p - 1) / (m + p - 1))
 
 

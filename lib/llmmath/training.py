@@ -25,9 +25,9 @@ import dataclasses
 import numpy as np
 
 from . import models
-from ._validate import broadcast, finite_result, in_range, non_negative, positive, result, scalar
+from ._validate import broadcast, finite_result, flag, in_range, non_negative, positive, result, scalar
 
-__all__ = ["ChinchillaFit", "FITS", "train_flops", "chinchilla_loss", "chinchilla_optimal",
+__all__ = ["ChinchillaFit", "FITS", "train_flops", "mfu", "RECOMPUTE_MODES", "chinchilla_loss", "chinchilla_optimal",
            "tokens_per_param_optimal", "loss_terms_ratio_at_optimum", "sum_of_power_laws_minimum",
            "compute_split", "equal_cost_tokens", "achieved_mfu", "tokens_for_loss", "train_and_serve_flops",
            "train_serve_equal_cost_penalty", "run_mfu", "serving_mfu", "overtraining",
@@ -82,19 +82,44 @@ def _fit(fit) -> ChinchillaFit:
         raise KeyError(f"unknown fit {fit!r}; allowed: {', '.join(FITS)} (or a ChinchillaFit)") from None
 
 
-@finite_result
-def train_flops(n_params, n_tokens, context=0, model=None):
-    """Training FLOPs: ``6 N D`` (+ attention: 3x the forward attention FLOPs over ``context`` per token).
+RECOMPUTE_MODES = ("none", "selective", "full")
 
-    ``n_params`` N (parameters that multiply each token), ``n_tokens`` D. With a
-    ``model`` and ``context``, adds ``3 * model.attention_flops_per_token(context/2)``
-    per token (causal attention over a sequence of ``context`` sees ``context/2``
-    tokens on average; backward = 2x forward). Broadcasts.
+
+@finite_result
+def train_flops(n_params, n_tokens, context=0, model=None, *, recompute: str = "none", causal: bool = True):
+    """FLOPs of training on ``n_tokens`` tokens: ``6 N D`` plus attention, plus what recomputation repeats.
+
+    ``n_params`` N: parameters that multiply each token (active parameters; the input
+    embedding lookup is no matmul); ``n_tokens`` D. A forward pass costs ``2 N`` per token
+    and the backward twice that (Kaplan et al. 2020, section 2.1), hence ``6 N D``. With a
+    ``model`` and ``context`` (training sequence length L), each token's attention over the
+    sequence adds ``A`` FLOPs forward (``model.attention_flops_per_token``, MLA in its
+    non-absorbed training form) and ``3 A`` in all; a token attends to ``L/2`` positions on
+    average when ``causal`` (a causal mask skips the upper triangle: the quadratic term halves),
+    to ``L`` when not (Megatron-LM's and Korthikanti et al.'s formulas count the full square).
+
+    ``recompute`` adds the work repeated in the backward pass (hardware FLOPs, not model FLOPs):
+
+    * ``"none"``: ``6 N D + 3 A D`` -- the *model* FLOPs, the numerator of MFU;
+    * ``"selective"``: recompute the attention core once more: ``+ A D``;
+    * ``"full"``: rerun every layer's forward: ``+ 2 N D + A D`` (= ``8 N D + 4 A D``).
+
+    (Korthikanti et al. 2022, section 6: hardware FLOPs with full recomputation are
+    ``96 B s l h^2 (1 + s/(6h) + V/(16 l h))``, where the LM head, ``V h`` per token, is not
+    recomputed; here "full" repeats all of N, so pass the layers' parameters as N and add the
+    head's ``6 V h D`` yourself to match them exactly.)
+
+    Broadcasts over ``n_params``, ``n_tokens`` and ``context``.
 
     Raises:
         ValueError: negative or NaN inputs; a non-zero ``context`` without ``model``
-            (the attention FLOPs need the model's shape: pass ``model=...``).
+            (the attention FLOPs need the model's shape: pass ``model=...``); unknown
+            ``recompute`` (allowed: none, selective, full).
+        TypeError: a non-boolean ``causal``.
     """
+    if recompute not in RECOMPUTE_MODES:
+        raise ValueError(f"recompute must be one of {RECOMPUTE_MODES}, got {recompute!r}")
+    causal = flag("causal", causal)
     N, D = non_negative("n_params", n_params), non_negative("n_tokens", n_tokens)
     L = non_negative("context", context)
     if model is None and np.any(L):
@@ -102,10 +127,31 @@ def train_flops(n_params, n_tokens, context=0, model=None):
                          f"over the context depend on the model's layers and heads; without a model "
                          f"only 6 N D is counted, so leave context=0")
     N, D, L = broadcast(n_params=N, n_tokens=D, context=L)
-    flops = 6.0 * N * D
+    weight_passes = 8.0 if recompute == "full" else 6.0
+    flops = weight_passes * N * D
     if model is not None:
-        flops = flops + 3.0 * D * np.asarray(models.get(model).attention_flops_per_token(L / 2.0))
+        seen = L / 2.0 if causal else L
+        attn = np.asarray(models.get(model).attention_flops_per_token(seen, absorbed=False))
+        attention_passes = 3.0 if recompute == "none" else 4.0
+        flops = flops + attention_passes * D * attn
     return result(flops)
+
+
+@finite_result
+def mfu(model_flops, step_time_s, n_gpus, peak_flops_per_s):
+    """Model FLOPs utilization of one step: ``model_flops / (step_time_s * n_gpus * peak_flops_per_s)``.
+
+    ``model_flops``: :func:`train_flops` with ``recompute="none"`` (recomputation is
+    hardware work, not model work: counting it gives the *hardware* FLOPs utilization, HFU).
+    ``peak_flops_per_s``: one GPU's dense peak at the precision quoted. Broadcasts.
+
+    Raises:
+        ValueError: negative FLOPs, non-positive time, GPUs or peak.
+    """
+    F, t, n, P = broadcast(model_flops=non_negative("model_flops", model_flops),
+                           step_time_s=positive("step_time_s", step_time_s), n_gpus=positive("n_gpus", n_gpus),
+                           peak_flops_per_s=positive("peak_flops_per_s", peak_flops_per_s))
+    return result(F / (t * n * P))
 
 
 @finite_result

@@ -1,0 +1,325 @@
+"""A training step split over many GPUs: per-GPU bytes by kind, step time by part, and a layout search.
+
+A layout is five degrees whose product is the GPU count, nested from the innermost
+(ranks next to each other) outward as in Llama 3's ``[TP, CP, PP, DP]`` (Llama Team,
+"The Llama 3 Herd of Models", arXiv:2407.21783, section 3.3.2):
+
+* ``tp``: tensor parallelism (Megatron-LM, Shoeybi et al. 2019) with sequence
+  parallelism (Korthikanti et al. 2022): every matrix split over ``tp`` GPUs;
+* ``cp``: context parallelism: each GPU holds ``seq_len / cp`` tokens of every sequence and
+  the keys and values of the others go round the ring (ring attention, Liu et al. 2023;
+  Llama 3 all-gathers them: the same bytes);
+* ``pp``: pipeline stages of ``n_layers / pp`` layers (schedules:
+  :func:`llmmath.parallelism.pipeline_bubble_fraction`);
+* ``dp``: data-parallel replicas, with ZeRO sharding of the model state over ``dp x cp``;
+* ``ep``: expert parallelism for MoE layers, carved out of the ``tp x cp x dp`` GPUs of a
+  stage (Megatron-LM's expert-data-parallel layout): routed experts ``/ (ep pp)``, their
+  data-parallel degree ``tp cp dp / ep``.
+
+A group of ``k`` ranks whose stride (the product of the degrees inside it) times ``k``
+fits in one scale-up domain talks over the scale-up link, otherwise over the NIC. Every
+collective's time is :mod:`llmmath.network`'s ring formula with the link's per-direction
+bandwidth: those formulas are in terms of the *algorithm* bandwidth ``n / t``; NCCL's
+reported *bus* bandwidth multiplies it by ``2(p-1)/p`` for all-reduce and ``(p-1)/p`` for
+all-gather and reduce-scatter so that it can be compared with the link's speed
+(NCCL's ``PERFORMANCE.md``). A bus bandwidth equal to the link's is what these times assume.
+
+Step time = compute (hardware FLOPs at ``compute_efficiency`` x peak) + pipeline bubble +
+exposed communication: the data-parallel gradient sync overlaps the backward pass (2/3 of
+the compute), ring attention's transfers overlap the attention compute, and tensor-,
+pipeline- and expert-parallel transfers are on the critical path. With
+``compute_efficiency = 1`` the time is a floor and the MFU a ceiling.
+
+Approximations, stated: parameters other than routed experts are spread evenly over the
+stages (the embedding and LM head really sit on the first and last); an MoE layer's
+activations are those of a gated MLP of width ``(k + shared) d_ff_expert``; MLA attention is
+counted as multi-head attention of width ``n_heads (d_nope + d_rope)``; logits and temporary
+buffers are left out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+
+from . import hardware, memory, models, network, parallelism, training
+from ._validate import positive, positive_int, scalar
+from .units import dtype_bytes
+
+__all__ = ["TrainingStep", "training_step", "search_layouts", "LLAMA3_405B_LAYOUTS"]
+
+#: Llama 3 405B's published pre-training layouts (Llama Team 2024, arXiv:2407.21783, Table 4):
+#: GPUs, TP, CP, PP, DP, sequence length, sequences per DP rank per step, TFLOP/s per GPU, BF16 MFU.
+LLAMA3_405B_LAYOUTS = (
+    dict(gpus=8192, tp=8, cp=1, pp=16, dp=64, seq_len=8192, batch_per_dp=32, tflops_per_gpu=430, mfu=0.43),
+    dict(gpus=16384, tp=8, cp=1, pp=16, dp=128, seq_len=8192, batch_per_dp=16, tflops_per_gpu=400, mfu=0.41),
+    dict(gpus=16384, tp=8, cp=16, pp=16, dp=8, seq_len=131072, batch_per_dp=16, tflops_per_gpu=380, mfu=0.38),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingStep:
+    """One training step under a layout: bytes on the busiest (first-stage) GPU and seconds by part."""
+
+    layout: dict                  # tp, cp, pp, dp, ep, micro_batch, microbatches, schedule, chunks, zero_stage, recompute
+    memory_bytes: dict            # weights, gradients, master_weights, optimizer, activations (per GPU)
+    hbm_bytes: float
+    compute_s: float              # hardware FLOPs / (GPUs x efficiency x peak)
+    bubble_s: float               # pipeline fill and drain
+    comm_s: dict                  # dp, tp, cp, pp, ep: transfer time per step, per GPU
+    exposed_comm_s: dict          # the part of each not hidden behind compute
+    comm_bytes: dict              # bytes each GPU sends per step, by kind
+    model_flops: float            # 6 N D + attention (MFU's numerator)
+    hardware_flops: float         # with recomputation
+    n_gpus: int
+    peak_flops_per_s: float
+
+    @property
+    def total_bytes(self) -> float:
+        return float(sum(self.memory_bytes.values()))
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.hbm_bytes
+
+    @property
+    def step_time_s(self) -> float:
+        return self.compute_s + self.bubble_s + float(sum(self.exposed_comm_s.values()))
+
+    @property
+    def mfu(self) -> float:
+        return float(training.mfu(self.model_flops, self.step_time_s, self.n_gpus, self.peak_flops_per_s))
+
+    def describe(self) -> str:
+        L = self.layout
+        return (f"TP{L['tp']} CP{L['cp']} PP{L['pp']} DP{L['dp']}" + (f" EP{L['ep']}" if L['ep'] > 1 else "")
+                + f" mb{L['micro_batch']} x{L['microbatches']} {L['schedule']}"
+                + (f"(v={L['chunks']})" if L['chunks'] > 1 else "") + f" ZeRO-{L['zero_stage']} {L['recompute']}")
+
+
+def _group_link(chip, stride: int, size: int) -> float:
+    """Per-direction bytes/s of a group of ``size`` ranks spaced ``stride`` apart: scale-up if it fits one domain."""
+    if size <= 1:
+        return chip.scale_up_bytes_per_s or chip.scale_out_bytes_per_s or 1.0
+    inside = stride * size <= chip.scale_up_domain
+    bw = chip.scale_up_bytes_per_s if inside else chip.scale_out_bytes_per_s
+    if not bw > 0:
+        raise ValueError(f"{chip.key} publishes no {'scale-up' if inside else 'scale-out'} bandwidth, needed for a "
+                         f"group of {size} GPUs at stride {stride}; allowed: a chip with both link figures")
+    return float(bw)
+
+
+def _layer_activation_bytes(m, seq_local, micro_batch, tp, sp, recompute, moe_layer: bool, dropout: bool):
+    if m.is_mla:
+        a_kv, hd = m.n_heads, m.qk_nope_head_dim + m.qk_rope_head_dim
+    else:
+        a_kv, hd = m.n_kv_heads, m.head_dim
+    d_ff = (m.experts_per_token + m.n_shared_experts) * m.d_ff_expert if moe_layer else m.d_ff
+    return float(memory.activation_bytes_per_layer(seq_local, micro_batch, m.d_model, m.n_heads, tp, sp, recompute,
+                                                   n_kv_heads=a_kv, head_dim=hd, d_ff=d_ff, gated=m.gated_mlp,
+                                                   dropout=dropout))
+
+
+def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: int = 1, pp: int = 1,
+                  dp: int = 1, ep: int = 1, micro_batch: int = 1, zero_stage: int = 1, recompute: str = "selective",
+                  schedule: str = "1f1b", chunks: int = 1, sequence_parallel: bool = True,
+                  weight_dtype: str = "bf16", grad_dtype: str = "fp32", compute_dtype: str = "bf16",
+                  compute_efficiency: float = 1.0, dropout: bool = False) -> TrainingStep:
+    """Per-GPU memory by kind and step time by part of one training step of ``global_batch`` sequences.
+
+    Args:
+        model, chip: catalog names (or objects).
+        global_batch: sequences per step (all data-parallel replicas together).
+        seq_len: tokens per sequence.
+        tp, cp, pp, dp, ep: the degrees (module docstring); GPUs = ``tp cp pp dp``.
+        micro_batch: sequences per micro-batch per replica; ``global_batch / (dp micro_batch)``
+            micro-batches go through the pipeline each step.
+        zero_stage: 0-3, over the ``dp x cp`` replicas (:func:`llmmath.memory.model_state_parts`).
+        recompute: none, selective, full (activations: :func:`llmmath.memory.activation_bytes_per_layer`;
+            FLOPs: :func:`llmmath.training.train_flops`).
+        schedule, chunks: pipeline schedule (:func:`llmmath.parallelism.pipeline_bubble_fraction`).
+        compute_efficiency: fraction of the dense peak the matmuls reach (1 = the floor).
+        dropout: the model trains with dropout (modern LLMs: no).
+
+    Returns:
+        :class:`TrainingStep` (memory of the first stage's GPU, which holds the most activations).
+
+    Raises:
+        ValueError: a degree < 1; ``tp`` not dividing the heads (or KV heads); ``pp`` > layers;
+            ``cp`` not dividing ``seq_len``; ``global_batch`` not divisible by ``dp x micro_batch``;
+            ``ep`` > 1 on a dense model, not dividing the experts or not dividing ``tp cp dp``;
+            ``compute_efficiency`` outside (0, 1]; bad dtypes or schedules.
+        KeyError: unknown model, chip or dtype.
+    """
+    m, c = models.get(model), hardware.get(chip)
+    tp, cp, pp, dp, ep = (positive_int(k, v) for k, v in dict(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep).items())
+    B, S, b = positive_int("global_batch", global_batch), positive_int("seq_len", seq_len), \
+        positive_int("micro_batch", micro_batch)
+    eff = float(scalar("compute_efficiency", compute_efficiency))
+    if not 0 < eff <= 1:
+        raise ValueError(f"compute_efficiency must be in (0, 1], got {eff!r}")
+    if m.n_heads % tp or (not m.is_mla and m.n_kv_heads % tp and tp % m.n_kv_heads):
+        raise ValueError(f"tp={tp} must divide {m.key}'s {m.n_heads} heads (and its {m.n_kv_heads} KV heads, "
+                         f"or be a multiple of them)")
+    if pp > m.n_layers:
+        raise ValueError(f"pp={pp} stages but {m.key} has {m.n_layers} layers; allowed: 1..{m.n_layers}")
+    if S % cp:
+        raise ValueError(f"cp={cp} must divide seq_len={S} (each GPU holds seq_len / cp tokens)")
+    if B % (dp * b):
+        raise ValueError(f"global_batch={B} sequences must split into dp={dp} replicas of micro-batches of {b}: "
+                         f"allowed: global_batch a multiple of dp x micro_batch = {dp * b}")
+    if ep > 1:
+        if not m.is_moe:
+            raise ValueError(f"{m.key} is dense: ep must be 1")
+        if m.n_experts % ep or (tp * cp * dp) % ep:
+            raise ValueError(f"ep={ep} must divide {m.key}'s {m.n_experts} experts and tp x cp x dp = {tp * cp * dp}")
+    mb = B // (dp * b)                                       # micro-batches per step through one pipeline
+    n = tp * cp * pp * dp
+    sp = bool(sequence_parallel) and tp > 1
+    s_loc = S // cp
+
+    # ---- memory: model state -------------------------------------------------------------------------------
+    routed = m.n_moe_layers * m.n_experts * m.expert_params if m.is_moe else 0
+    dense_pg = (m.total_params - routed) / (tp * pp)
+    expert_pg = routed / (ep * pp)
+    kw = dict(zero_stage=zero_stage, weight_dtype=weight_dtype, grad_dtype=grad_dtype,
+              master_weights=dtype_bytes(weight_dtype) < 4)
+    state = memory.model_state_parts(dense_pg, dp=dp * cp, **kw)
+    if expert_pg:
+        e_state = memory.model_state_parts(expert_pg, dp=tp * cp * dp // ep, **kw)
+        state = {k: state[k] + e_state[k] for k in state}
+
+    # ---- memory: activations on the first stage ----------------------------------------------------------
+    layers_first = int(np.ceil(m.n_layers / pp))
+    n_moe_first = sum(1 for i in range(layers_first) if m.is_moe and i >= m.n_dense_layers)
+    per_mb = (layers_first - n_moe_first) * _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, False, dropout)
+    if n_moe_first:
+        per_mb += n_moe_first * _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, True, dropout)
+    acts = float(memory.pipeline_activation_bytes(per_mb, 1, pp, mb, schedule=schedule, chunks=chunks, stage=0))
+    mem = {k: float(v) for k, v in state.items()}
+    mem["activations"] = acts
+
+    # ---- compute -------------------------------------------------------------------------------------------
+    peak = c.flops_per_s(compute_dtype)
+    tokens = B * S
+    n_mm = m.matmul_params_per_token
+    model_flops = float(training.train_flops(n_mm, tokens, S, m, recompute="none"))
+    hw_flops = float(training.train_flops(n_mm, tokens, S, m, recompute=recompute))
+    compute_s = hw_flops / (n * eff * peak)
+    attn_s = (hw_flops - float(training.train_flops(n_mm, tokens, recompute=recompute))) / (n * eff * peak)
+    bub = float(parallelism.pipeline_bubble_fraction(pp, mb, schedule, chunks))
+    bubble_s = compute_s * bub / (1.0 - bub)
+
+    # ---- communication (bytes each GPU sends per step, and time) ------------------------------------------
+    b_w, b_g, b_a = dtype_bytes(weight_dtype), dtype_bytes(grad_dtype), 2.0
+    bw_tp = _group_link(c, 1, tp)
+    bw_cp = _group_link(c, tp, cp)
+    bw_pp = _group_link(c, tp * cp, pp)
+    bw_dp = _group_link(c, tp * cp * pp, dp * cp) if cp == 1 else _group_link(c, tp, cp * dp * pp)
+    bw_ep = _group_link(c, tp * cp * pp, ep) if ep > 1 else bw_dp
+    layers_stage = m.n_layers / pp
+    comm_s, comm_bytes = {}, {}
+
+    def _dp_sync(params, ranks, bw):
+        if ranks <= 1 or params == 0:
+            return 0.0, 0.0
+        f = (ranks - 1) / ranks
+        if zero_stage == 0:
+            nbytes = 2 * f * params * b_g
+            t = float(network.all_reduce_time_s(params * b_g, ranks, bw))
+        elif zero_stage in (1, 2):     # reduce-scatter the gradients, all-gather the updated weights
+            nbytes = f * params * (b_g + b_w)
+            t = float(network.reduce_scatter_time_s(params * b_g, ranks, bw)
+                      + network.all_gather_time_s(params * b_w, ranks, bw))
+        else:                          # ZeRO-3: gather the weights for forward and again for backward
+            nbytes = f * params * (b_g + 2 * b_w)
+            t = float(network.reduce_scatter_time_s(params * b_g, ranks, bw)
+                      + 2 * network.all_gather_time_s(params * b_w, ranks, bw))
+        return t, nbytes
+
+    t_d, n_d = _dp_sync(dense_pg, dp * cp, bw_dp)
+    t_e, n_e = _dp_sync(expert_pg, tp * cp * dp // ep, bw_ep) if expert_pg else (0.0, 0.0)
+    comm_s["dp"], comm_bytes["dp"] = t_d + t_e, n_d + n_e
+
+    act_bytes = b * s_loc * m.d_model * b_a                  # one micro-batch's hidden states on one TP group
+    tp_collectives = (6 if recompute == "full" else 4) * layers_stage * mb   # all-reduce (or RS + AG) pairs
+    if tp > 1:
+        comm_s["tp"] = tp_collectives * float(network.all_reduce_time_s(act_bytes, tp, bw_tp))
+        comm_bytes["tp"] = tp_collectives * 2 * (tp - 1) / tp * act_bytes
+    else:
+        comm_s["tp"] = comm_bytes["tp"] = 0.0
+
+    kv_dim = (m.n_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) / 2 if m.is_mla
+              else m.n_kv_heads * m.head_dim)
+    kv_block = 2 * b * s_loc * kv_dim * b_a / min(tp, m.n_kv_heads if not m.is_mla else tp)  # K and V, this GPU's heads
+    if cp > 1:   # forward: gather K, V; backward: gather again and reduce-scatter their gradients
+        comm_s["cp"] = 3 * layers_stage * mb * float(network.all_gather_time_s(cp * kv_block, cp, bw_cp))
+        comm_bytes["cp"] = 3 * layers_stage * mb * (cp - 1) * kv_block
+    else:
+        comm_s["cp"] = comm_bytes["cp"] = 0.0
+
+    if pp > 1:   # one activation forward and one gradient backward per micro-batch (per chunk, interleaved)
+        hop = act_bytes / (tp if sp else 1)
+        comm_bytes["pp"] = 2 * mb * chunks * hop
+        comm_s["pp"] = comm_bytes["pp"] / bw_pp
+    else:
+        comm_s["pp"] = comm_bytes["pp"] = 0.0
+
+    if ep > 1:   # dispatch + combine, forward and backward, per MoE layer
+        moe_stage = m.n_moe_layers / pp
+        a2a = b * s_loc / (tp if sp else 1) * m.experts_per_token * m.d_model * b_a
+        comm_s["ep"] = 4 * moe_stage * mb * float(network.all_to_all_time_s(a2a, ep, bw_ep))
+        comm_bytes["ep"] = 4 * moe_stage * mb * (ep - 1) / ep * a2a
+    else:
+        comm_s["ep"] = comm_bytes["ep"] = 0.0
+
+    exposed = dict(comm_s)
+    exposed["dp"] = max(0.0, comm_s["dp"] - 2.0 / 3.0 * compute_s)
+    exposed["cp"] = max(0.0, comm_s["cp"] - attn_s)
+    layout = dict(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=b, microbatches=mb, schedule=schedule,
+                  chunks=chunks, zero_stage=zero_stage, recompute=recompute, sequence_parallel=sp)
+    return TrainingStep(layout, mem, float(c.hbm_bytes), compute_s, bubble_s, comm_s, exposed, comm_bytes,
+                        model_flops, hw_flops, n, float(peak))
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def search_layouts(model, chip, n_gpus: int, global_batch: int, seq_len: int, *, tps=(1, 2, 4, 8),
+                   cps=(1, 2, 4, 8, 16), pps=(1, 2, 4, 8, 16, 32), micro_batches=(1, 2, 4), zero_stages=(1,),
+                   recomputes=("selective", "full"), schedule: str = "1f1b", ep: int = 1, **kw):
+    """Every layout of ``n_gpus`` GPUs (``dp = n_gpus / (tp cp pp)``) that fits the chip's HBM, fastest first.
+
+    Tries each combination of the given degrees, micro-batch sizes, ZeRO stages and recompute
+    modes that divides the GPUs, the sequence and the batch (impossible ones are skipped),
+    keeps those whose first-stage GPU fits in HBM, and sorts them by predicted step time
+    (:func:`training_step`; extra keyword arguments go to it).
+
+    Returns:
+        ``(fitting, n_tried)``: a list of :class:`TrainingStep`, fastest first, and how many
+        layouts were evaluated.
+
+    Raises:
+        ValueError: ``n_gpus``, ``global_batch`` or ``seq_len`` not whole numbers >= 1.
+        KeyError: unknown model or chip.
+    """
+    n = positive_int("n_gpus", n_gpus)
+    positive_int("global_batch", global_batch), positive_int("seq_len", seq_len)
+    fitting, tried = [], 0
+    for tp, cp, pp, b, z, r in itertools.product(tps, cps, pps, micro_batches, zero_stages, recomputes):
+        if n % (tp * cp * pp):
+            continue
+        dp = n // (tp * cp * pp)
+        try:
+            st = training_step(model, chip, global_batch=global_batch, seq_len=seq_len, tp=tp, cp=cp, pp=pp, dp=dp,
+                               ep=ep, micro_batch=b, zero_stage=z, recompute=r, schedule=schedule, **kw)
+        except ValueError:
+            continue
+        tried += 1
+        if st.fits:
+            fitting.append(st)
+    fitting.sort(key=lambda s: s.step_time_s)
+    return fitting, tried

@@ -1,0 +1,286 @@
+"""Chapter 10's library: model state, activations, step FLOPs, pipeline schedules, training layouts.
+
+Every check compares with a published number or a hand derivation written here, never with
+the library fed the same numbers. The comment on each says which realistic slip it catches.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llmmath import hardware, memory, models, parallelism, training, training_layout as TL
+
+GB = 1e9
+
+
+# ---- model state ---------------------------------------------------------------------------------------------
+
+def test_zero_paper_figure_1_bytes_for_7_5b_params_on_64_gpus():
+    # Rajbhandari et al. 2020, Figure 1: psi = 7.5B, N_d = 64, K = 12: baseline 120 GB, P_os 31.4 GB,
+    # P_os+g 16.6 GB, P_os+g+p 1.9 GB. Catches: one Adam moment (K = 8), no master copy, the wrong stage sharding.
+    kw = dict(grad_dtype="bf16", dp=64)
+    published = {0: 120, 1: 31.4, 2: 16.6, 3: 1.9}
+    for stage, gb in published.items():
+        got = memory.model_state_bytes_per_gpu(7.5e9, zero_stage=stage, **kw) / GB
+        assert got == pytest.approx(gb, abs=0.05 if stage else 1e-9), stage
+
+
+@pytest.mark.parametrize("d", [1, 2, 8, 64, 1024])
+def test_zero_paper_per_parameter_formulas(d):
+    # 2 + 2 + 12 = 16; ZeRO-1 4 + 12/N, ZeRO-2 2 + 14/N, ZeRO-3 16/N (the paper's section 5).
+    got = [memory.model_state_bytes_per_gpu(1.0, dp=d, zero_stage=z, grad_dtype="bf16") for z in range(4)]
+    assert got == pytest.approx([16, 4 + 12 / d, 2 + 14 / d, 16 / d])
+
+
+@pytest.mark.parametrize("d", [2, 4, 8, 64])
+def test_megatron_18_bytes_and_distributed_optimizer(d):
+    # Megatron-LM distrib_optimizer.md: bf16 params + fp32 grads: 18 vs 6 + 12/d; fp32 params + grads: 16 vs 8 + 8/d.
+    # Catches: fp16 gradients where Megatron keeps fp32 (16 for 18), sharding the gradient buffer (2 + 16/d).
+    assert memory.model_state_bytes_per_gpu(1.0) == 18
+    assert memory.model_state_bytes_per_gpu(1.0, dp=d, zero_stage=1) == pytest.approx(6 + 12 / d)
+    fp32 = dict(weight_dtype="fp32", grad_dtype="fp32", master_weights=False)
+    assert memory.model_state_bytes_per_gpu(1.0, **fp32) == 16
+    assert memory.model_state_bytes_per_gpu(1.0, dp=d, zero_stage=1, **fp32) == pytest.approx(8 + 8 / d)
+    # ZeRO-3 with fp32 gradients: 18 / N
+    assert memory.model_state_bytes_per_gpu(1.0, dp=d, zero_stage=3) == pytest.approx(18 / d)
+
+
+def test_model_state_parts_broadcast_and_refuse_nonsense():
+    parts = memory.model_state_parts(np.array([1e9, 2e9]), dp=np.array([[1], [4]]), zero_stage=2)
+    assert parts["gradients"].shape == (2, 2)
+    assert parts["gradients"][1, 0] == pytest.approx(1e9 * 4 / 4) and parts["weights"][1, 1] == 4e9
+    assert memory.model_state_bytes_per_gpu(1.0, optimizer="sgd") == 2 + 4 + 4
+    with pytest.raises(ValueError, match="zero_stage must be 0, 1, 2 or 3"):
+        memory.model_state_bytes_per_gpu(1.0, zero_stage=4)
+    with pytest.raises(ValueError, match="own master copy"):
+        memory.model_state_bytes_per_gpu(1.0, weight_dtype="fp32")
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        memory.model_state_bytes_per_gpu(1.0, optimizer="lion")
+    with pytest.raises(ValueError, match="dp must be a whole number"):
+        memory.model_state_bytes_per_gpu(1.0, dp=0)
+    with pytest.raises(TypeError, match="master_weights must be True or False"):
+        memory.model_state_bytes_per_gpu(1.0, master_weights=1)
+
+
+# ---- activations -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("s,b,h,a,t", [(2048, 1, 12288, 96, 8), (2048, 4, 20480, 128, 8), (4096, 2, 4096, 32, 4)])
+def test_korthikanti_table_2_rows(s, b, h, a, t):
+    # Korthikanti et al. 2022, Table 2 (activation memory per layer, bytes), written out independently.
+    f = memory.activation_bytes_per_layer
+    sbh = s * b * h
+    assert f(s, b, h, a) == pytest.approx(sbh * (34 + 5 * a * s / h))
+    assert f(s, b, h, a, t) == pytest.approx(sbh * (10 + 24 / t + 5 * a * s / (h * t)))
+    assert f(s, b, h, a, t, True) == pytest.approx(sbh / t * (34 + 5 * a * s / h))
+    assert f(s, b, h, a, t, True, "selective") == pytest.approx(sbh * 34 / t)
+    assert f(s, b, h, a, t, False, "full") == pytest.approx(2 * sbh)
+    assert f(s, b, h, a, t, True, "full") == pytest.approx(2 * sbh / t)
+
+
+def test_korthikanti_gpt3_selective_saves_what_they_report():
+    # Section 5: for GPT-3 (a = 96, s = 2048, h = 12288) 5as/h = 80 against 34: the scores are 70% of a layer,
+    # which is why selective recomputation removes most of the memory. Catches a wrong score term (e.g. 5as/(h t) twice).
+    full = memory.activation_bytes_per_layer(2048, 1, 12288, 96, 8, True)
+    sel = memory.activation_bytes_per_layer(2048, 1, 12288, 96, 8, True, "selective")
+    assert 1 - sel / full == pytest.approx(80 / 114)
+
+
+def test_gqa_swiglu_no_dropout_by_hand_for_llama_405b():
+    # Hand count per token, bytes (h = 16384, q = 128 x 128 = h, kv = 8 x 128 = h/16, d_ff = 53248 = 3.25 h):
+    # norms 4h; attention input 2h; Q 2h, K 2h/16, V 2h/16, projection input 2h; MLP input 2h;
+    # gate + up 4 d_ff, their product 2 d_ff; no dropout masks. = 4 + 2 + 2 + 0.25 + 2 + 2 + 6 x 3.25 = 31.75 h.
+    h, s = 16384, 8192
+    got = memory.activation_bytes_per_layer(s, 1, h, 128, n_kv_heads=8, head_dim=128, d_ff=53248, gated=True,
+                                            dropout=False, recompute="selective")
+    assert got == pytest.approx(31.75 * s * h)
+    # with TP 8 and SP everything divides by 8; without SP the 4h + 2h + 2h outside the TP regions stay whole
+    tsp = memory.activation_bytes_per_layer(s, 1, h, 128, 8, True, "selective", n_kv_heads=8, head_dim=128,
+                                            d_ff=53248, gated=True, dropout=False)
+    t_only = memory.activation_bytes_per_layer(s, 1, h, 128, 8, False, "selective", n_kv_heads=8, head_dim=128,
+                                               d_ff=53248, gated=True, dropout=False)
+    assert tsp == pytest.approx(31.75 / 8 * s * h)
+    assert t_only == pytest.approx((8 + 23.75 / 8) * s * h)
+    with pytest.raises(ValueError, match="must divide n_heads"):
+        memory.activation_bytes_per_layer(s, 1, h, 128, n_kv_heads=7)
+
+
+def test_microbatches_in_flight_match_a_simulated_schedule():
+    # Count, in parallelism.pipeline_schedule's simulated events, the micro-batches whose forward ran and whose
+    # backward did not, at the worst moment, on each stage: 1F1B holds p - s, GPipe all m.
+    p, m = 4, 8
+    for kind in ("1f1b", "gpipe"):
+        ev = parallelism.pipeline_schedule(p, m, kind)
+        for s in range(p):
+            mine = sorted((e for e in ev if e[0] == s), key=lambda e: e[3])
+            held = peak = 0
+            for e in mine:
+                held += 1 if e[2] == "F" else -1
+                peak = max(peak, held)
+            got = memory.pipeline_activation_bytes(1.0, 1, p, m, schedule=kind, stage=s)
+            assert got == peak, (kind, s)
+    # interleaved first stage: 1F1B's p times 1 + (p-1)/(p v) (Korthikanti et al. 2022, section 4.2.3)
+    assert memory.pipeline_activation_bytes(1.0, 1, 8, 64, "interleaved", chunks=4) == pytest.approx(8 + 7 / 4)
+    with pytest.raises(ValueError, match="only to schedule='interleaved'"):
+        memory.pipeline_activation_bytes(1.0, 1, 8, 64, "1f1b", chunks=2)
+    with pytest.raises(ValueError, match="stage must be in"):
+        memory.pipeline_activation_bytes(1.0, 1, 8, 64, stage=8)
+
+
+# ---- FLOPs of a step -------------------------------------------------------------------------------------------
+
+def test_korthikanti_model_and_hardware_flops_for_gpt3():
+    # Korthikanti et al. 2022, section 6: model FLOPs per iteration 72 B s l h^2 (1 + s/(6h) + V/(12 l h));
+    # with full recomputation 96 B s l h^2 (1 + s/(6h) + V/(16 l h)); the LM head (V h) is not recomputed and
+    # their attention counts the full s x s square. Catches: causal halving where they do not halve, the 4x of
+    # full recomputation applied to the head, recompute added without the attention term.
+    m = models.get("gpt-3-175b")
+    B, s, l, h, V = 1536, 2048, 96, 12288, 50257
+    layers = 12 * l * h * h
+    head = 6.0 * B * s * V * h
+    model_flops = training.train_flops(layers, B * s, s, m, causal=False) + head
+    full = training.train_flops(layers, B * s, s, m, causal=False, recompute="full") + head
+    assert model_flops == pytest.approx(72 * B * s * l * h**2 * (1 + s / (6 * h) + V / (12 * l * h)), rel=1e-12)
+    assert full == pytest.approx(96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h)), rel=1e-12)
+    # selective: the attention core once more, 4 B s^2 h per layer, i.e. 72 B s l h^2 (1 + 2s/(9h) + ...)
+    sel = training.train_flops(layers, B * s, s, m, causal=False, recompute="selective") + head
+    assert sel == pytest.approx(72 * B * s * l * h**2 * (1 + 2 * s / (9 * h) + V / (12 * l * h)), rel=1e-12)
+
+
+def test_causal_attention_counts_half_the_square_by_hand():
+    # Llama 3.1 8B, 8192-token sequences: forward q.k and p.v cost 4 x 32 heads x 128 x (positions seen) per layer,
+    # 32 layers; causal sees 4096 on average. Catches the "MFU above 100%" slip of counting causal attention as full.
+    per_token_causal = 3 * 4 * 32 * 128 * 4096 * 32
+    got = training.train_flops(1.0, 1.0, 8192, "llama-3.1-8b") - 6.0
+    assert got == pytest.approx(per_token_causal)
+    assert training.train_flops(1.0, 1.0, 8192, "llama-3.1-8b", causal=False) - 6.0 == pytest.approx(2 * per_token_causal)
+    with pytest.raises(ValueError, match="recompute must be one of"):
+        training.train_flops(1.0, 1.0, recompute="some")
+    with pytest.raises(TypeError, match="causal must be True or False"):
+        training.train_flops(1.0, 1.0, causal="yes")
+
+
+def test_mla_training_attention_uses_the_non_absorbed_form():
+    # DeepSeek-V3 trains with up-projected keys and values: 2 x 128 heads x (128 + 64 + 128) per position per layer,
+    # 61 layers (not the decode-time absorbed form over the 512-wide latent).
+    got = training.train_flops(1.0, 1.0, 4096, "deepseek-v3") - 6.0
+    assert got == pytest.approx(3 * 2 * 128 * 320 * 2048 * 61)
+
+
+def test_llama3_table_4_mfu_is_tflops_over_the_dense_bf16_peak():
+    # Llama 3 paper, Table 4: 430 / 400 / 380 TFLOP/s per GPU at BF16 MFU 43 / 41 / 38 %. Over the catalog's dense
+    # 989.5 TFLOP/s these agree within a point; the datasheet's "with sparsity" 1,979 would give ~20%.
+    peak = hardware.get("h100-sxm").flops_per_s("bf16")
+    for row in TL.LLAMA3_405B_LAYOUTS:
+        assert row["tflops_per_gpu"] * 1e12 / peak == pytest.approx(row["mfu"], abs=0.01)
+
+
+def test_deepseek_v3_mfu_by_hand():
+    # 6 x 37B x 14.8T over 2.788M H800-hours (report Table 1, all stages) at the dense FP8 peak 1,979 TFLOP/s:
+    # 3.2856e24 / (2.788e6 x 3600 x 1.979e15) = 16.5%; at the BF16 peak 989.5: 33.1%.
+    hand_fp8 = 6 * 37e9 * 14.8e12 / (2.788e6 * 3600 * 1979e12)
+    assert hand_fp8 == pytest.approx(0.1654, abs=5e-4)
+    n_act = models.get("deepseek-v3").active_params
+    got = training.achieved_mfu(6 * n_act * 14.8e12, 2.788e6, hardware.get("h100-sxm").flops_per_s("fp8"))
+    assert got == pytest.approx(hand_fp8, rel=0.02)   # the catalog's 37.55B active vs the rounded 37B
+    assert training.mfu(1e15, 1.0, 2, 1e15) == 0.5
+
+
+# ---- pipeline schedules ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("p,m", [(2, 4), (4, 8), (8, 3), (5, 20)])
+def test_bubble_of_gpipe_and_1f1b_matches_the_simulation(p, m):
+    for kind in ("gpipe", "1f1b"):
+        ev = parallelism.pipeline_schedule(p, m, kind, forward_s=1.0, backward_s=2.0)
+        span = max(e[4] for e in ev)
+        idle = 1 - sum(e[4] - e[3] for e in ev) / (p * span)
+        assert parallelism.pipeline_bubble_fraction(p, m, kind) == pytest.approx(idle)
+
+
+def test_interleaved_and_zero_bubble_against_their_papers():
+    # Narayanan et al. 2021: interleaving v chunks divides the bubble time by v: (1/v)(p-1)/m of the ideal time.
+    p, m, v = 8, 16, 4
+    f = parallelism.pipeline_bubble_fraction(p, m, "interleaved", chunks=v)
+    assert f / (1 - f) == pytest.approx((p - 1) / (v * m))
+    # Qi et al. 2024: ZB-H1's bubble is (p-1)(T_F + T_B - T_W) against 1F1B's (p-1)(T_F + T_B + T_W): a third when equal.
+    zb = parallelism.pipeline_bubble_fraction(p, m, "zero-bubble")
+    one = parallelism.pipeline_bubble_fraction(p, m, "1f1b")
+    assert (zb / (1 - zb)) / (one / (1 - one)) == pytest.approx(1 / 3)
+    assert parallelism.pipeline_bubble_fraction(4, 8, "interleaved", chunks=2) == pytest.approx(3 / 19)
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        parallelism.pipeline_bubble_fraction(4, 8, "dualpipe")
+    with pytest.raises(ValueError, match="T_W <= T_F \\+ T_B"):
+        parallelism.pipeline_bubble_fraction(4, 8, "zero-bubble", backward_weight_s=3.0)
+
+
+# ---- layouts ---------------------------------------------------------------------------------------------------
+
+def _llama(row, **kw):
+    return TL.training_step("llama-3.1-405b", "h100-sxm", global_batch=row["dp"] * row["batch_per_dp"],
+                            seq_len=row["seq_len"], tp=row["tp"], cp=row["cp"], pp=row["pp"], dp=row["dp"], **kw)
+
+
+def test_llama3_published_layouts_fit_and_their_memory_by_hand():
+    # Llama 3 (section 3.3.2) shards optimizer state and gradients over data parallelism (ZeRO-2 here).
+    row = TL.LLAMA3_405B_LAYOUTS[1]
+    st = _llama(row, zero_stage=2)
+    assert st.fits
+    shard = 405_853_388_800 / (8 * 16)
+    assert st.memory_bytes["weights"] == pytest.approx(2 * shard)
+    assert st.memory_bytes["gradients"] + st.memory_bytes["master_weights"] + st.memory_bytes["optimizer"] \
+        == pytest.approx(16 * shard / 128)
+    # 8 layers on the first stage (126 / 16 rounded up), 16 micro-batches in flight, 31.75 h bytes per token / TP 8
+    assert st.memory_bytes["activations"] == pytest.approx(8 * 16 * 31.75 * 8192 * 16384 / 8)
+    # the naive layouts do not: no model parallelism at all, or full replication of the model state
+    assert not TL.training_step("llama-3.1-405b", "h100-sxm", global_batch=16384, seq_len=8192, dp=16384).fits
+    # every published row fits
+    assert all(_llama(r, zero_stage=2).fits for r in TL.LLAMA3_405B_LAYOUTS)
+
+
+def test_llama3_predicted_mfu_ceiling_is_above_published_and_in_the_same_order():
+    # The model is a floor on time (compute at peak), so its MFU must not fall below what Meta measured;
+    # and it must rank the three rows as Table 4 does (43 > 41 > 38%): more GPUs per batch cost bubble,
+    # 128K context costs attention.
+    pred = [_llama(r, zero_stage=2).mfu for r in TL.LLAMA3_405B_LAYOUTS]
+    pub = [r["mfu"] for r in TL.LLAMA3_405B_LAYOUTS]
+    assert all(p >= q for p, q in zip(pred, pub)), (pred, pub)
+    assert pred[0] > pred[1] > pred[2]
+
+
+def test_layout_search_puts_the_published_layout_near_the_best():
+    fit, tried = TL.search_layouts("llama-3.1-405b", "h100-sxm", 16384, 2048, 8192, cps=(1,), zero_stages=(1, 2))
+    assert tried > len(fit) > 0
+    best = fit[0].step_time_s
+    pub = [s for s in fit if (s.layout["tp"], s.layout["pp"], s.layout["dp"], s.layout["micro_batch"])
+           == (8, 16, 128, 1)]
+    assert pub and pub[0].step_time_s <= 1.1 * best
+    assert all(s.layout["tp"] == 8 for s in fit[:5])   # TP stays inside the 8-GPU NVLink box
+
+
+def test_communication_volumes_by_hand():
+    row = TL.LLAMA3_405B_LAYOUTS[1]
+    st = _llama(row, zero_stage=1)
+    shard = 405_853_388_800 / 128
+    # ZeRO-1/2: reduce-scatter fp32 gradients and all-gather bf16 weights: (p-1)/p (4 + 2) bytes per parameter
+    assert st.comm_bytes["dp"] == pytest.approx(127 / 128 * 6 * shard)
+    # TP: 4 all-reduces of one micro-batch's hidden states per layer, 2(t-1)/t of them sent, 126/16 layers, 16 micro-batches
+    assert st.comm_bytes["tp"] == pytest.approx(4 * 126 / 16 * 16 * 2 * 7 / 8 * 8192 * 16384 * 2)
+    # TP over NVLink (450 GB/s per direction): the ring all-reduce time
+    assert st.comm_s["tp"] == pytest.approx(st.comm_bytes["tp"] / 450e9)
+
+
+def test_training_step_refuses_impossible_layouts():
+    kw = dict(global_batch=64, seq_len=4096)
+    with pytest.raises(ValueError, match="must divide"):
+        TL.training_step("llama-3.1-8b", "h100-sxm", tp=3, **kw)
+    with pytest.raises(ValueError, match="global_batch=64 sequences must split"):
+        TL.training_step("llama-3.1-8b", "h100-sxm", dp=128, **kw)
+    with pytest.raises(ValueError, match="cp=3 must divide seq_len"):
+        TL.training_step("llama-3.1-8b", "h100-sxm", cp=3, **kw)
+    with pytest.raises(ValueError, match="is dense: ep must be 1"):
+        TL.training_step("llama-3.1-8b", "h100-sxm", ep=2, dp=2, **kw)
+    with pytest.raises(ValueError, match="compute_efficiency"):
+        TL.training_step("llama-3.1-8b", "h100-sxm", compute_efficiency=1.5, **kw)
+    moe = TL.training_step("deepseek-v3", "h100-sxm", global_batch=4096, seq_len=4096, pp=16, dp=128, ep=64,
+                           zero_stage=1)
+    assert moe.comm_s["ep"] > 0 and moe.memory_bytes["weights"] > 0
