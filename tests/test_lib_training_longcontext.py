@@ -167,3 +167,15 @@ def test_local_exponent_of_training_term_matches_numeric_slope():
     h = 1e-4
     lo, hi = (float(T.train_and_serve_flops(n * np.exp(s), loss, 0.0, "epoch")[0]) for s in (-h, h))
     assert -(np.log(hi) - np.log(lo)) / (2 * h) == pytest.approx(q, rel=1e-4)
+
+
+def test_train_and_serve_chip_s_converts_flops_at_each_chips_delivered_rate():
+    # serving 2 N D_inf on B200 fp8 (4.5 PFLOP/s dense, datasheet) at 14% MFU, by hand: 2e23 / 6.3e14 s
+    tr, sv = T.train_and_serve_chip_s(1e10, 2.0, 1e13, "h100-sxm", "b200", 0.40, 0.14, "bf16", "fp8", "epoch")
+    assert sv == pytest.approx(2 * 1e10 * 1e13 / (4.5e15 * 0.14), rel=1e-6)
+    d = float(T.tokens_for_loss(1e10, 2.0, "epoch"))
+    assert tr == pytest.approx(6 * 1e10 * d / (989.4e12 * 0.40), rel=1e-3)   # H100 SXM bf16 dense 989.4 TFLOP/s
+    with pytest.raises(ValueError, match=r"serve_mfu must be in \(0, 1\]"):
+        T.train_and_serve_chip_s(1e10, 2.0, 1e13, serve_mfu=0.0)
+    with pytest.raises(KeyError, match="no native fp8"):
+        T.train_and_serve_chip_s(1e10, 2.0, 1e13, serve_chip="a100-80gb", serve_dtype="fp8")

@@ -337,6 +337,34 @@ def train_and_serve_flops(n_params, target_loss, inference_tokens, fit="hoffmann
     return result(train), result(serve)
 
 
+def train_and_serve_chip_s(n_params, target_loss, inference_tokens, train_chip="h100-sxm", serve_chip="h100-sxm",
+                           train_mfu=0.40, serve_mfu=0.14, train_dtype="bf16", serve_dtype="bf16", fit="hoffmann"):
+    """``(train_chip_s, serve_chip_s)``: :func:`train_and_serve_flops` in chip-seconds on real chips.
+
+    Each phase's FLOPs over the FLOP/s it delivers, ``F(chip, dtype) x MFU``: training
+    ``6 N D(N) / (F_t u_t)``, serving ``2 N D_inf / (F_s u_s)``. Claim 28's "make the two
+    costs equal" is about costs, and a chip-second of serving buys fewer useful FLOPs
+    than one of training (decode is memory-bound), so the currency moves the optimum.
+    Defaults: training at 40% MFU (Llama 3 405B reports 38-43%, "The Llama 3 Herd of
+    Models", Table 4); serving at 14%, DeepSeek-V3's production decode on H800s
+    (2 x 37B active x 14.8K tokens/s per 8-GPU node over 8 x 989 TFLOP/s bf16;
+    open-infra-index day 6), the MFU chapter 7's check of claim 29 derives.
+
+    Raises:
+        ValueError: an MFU outside (0, 1], non-positive sizes. KeyError: unknown chip, or a
+        dtype the chip has no peak for.
+    """
+    from . import hardware
+
+    u_t = in_range("train_mfu", train_mfu, 0.0, 1.0, low_open=True)
+    u_s = in_range("serve_mfu", serve_mfu, 0.0, 1.0, low_open=True)
+    f_t = hardware.get(train_chip).flops_per_s(train_dtype)
+    f_s = hardware.get(serve_chip).flops_per_s(serve_dtype)
+    train, serve = train_and_serve_flops(n_params, target_loss, inference_tokens, fit)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return result(np.asarray(train) / (f_t * np.asarray(u_t))), result(np.asarray(serve) / (f_s * np.asarray(u_s)))
+
+
 def train_serve_equal_cost_penalty(inference_tokens, target_loss=2.0, fit="epoch"):
     """``(N_equal, cost(N_equal) / min cost)``: how far 'make training and serving cost the same' is from optimal.
 

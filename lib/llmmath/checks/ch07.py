@@ -113,6 +113,20 @@ def _check_28() -> Verdict:
         qs[key], pens[key] = q, pen
         rows[f"{key} ({d / 1e12:.1f}T tokens, loss {loss:.3f}): q / served tokens it is cheapest for / "
              "cost at train = serve"] = f"{q:.2f} / {d_inf / 1e12:.0f}T / {pen:.2f}x the minimum"
+    # 3. In chip-hours on two chips: training on H100s (bf16, 40% MFU), serving on B200s (fp8, 14% MFU). The
+    # hand condition becomes train_cost : serve_cost = 1 : q, i.e. D_inf = 3 q D (F_s u_s) / (F_t u_t), with the
+    # datasheets' dense peaks written here: H100 SXM bf16 989.4 TFLOP/s, B200 fp8 4.5 PFLOP/s.
+    m, rr, _, _ = _run("llama-3.1-405b")
+    n, d = m.active_params, rr["tokens"]
+    q, loss = _local_exponent(n, d, f), float(training.chinchilla_loss(n, d, "epoch"))
+    d_inf = 3 * q * d * (4.5e15 * 0.14) / (989.4e12 * 0.40)
+    N = np.logspace(np.log10(n) - 1, np.log10(n) + 1, 40001)
+    tr, sv = training.train_and_serve_chip_s(N, loss, d_inf, "h100-sxm", "b200", 0.40, 0.14, "bf16", "fp8", "epoch")
+    n_best = N[int(np.nanargmin(tr + sv))]
+    require(abs(n_best / n - 1) < 0.01, 28, f"in chip-hours (H100 training, B200 fp8 serving) the minimum sits at "
+            f"{n_best:.3g}, the hand derivation puts it at the run's {n:.3g}")
+    rows["llama-3.1-405b in chip-hours, trained on H100 (40% MFU), served on B200 fp8 (14%): served tokens it is "
+         "cheapest for"] = f"{d_inf / 1e12:.0f}T (vs {3 * q * d / 1e12:.0f}T counting FLOPs)"
     lo, hi = min(pens.values()), max(pens.values())
     return Verdict(28, "holds if",
                    "holds exactly when the two costs scale with the same power (x + 1/x, e^x + e^-x) and "

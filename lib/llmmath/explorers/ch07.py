@@ -14,16 +14,19 @@ _TRAIN_N = np.logspace(9, 13, 400)
 
 def _setup_train_serve(fig):
     ax = fig.axes[0]
-    log_axes(ax, (_TRAIN_N[0], _TRAIN_N[-1]), (1e20, 1e28), "model size N (parameters)", "compute (FLOPs)")
+    log_axes(ax, (_TRAIN_N[0], _TRAIN_N[-1]), (1e1, 1e11), "model size N (parameters)", "cost (chip-hours)")
     ax.set_title("train to a target loss, then serve: black = total", fontsize=10)
 
 
-def _draw_train_serve(fig, target_loss, log10_served_tokens, fit):
+def _draw_train_serve(fig, target_loss, log10_served_tokens, fit, train_chip, serve_chip, serve_dtype,
+                      train_mfu, serve_mfu):
     from .. import training
 
     ax = fig.axes[0]
     d_inf = 10.0 ** log10_served_tokens
-    tr, inf = training.train_and_serve_flops(_TRAIN_N, target_loss, d_inf, fit)
+    tr, inf = training.train_and_serve_chip_s(_TRAIN_N, target_loss, d_inf, train_chip, serve_chip, train_mfu,
+                                              serve_mfu, "bf16", serve_dtype, fit)
+    tr, inf = tr / 3600.0, inf / 3600.0
     tot = tr + inf
     ok = np.isfinite(tot)
     if not ok.any():
@@ -33,24 +36,38 @@ def _draw_train_serve(fig, target_loss, log10_served_tokens, fit):
     cross = np.where(ok[:-1] & ok[1:] & (sign[:-1] != sign[1:]))[0]
     arts = [*ax.plot(_TRAIN_N[ok], tr[ok], "C0-", label="training"), *ax.plot(_TRAIN_N, inf, "C1-"),
             *ax.plot(_TRAIN_N[ok], tot[ok], "k-", lw=2), *ax.plot([_TRAIN_N[i]], [tot[i]], "ko")]
-    msg = ""
+    msg = "; the two costs never cross in this range"
     if cross.size:
         j = int(cross[np.argmin(np.abs(cross - i))])
         arts += ax.plot([_TRAIN_N[j]], [tot[j]], "rs")
-        msg = (f"; where training = serving (red square) N = {_TRAIN_N[j]:.3g}, total {tot[j] / tot[i]:.2f}x the minimum")
+        msg = (f"; where training cost = serving cost (red square) N = {_TRAIN_N[j]:.3g}, total "
+               f"{tot[j] / tot[i]:.2f}x the minimum")
     d_opt = float(training.tokens_for_loss(_TRAIN_N[i], target_loss, fit))
-    return arts, (f"blue: training 6 N D(N); orange: serving 2 N x {d_inf:.1e} tokens. Minimum (dot) at N = "
-                  f"{_TRAIN_N[i]:.3g} trained on {d_opt:.3g} tokens ({d_opt / _TRAIN_N[i]:.0f} per parameter)" + msg)
+    return arts, (f"blue: training 6 N D(N) on {train_chip} (bf16, MFU {train_mfu:.0%}); orange: serving 2 N x "
+                  f"{d_inf:.1e} tokens on {serve_chip} ({serve_dtype}, MFU {serve_mfu:.0%}). Minimum (dot) at N = "
+                  f"{_TRAIN_N[i]:.3g} trained on {d_opt:.3g} tokens ({d_opt / _TRAIN_N[i]:.0f} per parameter), "
+                  f"training : serving = {tr[i] / inf[i]:.2f} : 1 there" + msg)
 
 
-def train_serve_explorer() -> "Explorer":
-    """Total compute of training to a loss and then serving, against model size (chapter 7)."""
+def train_serve_explorer(train_chip: str = "h100-sxm", serve_chip: str = "h100-sxm") -> "Explorer":
+    """Cost of training to a loss and then serving, in chip-hours, against model size (chapter 7, claim 28).
+
+    Calls :func:`llmmath.training.train_and_serve_chip_s`: the serving chip, its precision
+    and the two MFUs set the exchange rate between the two costs, and so where they are equal.
+    """
     import ipywidgets as W
+
+    from .. import hardware
 
     return explorer(_setup_train_serve, _draw_train_serve, {
         "target_loss": W.FloatSlider(value=2.0, min=1.9, max=2.6, step=0.02, description="target loss"),
         "log10_served_tokens": W.FloatSlider(value=13.0, min=10.0, max=16.0, step=0.25, description="log10 served"),
         "fit": W.Dropdown(options=["epoch", "hoffmann"], value="epoch", description="fit"),
+        "train_chip": W.Dropdown(options=hardware.names(), value=train_chip, description="train on"),
+        "serve_chip": W.Dropdown(options=hardware.names(), value=serve_chip, description="serve on"),
+        "serve_dtype": W.Dropdown(options=["bf16", "fp8"], value="bf16", description="serve dtype"),
+        "train_mfu": W.FloatSlider(value=0.40, min=0.05, max=0.8, step=0.01, description="train MFU"),
+        "serve_mfu": W.FloatSlider(value=0.14, min=0.01, max=0.8, step=0.01, description="serve MFU"),
     }, width=7.0)
 
 register('train_serve_explorer', train_serve_explorer)
