@@ -1,0 +1,135 @@
+"""Command line: ``python -m llmmath plan ...`` prints a roofline serving plan (:mod:`llmmath.planner`).
+
+Examples::
+
+    python -m llmmath plan --config path/to/config.json --chip h200 --chips 8 --context 32768 --tp 8
+    python -m llmmath plan --model deepseek-v3 --chip gb200-nvl72 --weight-dtype fp8 --ep 72 --dp 72 --json
+
+Nothing is downloaded: ``--config`` reads a local Hugging Face ``config.json``. A bad flag is
+refused by argparse (exit status 2) with a message naming the flag and what it allows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import warnings
+
+from . import hardware, models, planner
+from .units import DTYPE_BYTES, dtype_bytes
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return v
+
+
+def _dtype(text: str):
+    try:
+        value = float(text)
+    except ValueError:
+        value = text
+    try:
+        dtype_bytes(value)
+    except (KeyError, ValueError, TypeError):
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(DTYPE_BYTES)} or bytes per element in "
+                                         f"(0, 8] such as 0.5625, got {text!r}") from None
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m llmmath", description="The course's calculators, offline.")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{plan}")
+    p = sub.add_parser("plan", help="a roofline serving plan: fits?, max batch, step time, tokens/s, cost",
+                       description="A roofline serving plan. Every time is a floor, every rate a ceiling.")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", metavar="PATH", help="a local Hugging Face config.json (or its folder)")
+    src.add_argument("--model", metavar="NAME", help=f"a catalog model: {', '.join(models.names())}")
+    p.add_argument("--name", help="a name for a --config model (default: from the config)")
+    p.add_argument("--chip", required=True, metavar="NAME",
+                   help=f"a chip ({', '.join(hardware.names())}) or a system ({', '.join(hardware.systems())})")
+    p.add_argument("--chips", type=_positive_int, default=None, help="chips in the deployment (default 1, or the system's)")
+    p.add_argument("--context", type=_positive_int, default=8192, help="tokens of context per sequence (default 8192)")
+    p.add_argument("--batch", type=_positive_float, default=None,
+                   help="sequences decoding at once (default: the largest that fits)")
+    p.add_argument("--weight-dtype", type=_dtype, default="bf16", help="weights: a name or bytes per element (0.5625)")
+    p.add_argument("--kv-dtype", type=_dtype, default="bf16", help="KV cache: a name or bytes per element")
+    p.add_argument("--compute-dtype", choices=list(DTYPE_BYTES), default=None,
+                   help="matmul precision (default: the weights' if the chip has it, else bf16)")
+    for flag, what in (("--tp", "tensor parallel"), ("--ep", "expert parallel"), ("--dp", "attention data parallel"),
+                       ("--pp", "pipeline stages")):
+        p.add_argument(flag, type=_positive_int, default=1, help=f"{what} degree (default 1)")
+    p.add_argument("--prompt-tokens", type=_positive_int, default=None, help="prompt length for the time to first token")
+    p.add_argument("--usd-per-chip-hour", type=_positive_float, default=None, help="your price per chip-hour, dollars")
+    p.add_argument("--usable-hbm-fraction", type=_positive_float, default=1.0, help="share of HBM for weights + KV")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    return ap
+
+
+# which flag a library error is about, from the argument name its message starts with or mentions
+_FLAGS = [("usable_hbm_fraction", "--usable-hbm-fraction"), ("n_chips", "--chips"), ("tp=", "--tp"),
+          ("ep=", "--ep"), ("dp=", "--dp"), ("pp=", "--pp"), ("context", "--context"), ("batch", "--batch"),
+          ("prompt_tokens", "--prompt-tokens"), ("usd_per_chip_hour", "--usd-per-chip-hour"), ("dtype", "--weight-dtype")]
+
+
+def _flag_for(msg: str) -> str:
+    hits = [(msg.find(k), flag) for k, flag in _FLAGS if k in msg]
+    return min(hits)[1] if hits else "plan"
+
+
+def main(argv=None) -> int:
+    ap = _parser()
+    args = ap.parse_args(argv)
+    sub = ap._subparsers._group_actions[0].choices["plan"]  # the 'plan' parser, for its error()
+    if args.config:
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                model = models.from_hf_config(args.config, name=args.name)
+            for w in caught:
+                print(f"warning: {w.message}", file=sys.stderr)
+        except (OSError, ValueError, TypeError) as e:
+            sub.error(f"argument --config: {e}")
+    else:
+        try:
+            model = models.get(args.model)
+        except KeyError as e:
+            sub.error(f"argument --model: {e.args[0]}")
+    try:
+        hardware.get(args.chip)
+    except KeyError:
+        try:
+            hardware.system(args.chip)
+        except KeyError as e:
+            sub.error(f"argument --chip: {e.args[0]}; or a system: {', '.join(hardware.systems())}")
+    try:
+        p = planner.plan(model, args.chip, args.chips, context=args.context, batch=args.batch,
+                         weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype, compute_dtype=args.compute_dtype,
+                         tp=args.tp, ep=args.ep, dp=args.dp, pp=args.pp, prompt_tokens=args.prompt_tokens,
+                         usd_per_chip_hour=args.usd_per_chip_hour, usable_hbm_fraction=args.usable_hbm_fraction)
+    except (ValueError, KeyError, TypeError) as e:
+        msg = e.args[0] if e.args else str(e)
+        sub.error(f"argument {_flag_for(msg)}: {msg}")
+    print(json.dumps(p.to_dict(), indent=2) if args.json else p.table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""llmmath.planner against hand derivations, datasheet constants and published measurements.
+
+Every constant below is written out from its source (config.json fields, NVIDIA datasheets:
+H100 SXM 80 GB, 3.35 TB/s, 989.5 TFLOP/s bf16 and 1,979 fp8 dense; H200 141 GB, 4.8 TB/s;
+GB200 186 GB, 8 TB/s, 5 PFLOP/s fp8 dense), not read back from the catalogs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llmmath import models, planner
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "tests" / "hf_configs"
+
+# Llama 3.1 8B (config.json): 32 layers, d 4096, 32 heads, 8 kv heads of 128, vocab 128256
+N_8B = 8_030_261_248
+EMBED_8B = 128_256 * 4096
+NMM_8B = N_8B - EMBED_8B                         # the lookup does no arithmetic
+KV_TOKEN_8B = 2 * 32 * 8 * 128 * 2              # K and V, bf16: 131,072 bytes per token
+ATTN_8B = 4 * 32 * 128 * 32                      # FLOPs per cached position, all layers
+H100_F, H100_W, H100_C = 989.5e12, 3.35e12, 80e9
+
+
+def test_dense_8b_on_one_h100_by_hand():
+    p = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192, batch=16, usd_per_chip_hour=2.0)
+    L, B = 8192, 16
+    assert p.weight_bytes_per_chip == 2 * N_8B
+    assert p.kv_bytes_per_sequence == L * KV_TOKEN_8B == 1_073_741_824
+    assert p.max_batch == (H100_C - 2 * N_8B) // (L * KV_TOKEN_8B) == 59
+    assert p.max_context_at_batch == (H100_C - 2 * N_8B) // (B * KV_TOKEN_8B) == 30_488
+    compute = B * (2 * NMM_8B + ATTN_8B * L) / H100_F
+    memory = ((N_8B - EMBED_8B + B * 4096) * 2 + B * L * KV_TOKEN_8B) / H100_W
+    o = p.at_batch
+    assert o.step_time_s == pytest.approx(max(compute, memory), rel=1e-12)
+    assert o.binds == "HBM bandwidth (KV cache)" and p.fits
+    assert o.tokens_per_s_per_user == pytest.approx(1 / memory, rel=1e-12)
+    assert o.tokens_per_s_per_chip == pytest.approx(B / memory, rel=1e-12)
+    assert o.usd_per_million_tokens == pytest.approx(memory / B * 1e6 * 2.0 / 3600, rel=1e-12)
+    # KV reads per sequence (1.07 GB / 3.35 TB/s = 320 us) outrun its compute (39 us): no balance batch
+    assert math.isinf(p.balance_batch)
+    ttft = (8192 * 2 * NMM_8B + ATTN_8B * 8192 * 8191 / 2) / H100_F
+    assert p.ttft_s == pytest.approx(ttft, rel=1e-12)
+
+
+def test_balance_batch_of_a_70b_on_eight_h200_by_hand():
+    # Llama 3.1 70B: 80 layers, d 8192, 64 heads, 8 kv heads of 128, d_ff 28672, vocab 128256; TP8, fp8, 1k context
+    N, embed = 70_553_706_496, 128_256 * 8192
+    nmm, L = N - embed, 1024
+    F, W = 1979e12, 4.8e12
+    per_seq_compute = (2 * nmm + 4 * 64 * 128 * 80 * L) / (8 * F)
+    per_seq_mem = (L * 2 * 80 * 8 * 128 * 1 / 8 + 8192 * 1 / 8) / W   # KV heads split 8 ways; one embedding row
+    weights = (N - embed) * 1 / 8 / W
+    bstar = weights / (per_seq_compute - per_seq_mem)
+    p = planner.plan("llama-3.1-70b", "h200", 8, context=L, weight_dtype="fp8", kv_dtype="fp8", tp=8, batch=64)
+    assert p.balance_batch == pytest.approx(bstar, rel=1e-9)
+    assert 350 < bstar < 450                 # R = F b / 2W = 206 at fp8, about doubled by the KV reads at 1k
+    at_4k = planner.plan("llama-3.1-70b", "h200", 8, context=4096, weight_dtype="fp8", kv_dtype="fp8", tp=8)
+    assert math.isinf(at_4k.balance_batch)   # at 4k one sequence's KV read (17.5 us) outlasts its compute (9.5 us)
+    b = p.at_balance
+    assert b.compute_s == pytest.approx(b.weight_s + b.kv_s, rel=1e-6)   # balanced indeed
+    assert p.at_batch.binds == "HBM bandwidth (weights)"                   # batch 64 < B*
+
+
+def test_deepseek_v3_on_an_nvl72_rack_with_uneven_experts():
+    # 256 routed experts over EP72: ceil(256/72) = 4 whole experts per GPU in each of 58 MoE layers
+    P_e = 3 * 7168 * 2048
+    total = 671_026_419_200
+    routed = 58 * 256 * P_e
+    p = planner.plan("deepseek-v3", "gb200-nvl72", context=8192, weight_dtype="fp8", ep=72, dp=72, batch=72 * 64)
+    assert p.n_chips == 72 and p.chip == "gb200"           # the system gives its chip and its 72 packages
+    assert p.weight_bytes_per_chip == pytest.approx((total - routed) + 58 * 4 * P_e, rel=1e-12)
+    kv_seq = 61 * (512 + 64) * 2 * 8192                      # the MLA latent and rope key, bf16
+    assert p.kv_bytes_per_sequence == kv_seq
+    free = 186e9 - p.weight_bytes_per_chip
+    assert p.max_batch == math.floor(free / (kv_seq / 72))   # DP72: each GPU holds 1/72 of the sequences
+    # fp8 on GB200: F/W = 625 FLOP/B > the absorbed MLA's 242 FLOP/B at bf16: KV reads never let it balance
+    assert math.isinf(p.balance_batch)
+
+
+def test_a_model_read_from_its_config_plans_like_the_catalog_entry():
+    m = models.from_hf_config(CONFIGS / "gpt-oss-120b.json", name="gpt-oss-from-config")
+    a = planner.plan(m, "h100-sxm", 4, context=131072, tp=4)
+    b = planner.plan("gpt-oss-120b", "h100-sxm", 4, context=131072, tp=4)
+    assert a.max_batch == b.max_batch and a.at_batch.step_time_s == b.at_batch.step_time_s
+    # hand: weights bf16 over TP4; cache per sequence 18 full layers x 131072 + 18 x 128 positions, 2048 B each,
+    # KV heads (8) split 4 ways
+    per_chip_weights = 116_829_156_672 * 2 / 4
+    kv_chip = (18 * 131072 + 18 * 128) * 2048 / 4
+    assert a.max_batch == math.floor((80e9 - per_chip_weights) / kv_chip) == 17
+
+
+def test_fractional_weight_bytes_and_the_planner():
+    p = planner.plan("llama-3.1-70b", "h100-sxm", 1, context=1024, weight_dtype=0.5625, kv_dtype="fp8", batch=1)
+    assert p.weight_bytes_per_chip == pytest.approx(70_553_706_496 * 0.5625, rel=1e-12)
+    assert p.compute_dtype == "bf16" and p.weight_dtype == "0.5625 B"
+    assert p.fits
+
+
+def test_pipeline_stages_split_weights_not_time():
+    one = planner.plan("llama-3.1-405b", "h200", 16, context=8192, weight_dtype="fp8", tp=8, pp=2, batch=256)
+    assert one.weight_bytes_per_chip == pytest.approx(405_853_388_800 / 16, rel=1e-12)
+    assert one.replicas == 1
+
+
+@pytest.mark.parametrize("kw, exc, match", [
+    (dict(n_chips=6, tp=4), ValueError, "not a multiple of pp x tp x dp"),
+    (dict(n_chips=9, tp=3), ValueError, "tp=3 must divide"),
+    (dict(n_chips=8, ep=8, dp=8), ValueError, "is dense"),
+    (dict(n_chips=8, context=0), ValueError, "context must be >= 1"),
+    (dict(n_chips=8, batch=-1), ValueError, "batch must be > 0"),
+    (dict(n_chips=8, usable_hbm_fraction=1.5), ValueError, "usable_hbm_fraction"),
+    (dict(n_chips=8, weight_dtype="fp9"), KeyError, "unknown dtype 'fp9'"),
+    (dict(n_chips=True), TypeError, "n_chips"),
+])
+def test_bad_plans_are_refused_naming_the_argument(kw, exc, match):
+    with pytest.raises(exc, match=match):
+        planner.plan("llama-3.1-8b", "h100-sxm", **kw)
+
+
+def test_unknown_chip_suggests_names():
+    with pytest.raises(KeyError, match="closest"):
+        planner.plan("llama-3.1-8b", "h2000")
+
+
+def test_measurements_are_sourced_and_the_floor_holds_against_every_one():
+    rows = planner.measured_vs_floor()
+    assert len(rows) >= 6
+    for r in rows:
+        assert r.source.startswith("https://")
+        # measured / roofline ceiling: below 1 (a real system cannot beat the floor), and not absurdly low
+        assert 0.05 < r.ratio < 1.0, (r.key, r.ratio)
+    by = {r.key: r for r in rows}
+    # DeepSeek day 6: 14.8k output tok/s per 8-GPU node = 1,850 per GPU (the source's own figure)
+    assert by["deepseek-day6-decode"].measured_tokens_per_s_per_chip == 14_800 / 8
+    assert by["sglang-h100-decode"].measured_tokens_per_s_per_chip == 22_300 / 8
+    assert by["sglang-h100-prefill"].measured_tokens_per_s_per_chip == 52_300 / 8
+
+
+def test_prefill_ceiling_of_deepseek_v3_by_hand():
+    # fp8 on an H100/H800: F = 1979 TFLOP/s; per token 2 N_mm + MLA in its up-projected prefill form
+    nmm = 37_552_297_472 - 129_280 * 7168
+    per_pos = 2 * 128 * (128 + 64 + 128)             # q.k over 192 dims and p.v over 128, 128 heads, per layer
+    T = 2000
+    flops = T * 2 * nmm + per_pos * 61 * T * (T - 1) / 2
+    p = planner.plan("deepseek-v3", "h100-sxm", 32, context=T, weight_dtype="fp8", ep=32, dp=32, batch=1)
+    assert p.prefill_tokens_per_s_per_chip == pytest.approx(1979e12 * T / flops, rel=1e-12)
+
+
+def test_planner_json_round_trips():
+    p = planner.plan("qwen3-30b-a3b", "h200", 1, context=32768)
+    d = json.loads(json.dumps(p.to_dict()))
+    assert d["model"] == "qwen3-30b-a3b" and d["balance_batch"] in ("inf",) or isinstance(d["balance_batch"], float)
+    assert "floor" in p.table()
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "llmmath", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_cli_prints_a_plan_and_json():
+    r = _cli("plan", "--config", str(CONFIGS / "llama-3.1-8b.json"), "--chip", "h100-sxm", "--chips", "1",
+             "--context", "8192", "--batch", "16")
+    assert r.returncode == 0, r.stderr
+    assert "max batch at this context" in r.stdout and "59" in r.stdout and "floor" in r.stdout
+    r = _cli("plan", "--model", "llama-3.1-8b", "--chip", "h100-sxm", "--context", "8192", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["max_batch"] == 59
+
+
+@pytest.mark.parametrize("args, words", [
+    (["plan", "--model", "llama-3.1-8b", "--chip", "h100-sxm", "--context", "-5"], "--context"),
+    (["plan", "--model", "llama-3.1-8b", "--chip", "nochip"], "--chip"),
+    (["plan", "--model", "nomodel", "--chip", "h200"], "--model"),
+    (["plan", "--chip", "h200"], "--model"),
+    (["plan", "--model", "llama-3.1-8b", "--chip", "h200", "--weight-dtype", "fp9"], "--weight-dtype"),
+    (["plan", "--model", "llama-3.1-8b", "--chip", "h200", "--chips", "6", "--tp", "4"], "--tp"),
+])
+def test_cli_errors_name_the_flag(args, words):
+    r = _cli(*args)
+    assert r.returncode == 2 and words in r.stderr, r.stderr
