@@ -61,8 +61,8 @@ print(f"train {len(ytr)} images, test {len(y)}; test accuracy {np.mean(model.pre
 # published anchor: Goodfellow et al.'s ImageNet example, GoogLeNet, turns a
 # panda at 57.7% into a gibbon at 99.3% with $\varepsilon = 0.007$ — the size of
 # one step of the 8-bit image encoding after GoogLeNet's input scaling, i.e. one of
-# 256 levels; their Figure 1. Recorded from the paper; the course's search found
-# no copy of the figure to re-check it against.) The
+# 256 levels; their Figure 1, arXiv:1412.6572. The ε and its 8-bit reading were
+# re-checked against a study group's summary of the paper; the two confidences were not.) The
 # baseline: a random sign pattern of the same size.
 
 # %%
