@@ -71,7 +71,7 @@ from . import network
 from ._validate import non_negative, positive, positive_int, result
 from .mpi_collectives import DEFAULT_REPEATS, DEFAULT_SIZES, OPS
 
-__all__ = ["CollectiveResults", "run", "run_pipeline", "plot", "OPS", "DEFAULT_SIZES"]
+__all__ = ["CollectiveResults", "run", "run_pipeline", "run_training", "plot", "OPS", "DEFAULT_SIZES"]
 
 _INSTALL_HINT = 'pip install -e ".[mpi]" (or ".[test]"), which installs mpi4py and, on Linux, the mpich wheel with its mpiexec'
 
@@ -486,4 +486,36 @@ def run_pipeline(n_procs: int = 2, layers: int = 8, d_model: int = 256, batch: i
         raise ValueError(f"n_procs must be >= 2 and <= layers ({counts['layers']}), got {n_procs}")
     worker = [a for k, v in counts.items() for a in (f"--{k.replace('_', '-')}", str(v))]
     return _launch("llmmath.mpi_pipeline", worker, PipelineResults.from_dict, n_procs, launcher, hostfile,
+                   timeout_s, progress, out, bind)
+
+
+def run_training(n_procs: int = 2, layers: int = 4, d_model: int = 512, batch: int = 64, micro_batch: int = 256,
+                 micro_batches: int = 4, rounds: int = 15, launcher: str | Sequence[str] | None = None,
+                 hostfile: str | os.PathLike | None = None, timeout_s: float = 120, progress: bool = True,
+                 out: str | os.PathLike | None = None, bind: bool = True):
+    """Launch :mod:`llmmath.mpi_train` on ``n_procs`` ranks: a data-parallel step (with and without overlap) and
+    a training pipeline (GPipe and 1F1B) of a small NumPy MLP, with a ping-pong sweep for alpha and beta (chapter 10).
+
+    Same launching as :func:`run`. Defaults: 4 layers of 512 x 512 float32 (4 MiB of
+    gradients), a global batch of 64 rows, pipeline micro-batches of 256 rows, 4 of them,
+    15 rounds of each (about 3 s on 2 cores).
+
+    Returns:
+        :class:`llmmath.mpi_train.TrainingResults`.
+
+    Raises:
+        ValueError: ``n_procs`` < 2, more ranks than layers or batch rows, a count < 1.
+        RuntimeError, FileNotFoundError: as :func:`run`.
+    """
+    from .mpi_train import TrainingResults
+
+    n_procs = positive_int("n_procs", n_procs)
+    counts = dict(layers=layers, d_model=d_model, batch=batch, micro_batch=micro_batch, micro_batches=micro_batches,
+                  rounds=rounds)
+    counts = {k: positive_int(k, v) for k, v in counts.items()}
+    if not 2 <= n_procs <= min(counts["layers"], counts["batch"]):
+        raise ValueError(f"n_procs must be >= 2 and <= layers ({counts['layers']}) and batch ({counts['batch']}), "
+                         f"got {n_procs}")
+    worker = [a for k, v in counts.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+    return _launch("llmmath.mpi_train", worker, TrainingResults.from_dict, n_procs, launcher, hostfile,
                    timeout_s, progress, out, bind)
