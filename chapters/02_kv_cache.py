@@ -79,7 +79,7 @@ CHIPS = ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x", "tpu-v5e", "tpu-v6e"
 # %%
 rows = [("llama-2-7b", None), ("llama-3.1-8b", None), ("llama-3.1-70b", None), ("llama-3.1-70b", "MQA"),
         ("qwen3-235b-a22b", None), ("deepseek-v3", "MLA-absorbed"), ("deepseek-v3", "MLA-recomputed"),
-        ("deepseek-v3", "MLA-expanded")]
+        ("deepseek-v3", "MLA-expanded"), ("kimi-k2", "MLA-absorbed")]
 print(f"{'model':<16} {'variant':<15} {'FLOP/tok/layer':>15} {'bytes/tok/layer':>16} {'I (FLOP/B)':>11} "
       + " ".join(f"{c[:8]:>8}" for c in ("h100-sxm", "h200", "b200", "tpu-v6e")))
 for m, v in rows:
@@ -96,8 +96,10 @@ print(f"DeepSeek-V3 absorbed MLA, all 128 heads on one GPU (production decode, D
 # %% [markdown]
 # "mem" means the KV reads take longer than the arithmetic on that chip; "COMP"
 # the reverse. Every GQA/MHA row is memory-bound by one to two orders of
-# magnitude. The absorbed-MLA row is compute-bound on an H200 and barely
-# memory-bound on an H100 or B200. (The "MQA" row of Llama-3.1-70B is a
+# magnitude. DeepSeek-V3's absorbed-MLA row is compute-bound on an H200 and barely
+# memory-bound on an H100 or B200; Kimi K2's, the same latent with 64 heads
+# instead of 128, does half the FLOPs per byte (121) and is memory-bound on
+# every chip. (The "MQA" row of Llama-3.1-70B is a
 # hypothetical: the same model with one K/V head.)
 #
 # **Picture.** The roofline with each variant's intensity marked: everything to
@@ -538,9 +540,9 @@ if rep is not None:
 #
 # | # | time | claim | verdict |
 # |---|---|---|---|
-# | 3 | 7:18 | decode attention is bound by KV reads | **holds if** standard attention (MHA/GQA/MQA: $G$ FLOP/byte, 10–560× below the ridges); absorbed MLA with all heads on one chip does 242 FLOP/byte — compute-bound on H200/A100 |
+# | 3 | 7:18 | decode attention is bound by KV reads | **holds if** standard attention (MHA/GQA/MQA: $G$ FLOP/byte, 10–560× below the ridges); absorbed MLA with all 128 heads on one chip (DeepSeek-V3) does 242 FLOP/byte — compute-bound on H200/A100; Kimi K2's 64 heads halve it to 121, memory-bound on every chip |
 # | 5 | 11:17 | longer context tips a fixed batch into memory-bound | **holds if** attention is memory-bound: $L^* = 2N/(F\beta/W - a)$, 1,476 tokens for Llama-3.1-70B on H100, from tens to ~11,000 tokens across GQA/MHA models and chips; never for absorbed MLA on an H200 |
-# | 6 | 11:39 | the balanced context is the ideal operating point | **holds if** "ideal" means utilisation: both resources busy only there, MFU ≈ $L^*/L$ past it (0.51 at $2L^*$); cost per token has no minimum there |
+# | 6 | 11:39 | the balanced context is the ideal operating point | **holds if** "ideal" means utilisation: both resources busy only there, MFU ≈ $L^*/L$ past it (0.51 at $2L^*$ for Llama-3.1-8B and 70B on H100 and B200); cost per token has no minimum there |
 # | 7 | 12:29 | sparse attention's traffic grows more slowly | **holds if** read as a flatter line: published NSA/DSA/MoBA/Quest are a fixed top-$k$ plus a 9–8000× flatter linear scan; a $\sqrt L$ law needs blocks of size $\propto\sqrt L$, which none uses |
 #
 # Exercises: `exercises/02_kv_cache.py` (answers in `solutions/`).

@@ -20,6 +20,8 @@ _CONFIG_GQA = {
 # DeepSeek-V3 config.json: num_hidden_layers 61, num_attention_heads 128,
 # kv_lora_rank 512, qk_rope_head_dim 64 (DeepSeek-V2 paper, section 2.1, for the method).
 _DS = dict(n_layers=61, n_heads=128, r_kv=512, r_rope=64)
+# Kimi K2 (huggingface.co/moonshotai/Kimi-K2-Instruct, config.json): the same MLA with num_attention_heads 64.
+_KIMI_HEADS = 64
 # The V3 report's minimum decode unit splits attention 4 ways (TP4 x DP80, section 3.4.2); DeepSeek's
 # production decode (open-infra "day 6" overview) runs MLA data-parallel, all 128 heads on one GPU.
 _DS_DECODE_TP = 4
@@ -49,16 +51,26 @@ def _check_3() -> Verdict:
     require(abs(split - hand_mla / _DS_DECODE_TP) < 1e-9 and
             min(_DATASHEET_BF16_FLOP_PER_BYTE.values()) / split > 2, 3,
             f"with heads split {_DS_DECODE_TP} ways MLA should be memory-bound everywhere, got {split:.0f} FLOP/byte")
+    # A second MLA model: Kimi K2 keeps DeepSeek-V3's latent (512 + 64) but has 64 heads, so half the FLOPs per
+    # cached byte: 2 x 64 x 1088 / 1152 = 121 FLOP/byte, below every chip's ridge (the A100's 153 is the lowest).
+    hand_kimi = 2 * _KIMI_HEADS * (2 * _DS["r_kv"] + _DS["r_rope"]) / ((_DS["r_kv"] + _DS["r_rope"]) * 2)
+    got_kimi = attention.arithmetic_intensity("kimi-k2", "bf16", "MLA-absorbed")
+    require(abs(got_kimi / hand_kimi - 1) < 1e-12, 3, f"Kimi K2 MLA intensity {got_kimi} vs hand {hand_kimi}")
+    kimi_margin = min(_DATASHEET_BF16_FLOP_PER_BYTE.values()) / hand_kimi
+    require(kimi_margin > 1, 3, f"Kimi K2's absorbed MLA ({hand_kimi:.0f} FLOP/byte) should sit below every ridge")
     recomputed = attention.arithmetic_intensity("deepseek-v3", "bf16", "MLA-recomputed")
     return Verdict(3, "holds if",
                    f"holds for MHA/GQA/MQA: a cached byte serves only the G query heads of its group, so decode "
                    f"attention does G FLOP per byte at bf16 (1-16 for these models), "
                    f"{lo:.0f}-{hi:.0f}x below the chips' ridges, and batching cannot share the cache. It does not "
-                   f"hold for MLA with absorbed up-projections and all heads on one chip: every head reads the "
-                   f"same latent, {hand_mla:.0f} FLOP/byte, above the H200's and A100's ridges and near the H100's",
+                   f"hold for MLA with absorbed up-projections and all 128 heads on one chip (DeepSeek-V3): every head "
+                   f"reads the same latent, {hand_mla:.0f} FLOP/byte, above the H200's and A100's ridges and near the "
+                   f"H100's; with 64 heads (Kimi K2) the same latent serves half the FLOPs, {hand_kimi:.0f} FLOP/byte, "
+                   f"memory-bound again on every chip ({kimi_margin:.2f}x below the lowest ridge)",
                    {**rows,
                     "DeepSeek-V3 MLA absorbed (hand: 2*128*1088/1152)": f"{hand_mla:.1f} FLOP/byte",
-                    "chips where absorbed MLA is compute-bound (bf16)": ", ".join(compute_bound),
+                    "Kimi K2 MLA absorbed, 64 heads (hand: 2*64*1088/1152)": f"{hand_kimi:.1f} FLOP/byte",
+                    "chips where DeepSeek-V3's absorbed MLA is compute-bound (bf16)": ", ".join(compute_bound),
                     "ridge / MLA intensity, H100 | H200 | B200": " | ".join(f"{mla_margin[c]:.2f}"
                                                                           for c in ("h100-sxm", "h200", "b200")),
                     f"MLA with heads split {_DS_DECODE_TP} ways (the V3 report's TP4 layout; production decode is DP, "
@@ -70,11 +82,22 @@ def _check_3() -> Verdict:
 # (N_mm excludes it); beta = 2 (K, V) x 80 layers x 8 kv heads x 128 x 2 bytes; a = 4 x 64 heads x 128 x 80
 # layers FLOPs per cached token. H100 SXM datasheet: 989.5 TFLOPS dense bf16, 3.35 TB/s.
 _L70 = dict(n_mm=70_553_706_496 - 128_256 * 8_192, beta=2 * 80 * 8 * 128 * 2, a=4 * 64 * 128 * 80)
+# Llama-3.1-8B the same way: 8,030,261,248 params, untied embedding 128,256 x 4,096; 32 layers, 32 heads,
+# 8 kv heads of 128: beta = 2 x 32 x 8 x 128 x 2 bytes, a = 4 x 32 x 128 x 32 FLOPs per cached token.
+_L8 = dict(n_mm=8_030_261_248 - 128_256 * 4_096, beta=2 * 32 * 8 * 128 * 2, a=4 * 32 * 128 * 32)
+_LLAMA_HAND = {"llama-3.1-70b": _L70, "llama-3.1-8b": _L8}
 _H100_F, _H100_W = _DATASHEET_BF16["h100-sxm"]
 
 
+def _hand_crossover(model: str = "llama-3.1-70b", chip: str = "h100-sxm") -> float:
+    """L* = 2 N_mm / (F beta / W - a) from the config numbers above and the chip's datasheet (bf16)."""
+    c = _LLAMA_HAND[model]
+    F, W = _DATASHEET_BF16[chip]
+    return 2 * c["n_mm"] / (F * c["beta"] / W - c["a"])
+
+
 def _hand_crossover_llama70b_h100() -> float:
-    return 2 * _L70["n_mm"] / (_H100_F * _L70["beta"] / _H100_W - _L70["a"])
+    return _hand_crossover("llama-3.1-70b", "h100-sxm")
 
 
 @register(5)
@@ -82,6 +105,14 @@ def _check_5() -> Verdict:
     hand = _hand_crossover_llama70b_h100()
     lstar = attention.kv_crossover_context("llama-3.1-70b", "h100-sxm")
     require(abs(lstar / hand - 1) < 1e-9, 5, f"L* {lstar} vs hand {hand}")
+    # The same hand form for a second model and a second chip (Llama-3.1-8B; B200 at 2.25 PF bf16, 8 TB/s).
+    hand_more = {}
+    for mh in _LLAMA_HAND:
+        for ch in ("h100-sxm", "b200"):
+            h_ = _hand_crossover(mh, ch)
+            got_ = attention.kv_crossover_context(mh, ch)
+            require(abs(got_ / h_ - 1) < 1e-6, 5, f"{mh} on {ch}: L* {got_:,.1f} vs hand {h_:,.1f} tokens")
+            hand_more[(mh, ch)] = h_
     # At a fixed batch above the balance batch, the step flips from compute- to memory-bound.
     B = 4.0 * serving.balance_batch("llama-3.1-70b", "h100-sxm", 0)
     lb = attention.crossover_context_at_batch("llama-3.1-70b", "h100-sxm", B)
@@ -114,46 +145,66 @@ def _check_5() -> Verdict:
                    f"the balance batch flips to memory-bound even earlier (its weight reads add memory time); absorbed MLA on one H200 (or A100) never "
                    f"flips, because its attention FLOPs grow as fast as its KV reads",
                    {"L*, Llama-3.1-70B on H100 (hand)": f"{hand:,.1f} tokens",
+                    "L* by hand, Llama-3.1-8B / 70B on H100 | B200": " | ".join(
+                        " / ".join(f"{hand_more[(mh, ch)]:,.0f}" for mh in ("llama-3.1-8b", "llama-3.1-70b"))
+                        for ch in ("h100-sxm", "b200")),
                     f"flip at B = {B:,.0f} (4 x balance batch)": f"{lb:,.0f} tokens", **rows})
 
 
 @register(6)
 def _check_6() -> Verdict:
-    model, chip = "llama-3.1-70b", "h100-sxm"
-    lstar = attention.kv_crossover_context(model, chip)
-    hand_lstar = _hand_crossover_llama70b_h100()
-    require(abs(lstar / hand_lstar - 1) < 1e-6, 6, f"balance context {lstar:,.0f} vs hand {hand_lstar:,.0f} tokens")
-    # Hand, from the config and the datasheet: at a batch so large the weight reads vanish, a
-    # sequence costs (2N + aL)/F of compute and L beta/W of KV reads, so MFU = compute / max(both).
-    x = np.array([1.0, 2.0, 4.0])
-    L_hand = x * hand_lstar
-    comp = (2 * _L70["n_mm"] + _L70["a"] * L_hand) / _H100_F
-    hand = comp / np.maximum(comp, L_hand * _L70["beta"] / _H100_W)
-    B = 1e7  # batch so large that the weight reads vanish: the two slopes alone
-    step = serving.decode_step(model, chip, B, L_hand, n_chips=8, check_capacity=False)
-    require(np.allclose(step.mfu, hand, rtol=2e-3), 6, f"MFU {step.mfu} vs hand {hand}")
-    require(abs(step.mfu[1] - 0.5) < 0.05, 6, f"at twice the balance context MFU is {step.mfu[1]:.3f}, not ~1/2")
-    # Cost per token (chip-s) keeps rising with context on both sides of L*: no minimum there.
-    L = np.linspace(0.1, 3.0, 30) * lstar
-    cost = serving.decode_cost_per_token(model, chip, B, L, n_chips=8, check_capacity=False)
-    require(bool(np.all(np.diff(cost) > 0)), 6, "cost per token should rise monotonically with context")
-    below, above = (cost[9] - cost[0]) / (L[9] - L[0]), (cost[-1] - cost[-10]) / (L[-1] - L[-10])
-    # At a realistic batch (4 x B*), the balance is a curve in (B, L): where both resources are busy.
-    Bb = 4 * serving.balance_batch(model, chip, 0)
-    lb = attention.crossover_context_at_batch(model, chip, Bb)
-    sb = serving.decode_step(model, chip, Bb, lb, n_chips=8, check_capacity=False)
-    require(abs(sb.compute_s / sb.memory_s - 1) < 1e-6, 6, "at the balanced (B, L) both times should be equal")
+    # Two models (Llama-3.1-70B and 8B) on two chips (H100 and B200), each by hand from its config and datasheet.
+    out = {}
+    for model in ("llama-3.1-70b", "llama-3.1-8b"):
+        cfg = _LLAMA_HAND[model]
+        for chip in ("h100-sxm", "b200"):
+            F, W = _DATASHEET_BF16[chip]
+            tag = f"{model} on {chip}"
+            lstar = attention.kv_crossover_context(model, chip)
+            hand_lstar = _hand_crossover(model, chip)
+            require(abs(lstar / hand_lstar - 1) < 1e-6, 6,
+                    f"{tag}: balance context {lstar:,.0f} vs hand {hand_lstar:,.0f} tokens")
+            # Hand, from the config and the datasheet: at a batch so large the weight reads vanish, a
+            # sequence costs (2N + aL)/F of compute and L beta/W of KV reads, so MFU = compute / max(both).
+            x = np.array([1.0, 2.0, 4.0])
+            L_hand = x * hand_lstar
+            comp = (2 * cfg["n_mm"] + cfg["a"] * L_hand) / F
+            hand = comp / np.maximum(comp, L_hand * cfg["beta"] / W)
+            B = 1e7  # batch so large that the weight reads vanish: the two slopes alone
+            step = serving.decode_step(model, chip, B, L_hand, n_chips=8, check_capacity=False)
+            require(np.allclose(step.mfu, hand, rtol=2e-3), 6, f"{tag}: MFU {step.mfu} vs hand {hand}")
+            require(abs(step.mfu[1] - 0.5) < 0.05, 6, f"{tag}: at twice the balance context MFU is "
+                                                       f"{step.mfu[1]:.3f}, not ~1/2")
+            # Cost per token (chip-s) keeps rising with context on both sides of L*: no minimum there.
+            L = np.linspace(0.1, 3.0, 30) * lstar
+            cost = serving.decode_cost_per_token(model, chip, B, L, n_chips=8, check_capacity=False)
+            require(bool(np.all(np.diff(cost) > 0)), 6, f"{tag}: cost per token should rise monotonically with context")
+            below, above = (cost[9] - cost[0]) / (L[9] - L[0]), (cost[-1] - cost[-10]) / (L[-1] - L[-10])
+            # At a realistic batch (4 x B*), the balance is a curve in (B, L): where both resources are busy.
+            Bb = 4 * serving.balance_batch(model, chip, 0)
+            lb = attention.crossover_context_at_batch(model, chip, Bb)
+            sb = serving.decode_step(model, chip, Bb, lb, n_chips=8, check_capacity=False)
+            require(abs(sb.compute_s / sb.memory_s - 1) < 1e-6, 6, f"{tag}: at the balanced (B, L) both times "
+                                                                      f"should be equal")
+            out[(model, chip)] = dict(lstar=lstar, mfu=step.mfu, hand=hand, slope=above / below, Bb=Bb, lb=lb,
+                                      mfu_b=sb.mfu)
+    r = out[("llama-3.1-70b", "h100-sxm")]
+    mfu2 = [o["mfu"][1] for o in out.values()]
+    slopes = [o["slope"] for o in out.values()]
     return Verdict(6, "holds if",
                    "holds in the sense of utilisation: only at the balance context are both the FLOPs and the "
-                   f"bandwidth fully used, and past it MFU falls as ~L*/L ({step.mfu[1]:.2f} at 2L*, the "
-                   "interviewer's 'half'); it is not a cost optimum -- cost per token rises with context on both "
-                   f"sides, {above / below:.0f}x more steeply above L* -- so it is the ideal context for the "
-                   "hardware, not for the user, and sparse attention (claim 7) moves it",
-                   {"L*, Llama-3.1-70B on H100": f"{lstar:,.0f} tokens",
-                    "MFU at L*, 2L*, 4L* (large batch)": ", ".join(f"{v:.3f}" for v in step.mfu),
-                    "hand (config + datasheet): compute / max(compute, KV)": ", ".join(f"{v:.3f}" for v in hand),
-                    "cost slope above / below L*": f"{above / below:.1f}x",
-                    f"balanced context at B = {Bb:,.0f}": f"{lb:,.0f} tokens, MFU {sb.mfu:.3f}"})
+                   f"bandwidth fully used, and past it MFU falls as ~L*/L ({min(mfu2):.3f}-{max(mfu2):.3f} at 2L* for "
+                   "Llama-3.1-8B and 70B on H100 and B200, the interviewer's 'half'); it is not a cost optimum -- "
+                   f"cost per token rises with context on both sides, {min(slopes):.0f}-{max(slopes):.0f}x more "
+                   "steeply above L* -- so it is the ideal context for the hardware, not for the user, and sparse "
+                   "attention (claim 7) moves it",
+                   {"L*, Llama-3.1-70B on H100": f"{r['lstar']:,.0f} tokens",
+                    "MFU at L*, 2L*, 4L* (large batch), Llama-3.1-70B on H100": ", ".join(f"{v:.3f}" for v in r["mfu"]),
+                    "hand (config + datasheet): compute / max(compute, KV)": ", ".join(f"{v:.3f}" for v in r["hand"]),
+                    **{f"{m} on {c}: L* / MFU at 2L* (hand) / cost slope above : below L*":
+                       f"{o['lstar']:,.0f} tokens / {o['mfu'][1]:.3f} ({o['hand'][1]:.3f}) / {o['slope']:.1f}x"
+                       for (m, c), o in out.items()},
+                    f"balanced context at B = {r['Bb']:,.0f} (70B, H100)": f"{r['lb']:,.0f} tokens, MFU {r['mfu_b']:.3f}"})
 
 
 @register(7)
