@@ -390,12 +390,14 @@ assert v10.verdict == "holds if"
 # that is $2n_h/(n_{kv} b_{kv})$, single digits (Llama-3.1-70B: 8), far below any chip's
 # $F/W$. For DeepSeek's absorbed MLA it is $2n_h(2r_{kv}+h_\text{rope})/((r_{kv}+h_\text{rope})\,b_{kv}) = 242$
 # FLOP/byte — above the F/W of an A100 (153) or H200 (206). There attention is
-# compute-bound and $B^*$ *falls* with context.
+# compute-bound and $B^*$ *falls* with context. Kimi K2 caches the same latent
+# but has 64 heads, not 128: 121 FLOP/byte, below every chip's $F/W$, so its
+# $B^*$ rises with context like a GQA model's (last rows of the table).
 
 # %%
 print(f"{'model':<15} {'chip':<10} {'L_max':>9}  B* at L = 0, 1K, 4K, 16K, 64K")
 Ls = np.array([0, 1024, 4096, 16384, 65536])
-for m in ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-235b-a22b", "deepseek-v3"):
+for m in ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-235b-a22b", "deepseek-v3", "kimi-k2"):
     for c in ("h100-sxm", "h200", "b200"):
         b = serving.balance_batch(m, c, Ls)
         print(f"{m:<15} {c:<10} {serving.kv_limit_context(m, c):>9,.0f}  "
@@ -607,9 +609,9 @@ assert v15.verdict == "holds if"
 #
 # | # | time | claim | verdict |
 # |---|---|---|---|
-# | 9 | 19:17 | $B^* \approx 300 \times$ sparsity | **holds if** R ≈ 300 (H100, B200 at any precision; A100 153, H200 206, TPU v6e 560); DeepSeek-V3's real $B^*$ is ~5,400 ($s = 17.9$), not 2,400, and ~9,500 per expert ($E/k = 32$) |
+# | 9 | 19:17 | $B^* \approx 300 \times$ sparsity | **holds if** R ≈ 300 (H100, B200 at any precision; A100 153, H200 206, TPU v6e 560); DeepSeek-V3's real $B^*$ is ~5,400 ($s = 17.9$), not 2,400, and ~9,500 per expert ($E/k = 32$); Kimi K2 ~9,600, Qwen3-235B ~3,200 on H100 (B200 fp8: 5–10% lower) |
 # | 10 | 19:51 | run 2–3× past $B^*$ | **holds if** $B^*$ is the whole-step one: no overlap gives 67–75% of peak there; DeepSeek's decode runs at 1.7–2.3× — but ~1× the per-expert balance |
-# | 11 | 20:15 | KV raises the batch needed | **holds if** attention is memory-bound (all GQA/MHA); no batch balances past $L_\text{max}$ (1.5K tokens for Llama-3.1-70B on H100); MLA on low-F/W chips is the exception |
+# | 11 | 20:15 | KV raises the batch needed | **holds if** attention is memory-bound (all GQA/MHA); no batch balances past $L_\text{max}$ (1.5K tokens for Llama-3.1-70B on H100 and B200, 5.6–5.9K for the 405B); DeepSeek-V3's 128-head MLA on low-F/W chips is the exception (Kimi K2's 64 heads are not) |
 # | 14 | 26:04 | sparsity, not size, sets $B^*$ | **holds if** short context: dense 1B–405B all at 295 on H100; KV, capacity and step time bring size back |
 # | 15 | 31:06 | sparser is free until users run out | **holds if** enough users ($R s$) and HBM: saturated cost 2N_act/F for 32–1,024 experts; short of users the sparser model costs more |
 #

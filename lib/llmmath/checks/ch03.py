@@ -103,19 +103,36 @@ def _check_9() -> Verdict:
     require(abs(got_e / (R * s_expert) - 1) < 1e-9, 9, "per-expert B* is not R E/k")
     speaker = 300 * 8
     require(got / speaker > 2, 9, f"the speaker's 2,400 is now within 2x of {got:.0f}")
+    # 4) two more MoEs (Kimi K2, Qwen3-235B-A22B; N_tot / N_act by hand from their configs) and a second chip
+    #    (B200 at fp8, R = 4.5 PF / (2 x 8 TB/s) from its datasheet): B* = R s by hand against the library.
+    sp = _hand_sparsity()
+    more = {}
+    for m in sp:
+        for chip, dt in (("h100-sxm", "bf16"), ("b200", "fp8")):
+            r_ = _DATASHEET_R[(chip, dt)]
+            got_m = serving.balance_batch(m, chip, weight_dtype=dt)
+            require(abs(got_m / (r_ * sp[m]) - 1) < 0.005, 9,
+                    f"{m} on {chip} ({dt}): B* {got_m:,.0f} vs hand R x s = {r_ * sp[m]:,.0f}")
+            more[(m, chip)] = got_m
     return Verdict(9, "holds if",
                    f"the formula is right -- B* = R x N_tot/N_act with R = F b_w/(2W) -- and R is ~300 on an "
                    f"H100 or B200 at any precision (bf16, fp8, fp4), but not 'on most GPUs': {a100:.0f} on an "
                    f"A100, 206 on an H200, {v6e:.0f} on a TPU v6e. His DeepSeek example used sparsity 8 "
                    f"(32 of 256); the config routes 8 of 256, N_tot/N_act = {s_total:.1f}, so B* = {got:,.0f} "
                    f"on an H100, {got / speaker:.1f}x his 2,400 -- and {got_e:,.0f} (R x E/k = R x 32) before "
-                   f"every expert's own matmul is compute-bound",
+                   f"every expert's own matmul is compute-bound. The same formula, configs by hand, gives Kimi K2 "
+                   f"(s = {sp['kimi-k2']:.1f}) {more[('kimi-k2', 'h100-sxm')]:,.0f} and Qwen3-235B-A22B "
+                   f"(s = {sp['qwen3-235b-a22b']:.1f}) {more[('qwen3-235b-a22b', 'h100-sxm')]:,.0f} on an H100, and "
+                   f"{more[('deepseek-v3', 'b200')]:,.0f} / {more[('kimi-k2', 'b200')]:,.0f} / "
+                   f"{more[('qwen3-235b-a22b', 'b200')]:,.0f} on a B200 at fp8",
                    {"R from datasheets": ", ".join(f"{c} {d} {v:.0f}" for (c, d), v in _DATASHEET_R.items()),
                     "DeepSeek-V3 N_tot / N_act (config)": f"{total:,} / {active:,} = {s_total:.2f}",
                     "DeepSeek-V3 E / k": f"256 / 8 = {s_expert:.0f}",
                     "B* on H100, total sparsity": f"{got:,.0f} (hand {hand:,.0f})",
                     "B* on H100, per expert": f"{got_e:,.0f}",
                     "speaker": f"300 x 8 = {speaker:,}",
+                    "B* = R s, s by hand (H100 bf16 | B200 fp8)": "; ".join(
+                        f"{m} (s {sp[m]:.2f}): {more[(m, 'h100-sxm')]:,.0f} | {more[(m, 'b200')]:,.0f}" for m in sp),
                     "largest |B*/(R s) - 1| over MoE x chips": f"{worst:.2%}"})
 
 
@@ -188,19 +205,44 @@ def _check_10() -> Verdict:
                                                      f"{2 * bstar:,.0f}-{3 * bstar:,.0f}"})
 
 
+# Dense GQA models by hand from config.json: (N_tot, vocab x d of the untied input embedding, d, beta, a) with
+# beta = 2 (K, V) x layers x kv heads x 128 x 2 bytes and a = 4 x heads x 128 x layers FLOPs per cached token.
+# Llama-3.1-70B: 80 layers, 64 heads, 8 kv heads, d 8192; Llama-3.1-405B: 126 layers, 128 heads, 8 kv heads,
+# d 16,384, FFN 53,248 (2 x 128,256 x 16,384 + 16,384 + 126 x (2 x 16,384^2 + 2 x 16,384 x 1,024
+# + 3 x 16,384 x 53,248 + 2 x 16,384) = 405,853,388,800 parameters).
+_GQA_HAND = {
+    "llama-3.1-70b": (70_553_706_496, 128_256 * 8192, 8192, 2 * 80 * 8 * 128 * 2, 80 * 4 * 64 * 128),
+    "llama-3.1-405b": (405_853_388_800, 128_256 * 16_384, 16_384, 2 * 126 * 8 * 128 * 2, 126 * 4 * 128 * 128),
+}
+_BF16_SHEET = {"h100-sxm": (_H100["bf16"], _H100["W"]), "b200": (_B200["bf16"], _B200["W"])}
+
+
+def _hand_bstar_vs_context(model, chip, L):
+    """B*(L) = (weight read time) / (compute - KV read - embedding row per sequence), and L_max, by hand."""
+    total, embed, d, beta, a = _GQA_HAND[model]
+    F, W = _BF16_SHEET[chip]
+    n_mm = total - embed
+    bstar = (n_mm * 2 / W) / ((2 * n_mm + a * L) / F - L * beta / W - d * 2 / W)
+    lmax = (2 * n_mm / F - d * 2 / W) / (beta / W - a / F)
+    return bstar, lmax
+
+
 @register(11)
 def _check_11() -> Verdict:
-    # Hand form for Llama-3.1-70B on an H100 (GQA, 8 KV heads): beta and a from the config.
-    F, W = 989.5e12, 3.35e12
-    n_mm = 70_553_706_496 - 128_256 * 8192
-    beta, a = 2 * 80 * 8 * 128 * 2, 80 * 4 * 64 * 128
+    # Hand form for Llama-3.1-70B and 405B (GQA, 8 KV heads) on an H100 and a B200 (datasheets): beta, a from
+    # the configs.
     L = np.array([0.0, 512, 1024])
-    hand = (n_mm * 2 / W) / ((2 * n_mm + a * L) / F - L * beta / W - 8192 * 2 / W)
-    got = serving.balance_batch("llama-3.1-70b", "h100-sxm", L)
-    require(np.allclose(got, hand, rtol=1e-9), 11, f"B*(L) {got} vs hand {hand}")
-    require(bool(np.all(np.diff(got) > 0)), 11, "B* should grow with context for a GQA model")
-    lmax = (2 * n_mm / F - 8192 * 2 / W) / (beta / W - a / F)
-    require(abs(serving.kv_limit_context("llama-3.1-70b", "h100-sxm") / lmax - 1) < 1e-9, 11, "L_max")
+    hand_rows = {}
+    for model in _GQA_HAND:
+        for chip in _BF16_SHEET:
+            hand_b, hand_l = _hand_bstar_vs_context(model, chip, L)
+            got_b = serving.balance_batch(model, chip, L)
+            require(np.allclose(got_b, hand_b, rtol=1e-9), 11, f"{model} on {chip}: B*(L) {got_b} vs hand {hand_b}")
+            require(bool(np.all(np.diff(got_b) > 0)), 11, f"{model} on {chip}: B* should grow with context (GQA)")
+            got_l = serving.kv_limit_context(model, chip)
+            require(abs(got_l / hand_l - 1) < 1e-9, 11, f"{model} on {chip}: L_max {got_l:,.0f} vs hand {hand_l:,.0f}")
+            hand_rows[(model, chip)] = (got_b, hand_l)
+    got, lmax = hand_rows[("llama-3.1-70b", "h100-sxm")]
     # Every GQA/MHA model on every chip: attention is memory-bound (a/beta << F/W), so B* rises and diverges.
     gqa_limits = {}
     for m, mm in models.catalog().items():
@@ -220,6 +262,14 @@ def _check_11() -> Verdict:
         require(serving.balance_batch("deepseek-v3", c, 8192) < serving.balance_batch("deepseek-v3", c, 0), 11,
                 f"MLA on {c}: B* should fall with context")
     ds_h100 = serving.kv_limit_context("deepseek-v3", "h100-sxm")
+    # Kimi K2: the same latent with 64 heads (config.json), a / beta = 2 x 64 x 1088 / 1152 = 121 FLOP/byte, below
+    # every chip's ridge: its B* rises with context like a GQA model's.
+    mla_kimi = 2 * 64 * (2 * 512 + 64) / ((512 + 64) * 2)
+    for c in hardware.names():
+        if "bf16" in hardware.get(c).peak_flops_per_s and hardware.get(c).balance_flops_per_byte("bf16") > mla_kimi:
+            require(serving.balance_batch("kimi-k2", c, 8192) > serving.balance_batch("kimi-k2", c, 0), 11,
+                    f"Kimi K2 (MLA, 64 heads) on {c}: B* should rise with context")
+    kimi_h100 = serving.kv_limit_context("kimi-k2", "h100-sxm")
     # Capacity on top: Llama-3.1-70B on 8 H100s, B* at 1,024 tokens vs the batch that fits
     b1k = serving.balance_batch("llama-3.1-70b", "h100-sxm", 1024)
     fit = serving.max_batch("llama-3.1-70b", "h100-sxm", 1024, n_chips=8)
@@ -227,15 +277,24 @@ def _check_11() -> Verdict:
                    f"holds whenever attention is memory-bound -- every GQA/MHA model on every chip: B* rises as "
                    f"(weight time)/(compute - KV time per sequence) and no batch balances past L_max "
                    f"(Llama-3.1-70B on an H100: B* {got[0]:.0f} -> {got[2]:.0f} at 1K tokens, none past "
-                   f"{lmax:,.0f} tokens). It fails for absorbed MLA on chips whose F/W is below its {mla:.0f} FLOP "
-                   f"per cached byte ({', '.join(falls)}): there attention's own arithmetic outweighs its reads "
-                   f"and B* falls with context. HBM capacity binds soon after: {fit:,.0f} sequences of 1K fit on "
+                   f"{lmax:,.0f} tokens; on a B200 {hand_rows[('llama-3.1-70b', 'b200')][0][0]:.0f} -> "
+                   f"{hand_rows[('llama-3.1-70b', 'b200')][0][2]:.0f}, none past "
+                   f"{hand_rows[('llama-3.1-70b', 'b200')][1]:,.0f}; Llama-3.1-405B, with more weight per cached byte, "
+                   f"{hand_rows[('llama-3.1-405b', 'h100-sxm')][0][0]:.0f} -> "
+                   f"{hand_rows[('llama-3.1-405b', 'h100-sxm')][0][2]:.0f} on an H100, none past "
+                   f"{hand_rows[('llama-3.1-405b', 'h100-sxm')][1]:,.0f}). It fails for absorbed MLA with DeepSeek-V3's 128 heads on chips whose F/W is below its "
+                   f"{mla:.0f} FLOP per cached byte ({', '.join(falls)}): there attention's own arithmetic outweighs "
+                   f"its reads and B* falls with context; Kimi K2's 64 heads ({mla_kimi:.0f} FLOP per byte) rise "
+                   f"on every chip (none past {kimi_h100:,.0f} tokens on an H100). HBM capacity binds soon after: {fit:,.0f} sequences of 1K fit on "
                    f"8 H100s beside the weights, above B* = {b1k:.0f}, but B* grows without bound as L nears L_max "
                    f"while the batch that fits shrinks as 1/L",
                    {"Llama-3.1-70B / H100, B* at L = 0, 512, 1024": ", ".join(f"{v:.0f}" for v in got),
                     "L_max (hand)": f"{lmax:,.0f} tokens",
+                    **{f"{m} on {c}: B* at L = 0, 512, 1024 / L_max (hand)":
+                       f"{', '.join(f'{v:.0f}' for v in b)} / {lm:,.0f} tokens" for (m, c), (b, lm) in hand_rows.items()},
                     "L_max over GQA/MHA models x chips": f"{min(gqa_limits.values()):,.0f} .. {max(gqa_limits.values()):,.0f} tokens",
                     "DeepSeek-V3 (MLA) L_max on H100": f"{ds_h100:,.0f} tokens",
+                    "Kimi K2 (MLA, 64 heads) L_max on H100": f"{kimi_h100:,.0f} tokens",
                     "MLA attention FLOP per cached byte": f"{mla:.0f}; chips below it: {', '.join(falls)}"})
 
 
