@@ -186,3 +186,16 @@ def test_cli_prints_a_plan_and_json():
 def test_cli_errors_name_the_flag(args, words):
     r = _cli(*args)
     assert r.returncode == 2 and words in r.stderr, r.stderr
+
+
+def test_planner_explorer_answers_every_control_without_errors():
+    from llmmath import explorers, widgets
+
+    ex = explorers.planner_explorer()
+    assert isinstance(ex, widgets.Explorer) and "max batch" in ex.text.value
+    for name, control in ex.controls.items():
+        before = (ex.image.value, ex.text.value)
+        options = getattr(control, "options", None)
+        control.value = next(o for o in options if o != control.value) if options else control.min
+        assert (ex.image.value, ex.text.value) != before, name
+        assert "Error" not in ex.text.value, (name, ex.text.value)

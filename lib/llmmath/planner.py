@@ -46,8 +46,8 @@ from ._validate import at_least, non_negative, positive, positive_int, scalar, w
 from .hardware import default_compute_dtype
 from .units import dtype_bytes, dtype_label, fmt_bytes, fmt_count, fmt_seconds
 
-__all__ = ["Placement", "Operating", "Plan", "plan", "measurements", "MeasuredVsFloor", "measured_vs_floor",
-           "FLOOR_NOTE"]
+__all__ = ["Placement", "Operating", "Plan", "plan", "decode_sweep", "measurements", "MeasuredVsFloor",
+           "measured_vs_floor", "FLOOR_NOTE"]
 
 FLOOR_NOTE = ("roofline floors: times are lower bounds and rates upper bounds (no communication, launch gaps, "
               "imperfect overlap, uneven expert load or scheduling); a real engine lands below every rate")
@@ -382,6 +382,28 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
                 hbm_bytes_per_chip=float(s.C), max_batch=max_batch, max_context_at_batch=float(max_ctx),
                 balance_batch=float(balance), at_balance=at_balance, at_batch=at_batch, ttft_s=float(ttft),
                 prefill_tokens_per_s_per_chip=float(prefill_rate), binds=binds)
+
+
+def decode_sweep(model, chip, n_chips=None, context=8192, batches=(1,), *, weight_dtype="bf16", kv_dtype="bf16",
+                 compute_dtype=None, tp=1, ep=1, dp=1, pp=1, usable_hbm_fraction=1.0) -> dict:
+    """The decode floor of :func:`plan` over many batches at once (for plots and explorers).
+
+    ``batches``: sequences over the whole deployment (array, each > 0). Returns a dict of arrays
+    shaped like ``batches``: ``step_time_s``, ``compute_s``, ``weight_s``, ``kv_s``,
+    ``tokens_per_s_per_chip`` and ``tokens_per_s_per_user`` (ceilings), ``fits`` (bool: the KV
+    cache fits beside the weights), and the scalars ``max_batch`` and ``balance_batch`` of
+    the same plan. Same arguments and errors as :func:`plan`.
+    """
+    B = positive("batches", batches)
+    p = plan(model, chip, n_chips, context=context, batch=1, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+             compute_dtype=compute_dtype, tp=tp, ep=ep, dp=dp, pp=pp, usable_hbm_fraction=usable_hbm_fraction)
+    s = _Setup(models.get(model), _chip_and_count(chip, n_chips)[0], p.placement, weight_dtype, kv_dtype, compute_dtype,
+               float(usable_hbm_fraction))
+    comp, w, kv = np.broadcast_arrays(*s.step(B / p.replicas, p.context))
+    t = np.maximum(comp, w + kv)
+    return {"step_time_s": t, "compute_s": comp, "weight_s": w, "kv_s": kv,
+            "tokens_per_s_per_chip": B / (t * p.n_chips), "tokens_per_s_per_user": 1.0 / t,
+            "fits": B <= p.max_batch, "max_batch": p.max_batch, "balance_batch": p.balance_batch}
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,90 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 11 — Exercises: plan a deployment
+# *Generated from `solutions/11_plan_a_deployment.py` by `tools/make_exercises.py`; edit that file, not this one.*
+#
+# Seven problems on reading a config, fitting a batch, counting a windowed
+# cache, odd precisions, a step's floor, a price per million tokens, and how far
+# a published result sits from the ceiling. Work each by hand, put your number
+# in `answer`, run the cell.
+
+# %%
+from llmmath import check_answer, models, planner
+
+# %% [markdown]
+# ### Problem 1 — KV bytes per token from a config
+# Qwen3-8B's config: `num_hidden_layers` 36, `num_key_value_heads` 8,
+# `head_dim` 128. How many bytes of KV cache does one token of context take,
+# all layers, in bf16?
+
+# %%
+answer = ...  # bytes per token
+ok = check_answer("11.1", answer)
+
+# %% [markdown]
+# ### Problem 2 — how many sequences fit
+# Llama 3.1 8B (8,030,261,248 parameters; KV 131,072 bytes per token in bf16)
+# on one H200 (141 GB) at 32,768 tokens of context, everything in bf16. What is
+# the largest batch whose KV cache fits beside the weights?
+
+# %%
+answer = ...  # sequences (a whole number)
+ok = check_answer("11.2", answer)
+
+# %% [markdown]
+# ### Problem 3 — a cache with sliding windows
+# gpt-oss-120b has 36 layers; 18 attend to the last 128 tokens only, 18 to
+# everything. Each cached position takes 2,048 bytes per layer (bf16). How many
+# bytes does one sequence hold at 65,536 tokens of context?
+
+# %%
+answer = ...  # bytes
+ok = check_answer("11.3", answer)
+
+# %% [markdown]
+# ### Problem 4 — weights in NVFP4
+# NVFP4 stores 16 four-bit values with one 8-bit scale: how many bytes do Llama
+# 3.1 70B's 70,553,706,496 parameters take?
+
+# %%
+answer = ...  # bytes
+ok = check_answer("11.4", answer)
+
+# %% [markdown]
+# ### Problem 5 — the floor of one step at batch 1
+# Llama 3.1 8B in bf16 on one H100 (3.35 TB/s), one sequence, negligible
+# context. Every weight but the input-embedding table (128,256 × 4,096, only one
+# row of it is looked up) is read once. What is the step time floor, in seconds?
+
+# %%
+answer = ...  # seconds
+ok = check_answer("11.5", answer)
+
+# %% [markdown]
+# ### Problem 6 — dollars per million tokens
+# A deployment of 8 GPUs at $2.00 per GPU-hour runs decode steps of 20 ms with
+# 64 sequences in flight. What does a million output tokens cost, in dollars?
+
+# %%
+answer = ...  # dollars
+ok = check_answer("11.6", answer)
+
+# %% [markdown]
+# ### Problem 7 — how close did MLPerf get?
+# In MLPerf Inference v4.1, eight H200s served Llama 2 70B offline at 32,124
+# output tokens/s. The planner's ceiling for that run (fp8, about 300 prompt and
+# 300 output tokens per request, prefill on the same GPUs) is
+# `planner.measured_vs_floor()`'s `mlperf41-llama2-70b-h200x8` entry. What
+# fraction of the ceiling did the run reach?
+
+# %%
+answer = ...  # fraction (0 to 1)
+ok = check_answer("11.7", answer)
+
