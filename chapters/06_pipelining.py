@@ -439,7 +439,7 @@ assert v26.verdict == "holds if"
 # |---|---|---|---|
 # | 20 | 52:56 | boundary harmless if in-stage traffic ≳ 8× | **holds**: $2k\ell$ vs $\text{bw}_\text{up}/\text{bw}_\text{out}$; 1–2 DeepSeek layers per stage suffice |
 # | 21 | 55:35 | no saving in memory or compute time | **holds**: stage floors add up to the whole step; an uneven split only costs |
-# | 22 | 56:04 | relieves per-rack memory | **holds if** "memory" means weights (÷P); the KV cache does not shrink |
+# | 22 | 56:04 | relieves per-rack memory | **holds if** "memory" means weights (÷P; DeepSeek-V3 and Kimi K2 on GB200/GB300 NVL72 alike); the KV cache does not shrink |
 # | 24 | 1:00:59 | no effect on the batch needed or on latency | **holds if** "batch" is per stage ($P\,b$ sequences in flight) and hops of tens of µs (not ms) count as unchanged |
 # | 25 | 1:12:51 | KV cannot be sharded by stages | **holds**: $P\,b\,L\beta/(PE) = bL\beta/E$ |
 # | 26 | 1:13:10 | EP to the domain, little PP | **holds if** the domain is a rack; on 8-GPU nodes practice goes past it over InfiniBand; PP = 1 everywhere |

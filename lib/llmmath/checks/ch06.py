@@ -162,24 +162,40 @@ def _check_21() -> Verdict:
 
 @register(22)
 def _check_22() -> Verdict:
-    h = _ds_hand()
-    rows, hand_w = {}, {}
-    for P in (1, 2, 4):
-        m = parallelism.memory_per_gpu("deepseek-v3", ep=64, pp=P, batch=64, context=32768, weight_dtype="fp8")
-        hand_w[P] = (h["routed"] / 64 + (h["total"] - h["routed"])) / P  # fp8: 1 byte per weight
-        require(abs(float(m.weight_bytes) / hand_w[P] - 1) < 1e-3, 22,
-                f"P={P}: library weights per GPU {float(m.weight_bytes) / 1e9:.2f} GB vs hand {hand_w[P] / 1e9:.2f} GB")
-        rows[f"P={P}: weights / KV per GPU"] = (f"{float(m.weight_bytes) / 1e9:.1f} GB / {float(m.kv_bytes) / 1e9:.1f} GB "
-                                                f"of {_GB200_C / 1e9:.0f} GB")
-    cap = hardware.system("gb200-nvl72").hbm_bytes_per_package
-    require(abs(cap / _GB200_C - 1) < 0.03, 22, f"GB200 HBM per GPU {cap / 1e9:.0f} GB vs datasheet {_GB200_C / 1e9:.0f}")
-    replicated = h["total"] - h["routed"]
+    # Two models by hand from their configs (DeepSeek-V3, Kimi K2) on two racks (GB200 and GB300 NVL72, datasheet
+    # HBM per GPU): weights per GPU at EP64, fp8, against the library's memory_per_gpu.
+    rows, hand_w, parts = {}, {}, {}
+    for model, c in _CONFIGS.items():
+        h = _ds_hand(c)
+        parts[model] = (h["total"] - h["routed"], h["routed"] / 64)
+        for P in (1, 2, 4):
+            m = parallelism.memory_per_gpu(model, ep=64, pp=P, batch=64, context=32768, weight_dtype="fp8")
+            hand_w[(model, P)] = (h["routed"] / 64 + (h["total"] - h["routed"])) / P  # fp8: 1 byte per weight
+            require(abs(float(m.weight_bytes) / hand_w[(model, P)] - 1) < 1e-3, 22,
+                    f"{model}, P={P}: library weights per GPU {float(m.weight_bytes) / 1e9:.2f} GB vs hand "
+                    f"{hand_w[(model, P)] / 1e9:.2f} GB")
+            rows[f"{model}, P={P}: weights / KV per GPU"] = (
+                f"{float(m.weight_bytes) / 1e9:.1f} GB / {float(m.kv_bytes) / 1e9:.1f} GB of {_GB200_C / 1e9:.0f} "
+                f"(GB200) / {_GB300_C / 1e9:.0f} GB (GB300)")
+    for key, sheet in (("gb200-nvl72", _GB200_C), ("gb300-nvl72", _GB300_C)):
+        cap = hardware.system(key).hbm_bytes_per_package
+        require(abs(cap / sheet - 1) < 0.03, 22, f"{key} HBM per GPU {cap / 1e9:.0f} GB vs datasheet {sheet / 1e9:.0f}")
+    ds_rep, ds_exp = parts["deepseek-v3"]
+    k_rep, k_exp = parts["kimi-k2"]
+    require(ds_rep > ds_exp and k_rep < k_exp, 22,
+            f"replicated vs expert share per GPU changed order: DeepSeek-V3 {ds_rep / 1e9:.1f} vs {ds_exp / 1e9:.1f} GB, "
+            f"Kimi K2 {k_rep / 1e9:.1f} vs {k_exp / 1e9:.1f} GB")
+    w = {m: [hand_w[(m, P)] / 1e9 for P in (1, 2, 4)] for m in _CONFIGS}
     return Verdict(22, "holds if",
-                   f"holds for the weights: per GPU they fall as 1/P ({hand_w[1] / 1e9:.1f} -> {hand_w[2] / 1e9:.1f} -> "
-                   f"{hand_w[4] / 1e9:.1f} GB at fp8 on EP64), but not for the KV cache, which stays constant (claim "
-                   f"25); with wide EP the replicated non-expert weights ({replicated / 1e9:.0f} GB at fp8 for "
-                   f"DeepSeek-V3) outweigh each GPU's share of the experts ({h['routed'] / 64 / 1e9:.1f} GB)",
-                   rows)
+                   f"holds for the weights: per GPU they fall as 1/P ({' -> '.join(f'{x:.1f}' for x in w['deepseek-v3'])} "
+                   f"GB for DeepSeek-V3, {' -> '.join(f'{x:.1f}' for x in w['kimi-k2'])} GB for Kimi K2, at fp8 on EP64; "
+                   f"{_GB200_C / 1e9:.0f} GB per GB200, {_GB300_C / 1e9:.0f} GB per GB300), but not for the KV cache, "
+                   f"which stays constant (claim 25); with wide EP the replicated non-expert weights are a large part "
+                   f"of what P divides -- for DeepSeek-V3 they outweigh each GPU's share of the experts "
+                   f"({ds_rep / 1e9:.0f} vs {ds_exp / 1e9:.1f} GB at fp8), for Kimi K2 (fewer heads, one dense layer, "
+                   f"384 experts) they do not ({k_rep / 1e9:.0f} vs {k_exp / 1e9:.1f} GB)",
+                   {**rows, "source": "hand: DeepSeek-V3 and Kimi K2 config.json dims; GB200 NVL72 (13.4 TB / 72) and "
+                                      "GB300 NVL72 (288 GB per GPU) datasheets"})
 
 
 # Assumed cost of starting the next stage's work per hop: a kernel launch plus a completion flag. A public
