@@ -66,6 +66,14 @@ ax.set_title("Per token: prefill falls to the compute floor, decode does not"); 
 ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the axes: every corner holds a curve
 plt.show()
 
+# %%
+print("decode cost per token / prefill cost per token, prompt and context 4,096 tokens, 8 GPUs")
+for m in ("llama-3.1-8b", "llama-3.1-70b"):
+    for c in ("h100-sxm", "b200"):
+        pre = serving.prefill_step(m, c, 4096, n_chips=8).cost_chip_s_per_token
+        dec = [serving.decode_step(m, c, B, 4096, n_chips=8).cost_chip_s_per_token for B in (1, 64, 256)]
+        print(f"  {m:<14} {c:<9} B = 1 / 64 / 256: " + " / ".join(f"{d / pre:,.0f}x" for d in dec))
+
 # %% [markdown]
 # **Measured.** The same weights, run for $T$ tokens at once (one product
 # $X_{T\times d}W_{d\times d}$) and one token at a time ($T$ products with a
@@ -406,10 +414,10 @@ assert v37.verdict == "holds if"
 #
 # | # | time | claim | verdict |
 # |---|---|---|---|
-# | 32 | 1:45:11 | prompts saturate arithmetic, generation waits on memory | **holds**: intensity ≈ prompt length vs ≈ batch, plus KV reads; measured here |
+# | 32 | 1:45:11 | prompts saturate arithmetic, generation waits on memory | **holds**: intensity ≈ prompt length vs ≈ batch, plus KV reads (a decode token at 4K context costs 4–290× a prefill token, Llama-3.1-8B/70B on 8 H100s or 8 B200s); measured here |
 # | 33 | 1:52:24 | context-dependent arithmetic negligible below millions of tokens | **off by** 10–100×: 14k–100k tokens for full-attention GQA, ~4k for latent attention |
 # | 34 | 1:53:02 | bandwidth and capacity limit long context | **holds if** GQA/MHA (memory slope 35–75× compute's; two 1M-token sequences of a 70B model fit on 8 H200s); latent attention's slopes are within ~1.2× |
-# | 35 | 1:54:23 | 100–200k is the cost-balanced window | **holds if** read as cost growth (∝ L past a few thousand tokens); the plateau has ended — 1M windows now ship at flat prices |
+# | 35 | 1:54:23 | 100–200k is the cost-balanced window | **holds if** read as cost growth (∝ L past a few thousand tokens: 1M costs 7.8× 128k per token for Llama-3.1-70B and DeepSeek-V3 on H100 and B200); the plateau has ended — 1M windows now ship at flat prices |
 # | 36 | 1:54:40 | HBM is not improving fast enough | **holds if** relative to compute and to long-context ambitions: ~1.41× a year per GPU (A100 → B200) |
 # | 37 | 1:54:55 | too sparse hurts quality | **holds if** the budget falls below what the answer needs or the selector misranks; trained top-2048 reports parity |
 #

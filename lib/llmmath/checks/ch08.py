@@ -10,6 +10,27 @@ from ..claims import Verdict, register, require
 _CHIPS = ("a100-80gb", "h100-sxm", "b200", "mi300x", "tpu-v5e")
 _MODELS = ("llama-3.1-8b", "llama-3.1-70b", "deepseek-v3")
 
+# Datasheets, bf16 dense FLOP/s and HBM bytes/s per GPU (not the catalog): H100 SXM 989.5 TFLOP/s (1,979 with
+# sparsity), 3.35 TB/s; HGX B200 2.25 PFLOP/s (4.5 sparse), 8 TB/s.
+_SHEET = {"h100-sxm": (989.5e12, 3.35e12), "b200": (2.25e15, 8e12)}
+# Config numbers by hand (config.json): N_mm = parameters less the untied input embedding (V x d), d, KV bytes
+# per token of context (beta, bf16) and attention FLOPs per token of context (a), all layers.
+#   Llama-3.1-70B: 70,553,706,496 params, V 128,256, d 8,192, 80 layers, 64 heads, 8 KV heads of 128.
+#   Llama-3.1-8B: 8,030,261,248 params, V 128,256, d 4,096, 32 layers, 32 heads, 8 KV heads of 128.
+#   Llama-3.1-405B: 405,853,388,800 params, V 128,256, d 16,384, 126 layers, 128 heads, 8 KV heads of 128.
+#   DeepSeek-V3: 37,552,297,472 active params (claim 9's count from its config), V 129,280, d 7,168, 61 layers;
+#     absorbed MLA caches 512 + 64 values per layer and does 2 x 128 heads x (2 x 512 + 64) FLOPs per position.
+_HAND = {
+    "llama-3.1-70b": dict(n_mm=70_553_706_496 - 128_256 * 8_192, d=8_192, beta=2 * 80 * 8 * 128 * 2,
+                          a=80 * 4 * 64 * 128),
+    "llama-3.1-8b": dict(n_mm=8_030_261_248 - 128_256 * 4_096, d=4_096, beta=2 * 32 * 8 * 128 * 2,
+                         a=32 * 4 * 32 * 128),
+    "llama-3.1-405b": dict(n_mm=405_853_388_800 - 128_256 * 16_384, d=16_384, beta=2 * 126 * 8 * 128 * 2,
+                           a=126 * 4 * 128 * 128),
+    "deepseek-v3": dict(n_mm=37_552_297_472 - 129_280 * 7_168, d=7_168, beta=61 * (512 + 64) * 2,
+                        a=61 * 2 * 128 * (2 * 512 + 64)),
+}
+
 
 @register(32)
 def _check_32() -> Verdict:
@@ -20,20 +41,42 @@ def _check_32() -> Verdict:
             dec = serving.decode_step(m, c, 1, 4096, check_capacity=False)
             require(bool(pre.compute_bound) and not bool(dec.compute_bound), 32, f"{m} on {c}")
     # Intensity by hand for a dense model: prefill T tokens reads each bf16 weight once (2 bytes) and
-    # does 2 T FLOPs with it: T FLOP/byte; decode at batch B: B FLOP/byte (chapter 0).
+    # does 2 T FLOPs with it: T FLOP/byte; decode at batch B: B FLOP/byte (chapter 0). Cost per token by hand,
+    # two models on two chips (8 GPUs each), from the configs and datasheets above:
+    #   prefill, T = 4096: max(2 N_mm T + a T (T-1)/2) / F, ((N_mm + T d) 2 + T beta) / W) x n / T
+    #   decode, B at L = 4096: max(B (2 N_mm + a L) / F, ((N_mm + B d) 2 + B L beta) / W) x n / B
+    T, L, n = 4096, 4096, 8
+    worst, spread = 0.0, []
+    for m in ("llama-3.1-70b", "llama-3.1-8b"):
+        h = _HAND[m]
+        for c, (F, W) in _SHEET.items():
+            pre = serving.prefill_step(m, c, T, n_chips=n)
+            hand_pre = n * max((2 * h["n_mm"] * T + h["a"] * T * (T - 1) / 2) / (n * F),
+                               ((h["n_mm"] + T * h["d"]) * 2 + T * h["beta"]) / (n * W)) / T
+            worst = max(worst, abs(pre.cost_chip_s_per_token / hand_pre - 1))
+            ratios = []
+            for B in (1, 64, 256):
+                dec = serving.decode_step(m, c, B, L, n_chips=n)
+                hand_dec = n * max(B * (2 * h["n_mm"] + h["a"] * L) / (n * F),
+                                   ((h["n_mm"] + B * h["d"]) * 2 + B * L * h["beta"]) / (n * W)) / B
+                worst = max(worst, abs(dec.cost_chip_s_per_token / hand_dec - 1))
+                ratios.append(hand_dec / hand_pre)
+            require(min(ratios) > 1.5, 32, f"{m} on {n} x {c}: decode at L = {L} costs only {min(ratios):.1f}x prefill")
+            spread += ratios
+            rows[f"{m} on {n} x {c}, decode B = 1 / 64 / 256, L = {L}: cost / prefill cost per token (hand)"] = (
+                " / ".join(f"{r:.0f}x" for r in ratios))
+    require(worst < 1e-3, 32, f"prefill/decode cost per token departs from the hand roofline by {worst:.2%}")
+    rows["largest departure of the library from the hand costs (configs + datasheets)"] = f"{worst:.1e}"
     m, c = "llama-3.1-70b", "h100-sxm"
-    pre = serving.prefill_step(m, c, 4096, n_chips=8)
-    for B in (1, 64, 256):
-        dec = serving.decode_step(m, c, B, 4096, n_chips=8)
-        rows[f"{m} on 8 x {c}, decode B={B}, L=4096: cost / prefill cost per token"] = (
-            f"{dec.cost_chip_s_per_token / pre.cost_chip_s_per_token:.0f}x")
     bstar = serving.balance_batch(m, c, 0)
     big = serving.decode_step(m, c, 2 * bstar, 0, n_chips=8)
     rows["the exception: decode at B = 2 B* with no context"] = f"compute-bound: {bool(big.compute_bound)}"
     return Verdict(32, "holds",
                    "a prompt of T tokens multiplies each weight it reads T times (intensity ~T FLOP/byte, far above "
                    "the chips' 150-560), while decode multiplies it B times and must also read every sequence's KV "
-                   "cache; decode is compute-bound only at batch >= B* and short context",
+                   "cache; decode is compute-bound only at batch >= B* and short context (by hand for Llama-3.1-8B "
+                   f"and 70B on 8 H100s and 8 B200s: a decode token at 4K context costs {min(spread):.0f}-"
+                   f"{max(spread):,.0f}x a prefill token, batch 256 down to 1)",
                    rows)
 
 
@@ -44,6 +87,11 @@ def _check_33() -> Verdict:
     hand = 2 * n_mm / (80 * 4 * 64 * 128)
     lib = serving.attention_crossover_context("llama-3.1-70b")
     require(abs(lib / hand - 1) < 1e-3, 33, f"crossover {lib:.0f} vs hand {hand:.0f}")
+    # Two more models by hand (2 N_mm / a, configs above): Llama-3.1-405B (GQA) and DeepSeek-V3 (absorbed MLA).
+    for m_ in ("llama-3.1-405b", "deepseek-v3"):
+        h_ = 2 * _HAND[m_]["n_mm"] / _HAND[m_]["a"]
+        got_ = serving.attention_crossover_context(m_)
+        require(abs(got_ / h_ - 1) < 1e-3, 33, f"{m_}: crossover {got_:,.0f} vs hand {h_:,.0f} tokens")
     rows = {m: f"{serving.attention_crossover_context(m):,.0f} tokens"
             for m in ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-4b", "gpt-3-175b", "deepseek-v3")}
     hyb = serving.attention_crossover_context("llama-3.1-70b", window=1024, global_every=6)
@@ -80,6 +128,12 @@ def _check_34() -> Verdict:
     # hand: Llama-3.1-70B on an H100: 327,680 B x 989.5e12 / (80 x 4 x 64 x 128 FLOPs x 3.35e12 B/s) = 36.9
     hand = 327_680 * 989.5e12 / (80 * 4 * 64 * 128 * 3.35e12)
     require(abs(ratios[("llama-3.1-70b", "h100-sxm")] / hand - 1) < 1e-9, 34, "slope ratio changed")
+    # the same by hand, beta F / (a W), for the other models on both chips (configs and datasheets above)
+    for m_ in ("llama-3.1-70b", "llama-3.1-8b", "deepseek-v3"):
+        for c_, (F_, W_) in _SHEET.items():
+            h_ = _HAND[m_]["beta"] * F_ / (_HAND[m_]["a"] * W_)
+            require(abs(ratios[(m_, c_)] / h_ - 1) < 1e-6, 34,
+                    f"{m_} on {c_}: KV-read / compute slope {ratios[(m_, c_)]:.2f} vs hand {h_:.2f}")
     require(ratios[("deepseek-v3", "h100-sxm")] < 3, 34, "MLA's memory slope now dwarfs its compute slope")
     require(min(r for (m, _), r in ratios.items() if m != "deepseek-v3") > 20, 34, "a GQA model's slopes came close")
     rows["KV-read slope / attention-compute slope per token of context"] = ", ".join(
@@ -101,15 +155,24 @@ def _check_35() -> Verdict:
     require(up_in == 2.0 and up_out == 1.5, 35, "Gemini 2.5 Pro's long-context uplift changed")
     rows = {"Gemini 2.5 Pro above 200k tokens": f"input x{up_in:g}, output x{up_out:g}",
             "1M-token windows at a flat price": ", ".join(flat_1m) or "none"}
-    # Cost per output token at saturation (best batch) against context: max(compute, KV-read) per token.
+    # Cost per output token at saturation (a batch so large the weight reads vanish) against context:
+    # max(compute, KV read) per token, by hand from the configs and datasheets above, against the library.
+    L = np.array([8e3, 128e3, 1e6])
+    growth = {}
     for m in ("llama-3.1-70b", "deepseek-v3"):
-        mm, ch = models.get(m), hardware.get("h100-sxm")
-        L = np.array([8e3, 128e3, 1e6])
-        comp = (2 * mm.matmul_params_per_token + np.asarray(mm.attention_flops_per_token(L))) / ch.flops_per_s("bf16")
-        kv = L * mm.kv_bytes_per_token() / ch.hbm_bytes_per_s
-        cost = np.maximum(comp, kv)
-        rows[f"{m}: cost per token at 128k / 1M vs 8k (best batch, H100)"] = (
-            f"{cost[1] / cost[0]:.0f}x / {cost[2] / cost[0]:.0f}x")
+        h = _HAND[m]
+        for c, (F, W) in _SHEET.items():
+            hand = np.maximum((2 * h["n_mm"] + h["a"] * L) / F, L * h["beta"] / W)
+            lib = serving.decode_cost_per_token(m, c, 1e7, L, n_chips=8, check_capacity=False)
+            require(np.allclose(lib / lib[0], hand / hand[0], rtol=1e-3), 35,
+                    f"{m} on {c}: cost at 128k / 1M vs 8k {np.round(lib / lib[0], 2)} vs hand {np.round(hand / hand[0], 2)}")
+            growth[(m, c)] = hand[2] / hand[1]
+            rows[f"{m}: cost per token at 128k / 1M vs 8k (best batch, {c})"] = (
+                f"{hand[1] / hand[0]:.0f}x / {hand[2] / hand[0]:.0f}x")
+    require(all(6.5 < g < 8.2 for g in growth.values()), 35,
+            f"a 1M-token context no longer costs ~8x a 128k one per token: {growth}")
+    rows["cost per token at 1M / 128k (Llama-3.1-70B, DeepSeek-V3 on H100, B200)"] = ", ".join(
+        f"{g:.1f}x" for g in growth.values())
     require(len(flat_1m) >= 1, 35, "no flat-priced 1M window in the pricing table")
     return Verdict(35, "holds if",
                    "holds as a statement about cost -- past a few thousand tokens a dense-KV model's cost per token "
