@@ -118,10 +118,11 @@ def test_pure_math_modules_import_no_measured_demo():
 
     lib = Path(kernels.__file__).parent
     math_modules = ["units", "hardware", "models", "roofline", "serving", "attention", "schedule",
-                    "network", "parallelism", "memory", "training", "long_context", "planner", "_hf_config"]
+                    "network", "parallelism", "memory", "training", "long_context", "planner", "_hf_config",
+                    "training_layout"]
     demos = {"kernels", "attention_kernels", "critical_batch", "adversarial", "reversible", "mpi_bench",
-             "mpi_collectives", "mpi_pipeline", "schedule_bench", "claims", "checks", "answers", "widgets",
-             "plots", "explorers"}
+             "mpi_collectives", "mpi_pipeline", "mpi_train", "schedule_bench", "claims", "checks", "answers",
+             "widgets", "plots", "explorers"}
     for name in math_modules:
         tree = ast.parse((lib / f"{name}.py").read_text())
         imported = set()

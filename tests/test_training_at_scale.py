@@ -328,3 +328,20 @@ def test_real_pipeline_holds_what_its_schedule_says_and_idles_at_least_the_formu
     floor = parallelism.pipeline_bubble_fraction(2, m)
     for kind in ("gpipe", "1f1b"):
         assert trained.best_bubble(kind) >= 0.5 * floor, kind
+
+
+# ---- the planner explorer ---------------------------------------------------------------------------------------
+
+def test_training_memory_explorer_answers_every_control_and_flags_what_does_not_fit():
+    from llmmath import explorers
+
+    ex = explorers.training_memory_explorer()
+    assert "fits" in ex.text.value and "does not fit" not in ex.text.value   # Llama 3 405B's published layout
+    before = ex.image.value
+    for name, control in ex.controls.items():
+        options = getattr(control, "options", None)
+        control.value = options[-1] if options else control.max
+        assert ex.text.value and "Traceback" not in ex.text.value, name
+    assert ex.image.value != before
+    bad = explorers.training_memory_explorer(model="llama-3.1-405b", tp=1, pp=1, gpus=8192)
+    assert "does not fit" in bad.text.value

@@ -194,7 +194,9 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
     # ---- memory: activations on the first stage ----------------------------------------------------------
     layers_first = int(np.ceil(m.n_layers / pp))
     n_moe_first = sum(1 for i in range(layers_first) if m.is_moe and i >= m.n_dense_layers)
-    per_mb = (layers_first - n_moe_first) * _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, False, dropout)
+    per_mb = 0.0
+    if layers_first > n_moe_first:
+        per_mb += (layers_first - n_moe_first) * _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, False, dropout)
     if n_moe_first:
         per_mb += n_moe_first * _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, True, dropout)
     acts = float(memory.pipeline_activation_bytes(per_mb, 1, pp, mb, schedule=schedule, chunks=chunks, stage=0))

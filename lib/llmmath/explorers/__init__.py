@@ -49,4 +49,5 @@ from .ch06 import *  # noqa: E402,F401,F403
 from .ch07 import *  # noqa: E402,F401,F403
 from .ch08 import *  # noqa: E402,F401,F403
 from .ch09 import *  # noqa: E402,F401,F403
+from .ch10 import *  # noqa: E402,F401,F403
 from .ch11 import *  # noqa: E402,F401,F403

@@ -1,0 +1,420 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# # Chapter 10 — Training at scale: where the bytes and the FLOPs of a step go, and how they are split over chips
+#
+# The interview's claims on training (23, 28–31, 39–40) and on pipelining
+# (22, 25) lean on arithmetic this chapter derives once, with every convention
+# written out: what one GPU holds during a training step, how many FLOPs the
+# step costs, and what data, tensor, sequence, context, pipeline and expert
+# parallelism each cut and each cost in communication. It adds no claim of its
+# own; it is the long form of the numbers those chapters quote.
+#
+# **After this chapter you can** compute the bytes of weights, gradients, master
+# weights and Adam state per GPU under ZeRO 0–3 and say why one source writes
+# 16 bytes per parameter and another 18; compute a layer's activations with and
+# without tensor/sequence parallelism and recomputation, for GQA and SwiGLU
+# models too; count a step's model FLOPs and hardware FLOPs and turn them into
+# MFU; pick a pipeline schedule by its bubble and its memory; and lay out a
+# 405B model on 16,384 GPUs and check the layout against the one Meta used.
+
+# %%
+import numpy as np
+import matplotlib.pyplot as plt
+
+from llmmath import explorers, hardware, memory, models, mpi_bench, parallelism, plots, training
+from llmmath import training_layout as TL
+
+GB = 1e9
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Model state: 16 or 18 bytes per parameter, and what ZeRO shards
+#
+# Mixed-precision training with Adam keeps, per parameter: the **weights** in
+# 16 bits ($b_w = 2$), their **gradients** ($b_g$), an fp32 **master copy** of
+# the weights (4 bytes, the one the optimizer updates) and Adam's two fp32
+# **moments** (8 bytes). The two published totals differ only in $b_g$:
+#
+# * the ZeRO paper (Rajbhandari et al., SC 2020) keeps fp16 gradients:
+#   $2 + 2 + 12 = 16$ bytes;
+# * Megatron-LM accumulates gradients in fp32: $2 + 4 + 12 = 18$ bytes.
+#
+# ZeRO shards the model state over the $N$ data-parallel replicas instead of
+# copying it: stage 1 the optimizer state (the 12 bytes), stage 2 also the
+# gradients, stage 3 (PyTorch's FSDP "full shard") also the weights:
+#
+# $$\text{ZeRO-1: } b_w + b_g + \tfrac{12}{N},\qquad \text{ZeRO-2: } b_w + \tfrac{b_g + 12}{N},\qquad \text{ZeRO-3: } \tfrac{b_w + b_g + 12}{N}.$$
+#
+# Megatron's *distributed optimizer* is ZeRO-1 with fp32 gradients: $6 + 12/d$.
+# `memory.model_state_bytes_per_gpu` takes each dtype as an argument, so every
+# convention is one call:
+
+# %%
+conventions = [
+    ("ZeRO paper, no sharding", dict(grad_dtype="bf16"), "16"),
+    ("ZeRO-1 (optimizer state)", dict(grad_dtype="bf16", zero_stage=1), "4 + 12/N"),
+    ("ZeRO-2 (+ gradients)", dict(grad_dtype="bf16", zero_stage=2), "2 + 14/N"),
+    ("ZeRO-3 (+ weights)", dict(grad_dtype="bf16", zero_stage=3), "16/N"),
+    ("Megatron-LM, fp32 gradients", dict(), "18"),
+    ("Megatron distributed optimizer", dict(zero_stage=1), "6 + 12/d"),
+    ("ZeRO-3 with fp32 gradients", dict(zero_stage=3), "18/N"),
+    ("fp32 weights and gradients", dict(weight_dtype="fp32", master_weights=False), "16"),
+]
+dps = np.array([1, 8, 64, 1024])
+print(f"{'convention':<32} {'formula':<10} " + " ".join(f"{'N=' + str(d):>8}" for d in dps) + "   (bytes per parameter)")
+for name, kw, formula in conventions:
+    row = memory.model_state_bytes_per_gpu(1.0, dp=dps, **kw)
+    print(f"{name:<32} {formula:<10} " + " ".join(f"{v:>8.3f}" for v in row))
+
+# %% [markdown]
+# The ZeRO paper's Figure 1 works one example: 7.5B parameters on 64 GPUs need
+# 120 GB per GPU unsharded, 31.4 GB with ZeRO-1, 16.6 GB with ZeRO-2 and 1.9 GB with
+# ZeRO-3. The library gives the same four numbers:
+
+# %%
+fig1 = {0: 120.0, 1: 31.4, 2: 16.6, 3: 1.9}
+for stage, published in fig1.items():
+    ours = memory.model_state_bytes_per_gpu(7.5e9, dp=64, zero_stage=stage, grad_dtype="bf16") / GB
+    print(f"ZeRO-{stage}: {ours:6.2f} GB per GPU   (paper: {published} GB)")
+    assert abs(ours - published) < 0.05 + 1e-9, (stage, ours, published)
+
+# %% [markdown]
+# **Takeaway.** "16 bytes per parameter" and "18" are both right; they differ in
+# the gradients' dtype. Sharding the optimizer state alone (ZeRO-1) already
+# brings 16–18 bytes down to 4–6 plus a vanishing remainder; only ZeRO-3 shards
+# the weights themselves, at the price of gathering them again for every
+# forward and backward pass (below).
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Activations: what a layer keeps for its backward pass
+#
+# Korthikanti et al. ("Reducing Activation Recomputation in Large Transformer
+# Models", 2022) count, for a GPT layer with 16-bit activations and 1-byte
+# dropout masks, sequence $s$, micro-batch $b$, hidden $h$, $a$ heads:
+#
+# | setting | bytes per layer |
+# |---|---|
+# | no parallelism | $sbh\,(34 + 5as/h)$ |
+# | tensor parallel $t$ | $sbh\,(10 + 24/t + 5as/(ht))$ |
+# | tensor + sequence parallel | $\frac{sbh}{t}\,(34 + 5as/h)$ |
+# | + selective recomputation (attention core) | $\frac{sbh}{t}\cdot 34$ |
+# | full recomputation | $2sbh$ (the layer input; $/t$ with SP) |
+#
+# The 34 is attention 11 (the block input 2, Q and K 4, V 2, the projection's
+# input 2, a dropout mask 1) + MLP 19 (input 2, GeLU input 8 and output 8 for a
+# $4h$ MLP, mask 1) + two LayerNorm inputs 4. Tensor parallelism splits what
+# lies between its collectives (24 of the 34, and the scores); the 10 left
+# (norms, block inputs, masks) are replicated until sequence parallelism splits
+# them along the sequence. The $5as/h$ is the $s\times s$ scores per head
+# (softmax output 2, dropout mask 1, dropout output 2 bytes).
+#
+# For GPT-3 175B at their setting ($s = 2048$, $b = 1$, $t = 8$):
+
+# %%
+s, b, h, a, t = 2048, 1, 12288, 96, 8
+rows = [("no parallelism", dict()), ("TP 8", dict(tensor_parallel=t)),
+        ("TP 8 + SP", dict(tensor_parallel=t, sequence_parallel=True)),
+        ("TP 8 + SP + selective", dict(tensor_parallel=t, sequence_parallel=True, recompute="selective")),
+        ("full recomputation", dict(recompute="full"))]
+hand = [s * b * h * (34 + 5 * a * s / h), s * b * h * (10 + 24 / t + 5 * a * s / (h * t)),
+        s * b * h / t * (34 + 5 * a * s / h), s * b * h * 34 / t, 2 * s * b * h]
+for (name, kw), by_hand in zip(rows, hand):
+    got = memory.activation_bytes_per_layer(s, b, h, a, **kw)
+    print(f"{name:<24} {got / GB:7.3f} GB per layer   x 96 layers = {96 * got / GB:7.1f} GB")
+    assert abs(got / by_hand - 1) < 1e-12
+
+# %% [markdown]
+# Their point is in the first two rows: $5as/h = 80$ against 34 — the scores are
+# 70 % of a GPT-3 layer's activations, and recomputing just the attention core
+# (cheap in FLOPs) removes them. Flash attention never stores the scores at all,
+# which is why modern stacks are "selective" by default.
+#
+# **Beyond their formula: GQA, SwiGLU, no dropout.** The same rule — keep each
+# operation's input in 16 bits — gives, per token, with $q = a\,d_\text{head}$,
+# $kv = a_{kv} d_\text{head}$ and MLP width $f$: norms $4h$; attention input $2h$,
+# Q $2q$, K and V $4\,kv$, projection input $2q$; MLP input $2h$ and, for a gated
+# MLP, its activation's two inputs (gate and up, $4f$) and output ($2f$); no
+# masks without dropout. Llama 3.1 405B ($q = h$, $kv = h/16$, $f = 3.25h$):
+# $4 + 2 + 2 + 0.25 + 2 + 2 + 6 \times 3.25 = 31.75$ bytes per token per $h$,
+# a little under GPT's 34 — GQA's small K/V pays for SwiGLU's wider MLP.
+
+# %%
+llama = models.get("llama-3.1-405b")
+kw405 = dict(n_kv_heads=llama.n_kv_heads, head_dim=llama.head_dim, d_ff=llama.d_ff, gated=True, dropout=False)
+per_layer = memory.activation_bytes_per_layer(8192, 1, llama.d_model, llama.n_heads, 8, True, "selective", **kw405)
+print(f"Llama 3.1 405B, s = 8192, b = 1, TP 8 + SP, selective: {per_layer / GB:.3f} GB per layer "
+      f"= {per_layer / (8192 * llama.d_model / 8):.2f} x s b h / t")
+assert abs(per_layer / (31.75 * 8192 * 16384 / 8) - 1) < 1e-12
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Micro-batches in flight.** A pipeline stage holds a micro-batch's
+# activations from its forward to its backward. GPipe runs all $m$ forwards
+# first, so it holds $m$; 1F1B starts backwards as soon as it can, so stage $s$
+# holds at most $p - s$ — the **first stage holds $p$**, i.e. $p \times L/p = L$
+# layers' worth: pipelining does *not* shrink the first stage's activations.
+# The interleaved schedule adds a factor $1 + (p-1)/(pv)$ (Korthikanti et al.,
+# section 4.2.3). For Llama 405B on PP16, 8 layers on the first stage:
+
+# %%
+for sched, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("zero-bubble", 1)):
+    held = memory.pipeline_activation_bytes(per_layer, 8, 16, 16, schedule=sched, chunks=v)
+    print(f"{sched:<12} (v={v}): {held / GB:6.1f} GB of activations on the first stage "
+          f"({held / (8 * per_layer):.2f} micro-batches)")
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## The FLOPs of a step: 6ND, attention, recomputation, MFU
+#
+# A forward pass costs 2 FLOPs per parameter per token and the backward twice
+# that: $6ND$ (Kaplan et al. 2020). Attention over the sequence adds, per token
+# and layer, $4\,a\,d_\text{head}$ FLOPs per position attended, forward, times 3
+# for training; with a **causal** mask a token attends to $L/2$ positions on
+# average, so the quadratic term halves. Counting it as full is the slip behind
+# published "MFUs above 100 %". **Recomputation** repeats forward work in the
+# backward: selective adds the attention core once more, full adds a whole
+# forward ($8ND$ in all). Those are *hardware* FLOPs; MFU counts only the
+# *model* FLOPs ($6ND$ + attention), whatever the implementation recomputes.
+#
+# Check against Korthikanti et al.'s closed forms for GPT-3 (they count the full
+# square and do not recompute the LM head): model FLOPs
+# $72Bslh^2(1 + \tfrac{s}{6h} + \tfrac{V}{12lh})$, with full recomputation
+# $96Bslh^2(1 + \tfrac{s}{6h} + \tfrac{V}{16lh})$:
+
+# %%
+gpt3 = models.get("gpt-3-175b")
+B_, s_, l_, h_, V_ = 1536, 2048, 96, 12288, 50257
+layers_params, head = 12 * l_ * h_**2, 6.0 * B_ * s_ * V_ * h_
+for mode, closed in (("none", 72 * B_ * s_ * l_ * h_**2 * (1 + s_ / (6 * h_) + V_ / (12 * l_ * h_))),
+                     ("full", 96 * B_ * s_ * l_ * h_**2 * (1 + s_ / (6 * h_) + V_ / (16 * l_ * h_)))):
+    ours = training.train_flops(layers_params, B_ * s_, s_, gpt3, causal=False, recompute=mode) + head
+    print(f"recompute={mode:<5}: {ours:.4e} FLOPs per step; closed form {closed:.4e}")
+    assert abs(ours / closed - 1) < 1e-12
+
+# %% [markdown]
+# **Reproducing published MFUs.** *Llama 3 405B* (Llama 3 paper, Table 4): 430,
+# 400 and 380 TFLOP/s per GPU on 8K and 16K H100s, reported as BF16 MFU of 43,
+# 41 and 38 %: the quotient by the dense BF16 peak of 989.5 TFLOP/s (the
+# datasheet's 1,979 is "with sparsity" and would halve every MFU). From the whole
+# run's 30.84M GPU-hours instead, the MFU is lower: the GPU-hours include the
+# long-context stage, restarts and failures.
+#
+# *DeepSeek-V3* reports 2.788M H800 GPU-hours in all (2.664M pre-training) for
+# 14.8T tokens at 37B active parameters, trained with FP8 matmuls. The MFU
+# depends on three choices the report does not make for us — which hours, which
+# peak, and whether attention is counted:
+
+# %%
+h100 = hardware.get("h100-sxm")
+for row in TL.LLAMA3_405B_LAYOUTS:
+    print(f"Llama 3 405B on {row['gpus']:>5} GPUs: {row['tflops_per_gpu']} TFLOP/s / 989.5 = "
+          f"{row['tflops_per_gpu'] * 1e12 / h100.flops_per_s('bf16'):.1%}   (published {row['mfu']:.0%})")
+    assert abs(row["tflops_per_gpu"] * 1e12 / h100.flops_per_s("bf16") - row["mfu"]) < 0.01
+print(f"Llama 3.1 405B from 30.84M GPU-hours, 6ND only: {training.run_mfu('llama-3.1-405b'):.1%}\n")
+
+ds = models.get("deepseek-v3")
+print(f"{'DeepSeek-V3':<40} {'bf16 peak':>10} {'fp8 peak':>10}")
+for hours, what in ((2.664e6, "pre-training hours"), (2.788e6, "all hours")):
+    for label, flops in (("6 N D", 6 * 37e9 * 14.8e12),
+                         ("+ causal attention (4K)", training.train_flops(37e9, 14.8e12, 4096, ds)),
+                         ("+ attention as full square", training.train_flops(37e9, 14.8e12, 4096, ds, causal=False))):
+        mfus = [training.achieved_mfu(flops, hours, h100.flops_per_s(d)) for d in ("bf16", "fp8")]
+        print(f"{what + ', ' + label:<40} {mfus[0]:>10.1%} {mfus[1]:>10.1%}")
+hand = 6 * 37e9 * 14.8e12 / (2.788e6 * 3600 * 1979e12)
+assert abs(training.achieved_mfu(6 * 37e9 * 14.8e12, 2.788e6, h100.flops_per_s("fp8")) - hand) < 1e-12
+fp8 = lambda flops, hours: training.achieved_mfu(flops, hours, h100.flops_per_s("fp8"))  # noqa: E731
+square = [fp8(training.train_flops(37e9, 14.8e12, 4096, ds, causal=False), hrs) for hrs in (2.788e6, 2.664e6)]
+causal = [fp8(training.train_flops(37e9, 14.8e12, 4096, ds), hrs) for hrs in (2.788e6, 2.664e6)]
+print(f"\nA published-looking ~21.6% lies between the two full-square rows ({square[0]:.1%}, {square[1]:.1%}); "
+      f"counting causal attention as it is computed gives {causal[0]:.1%}-{causal[1]:.1%}.")
+
+# %% [markdown]
+# Against the FP8 peak its matmuls ran at, DeepSeek-V3 reached **17–22 %** MFU
+# (33–44 % against the BF16 peak), depending on the hours and the attention
+# count; the popular ~21.6 % needs the attention counted as a full square. (The
+# H800 is an H100 with its NVLink cut to 400 GB/s; the tensor cores are the same.)
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Splitting a step over GPUs: memory and communication of each parallelism
+#
+# | kind | splits | each GPU sends per step |
+# |---|---|---|
+# | data (DP) + ZeRO | the batch; ZeRO shards the model state | gradients: all-reduce ($2\frac{N-1}{N}b_g\Psi$), or reduce-scatter + all-gather of weights ($\frac{N-1}{N}(b_g + b_w)\Psi$); ZeRO-3 gathers weights twice |
+# | tensor (TP) + sequence (SP) | every matrix; SP also the norms along the sequence | 4 all-reduces (or RS + AG pairs) of $2sbh$ bytes per layer per micro-batch, 6 with full recomputation |
+# | context (CP, ring attention) | the sequence: $s/\text{cp}$ tokens per GPU | every other GPU's K and V per layer, forward, and again with their gradients backward |
+# | pipeline (PP) | the layers | one activation forward and one gradient backward per micro-batch |
+# | expert (EP) | the routed experts | 4 all-to-alls per MoE layer (dispatch, combine; forward, backward) |
+#
+# Collective times come from `network`'s ring formulas with a link's per-direction
+# bandwidth. NCCL reports a *bus bandwidth*: the algorithm bandwidth $n/t$ times
+# $2(p-1)/p$ for all-reduce and $(p-1)/p$ for all-gather and reduce-scatter, so that
+# it reads directly against the link speed; our times assume a bus bandwidth equal
+# to the link's. A group whose ranks fit one scale-up domain (8 GPUs on an HGX
+# H100) uses NVLink, otherwise the 50 GB/s NIC.
+#
+# **Pipeline schedules.** With $p$ stages and $m$ micro-batches, the idle
+# fraction of GPipe and 1F1B is $(p-1)/(m+p-1)$; interleaving $v$ chunks per GPU
+# gives $(p-1)/(vm + p-1)$; ZB-H1 (Qi et al. 2024) splits the backward into input
+# and weight gradients and lets the latter fill the drain: a third of 1F1B's
+# bubble time when the three passes take equal time.
+
+# %% slideshow={"slide_type": "subslide"}
+fig, (ax, ax2) = plots.new_axes(2, width=5.2, height=3.4)
+mm = np.arange(1, 129)
+for sched, v, style in (("1f1b", 1, "-"), ("interleaved", 2, "--"), ("interleaved", 4, "-."), ("zero-bubble", 1, ":")):
+    ax.plot(mm, parallelism.pipeline_bubble_fraction(16, mm, sched, chunks=v), style,
+            label=f"{sched}" + (f" v={v}" if v > 1 else "") + (" (= GPipe)" if sched == "1f1b" else ""))
+ax.set_xscale("log", base=2); ax.set_xlabel("micro-batches m (p = 16)"); ax.set_ylabel("bubble (idle fraction)")
+ax.set_title("the bubble, by schedule"); ax.grid(True, alpha=0.3); ax.legend(fontsize=8)
+for sched, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", 2)):
+    held = memory.pipeline_activation_bytes(per_layer, 8, 16, mm, schedule=sched, chunks=v) / GB
+    ax2.plot(mm, held, label=sched + (f" v={v}" if v > 1 else ""))
+ax2.axhline(h100.hbm_bytes / GB, color="k", ls="--", lw=1); ax2.text(1.2, 84, "H100 HBM", fontsize=8)
+ax2.set_xscale("log", base=2); ax2.set_yscale("log"); ax2.set_xlabel("micro-batches m (p = 16)")
+ax2.set_ylabel("first-stage activations (GB)"); ax2.set_title("Llama 405B, TP8+SP, 8 layers per stage")
+ax2.grid(True, which="both", alpha=0.3); ax2.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# GPipe's memory grows with $m$, the very knob that shrinks its bubble; 1F1B
+# caps it at $p$ micro-batches, so $m$ can grow until the bubble is small.
+#
+# **A published layout, reproduced.** Llama 3 405B trained with TP8 (inside the
+# 8-GPU NVLink box), PP16, DP64–128, and for 128K-token sequences CP16
+# (Llama 3 paper, Table 4), sharding optimizer state and gradients over data
+# parallelism (ZeRO-2 here). `training_layout.training_step` computes the first
+# stage's bytes and the step's parts:
+
+# %%
+print(f"{'layout':<58} {'weights':>8} {'grads':>7} {'optim':>7} {'activ':>7} {'total':>7}  fits  "
+      f"{'step':>6} {'bubble':>7} {'TP':>5} {'MFU ceiling':>11} {'published':>9}")
+steps = []
+for row in TL.LLAMA3_405B_LAYOUTS:
+    st = TL.training_step("llama-3.1-405b", "h100-sxm", global_batch=row["dp"] * row["batch_per_dp"],
+                          seq_len=row["seq_len"], tp=row["tp"], cp=row["cp"], pp=row["pp"], dp=row["dp"], zero_stage=2)
+    steps.append(st)
+    mb = st.memory_bytes
+    label = st.describe() + f" s={row['seq_len']}"
+    print(f"{label:<58} {mb['weights'] / GB:>7.1f}G {mb['gradients'] / GB:>6.1f}G "
+          f"{(mb['optimizer'] + mb['master_weights']) / GB:>6.2f}G {mb['activations'] / GB:>6.1f}G "
+          f"{st.total_bytes / GB:>6.1f}G  {'yes' if st.fits else 'NO':>4}  {st.step_time_s:>5.2f}s {st.bubble_s:>6.2f}s "
+          f"{st.exposed_comm_s['tp']:>4.2f}s {st.mfu:>11.1%} {row['mfu']:>9.0%}")
+assert all(st.fits for st in steps)
+assert all(st.mfu >= row["mfu"] for st, row in zip(steps, TL.LLAMA3_405B_LAYOUTS))
+assert steps[0].mfu > steps[1].mfu > steps[2].mfu   # Table 4's order: 43 > 41 > 38 %
+
+# %% [markdown]
+# Every published layout fits in 80 GB — with 5 GB to spare, activations taking
+# 68 of the 75 GB: the first stage holds 16 micro-batches of 8 layers. The
+# model's MFU is a *ceiling* (compute at peak), and it lies above each published
+# figure and in the same order: doubling the GPUs for the same 16M-token batch
+# halves the micro-batches per pipeline and doubles the bubble's share; 128K
+# sequences add attention FLOPs and CP's transfers.
+#
+# **Search.** For 16,384 H100s, 2,048 sequences of 8,192 tokens and CP1 (Llama 3
+# used CP only for long context; this model has no penalty for the small
+# matmuls that a short local sequence would give), every layout that fits,
+# fastest first:
+
+# %%
+fit, tried = TL.search_layouts("llama-3.1-405b", "h100-sxm", 16384, 2048, 8192, cps=(1,), zero_stages=(1, 2))
+print(f"{tried} layouts tried, {len(fit)} fit in 80 GB; the 8 fastest:")
+for st in fit[:8]:
+    print(f"  {st.describe():<48} {st.total_bytes / GB:5.1f} GB  step {st.step_time_s:5.2f} s  MFU ceiling {st.mfu:.1%}")
+published = next(st for st in fit if (st.layout["tp"], st.layout["pp"], st.layout["micro_batch"]) == (8, 16, 1))
+print(f"published TP8 PP16 DP128: rank {fit.index(published) + 1}, {published.step_time_s / fit[0].step_time_s:.2f}x the best")
+assert published.step_time_s <= 1.1 * fit[0].step_time_s and fit[0].layout["tp"] == 8
+
+# %% [markdown]
+# The published layout is within a few percent of the best this model finds; the
+# fastest keep TP at 8 (inside NVLink) and trade pipeline depth for data
+# parallelism until the memory runs out.
+#
+# **Explore.** Pick a model, chip, GPU count and layout; the left panel stacks
+# the first stage's bytes by kind against HBM (hatched: it does not fit), the
+# right one splits the step into compute, bubble and the communication that is
+# not hidden. Try DeepSeek-V3 on 2,048 GPUs with PP16 and EP64 (its published
+# layout): in bf16 activations it does not fit — DeepSeek recomputes norms and
+# up-projections and keeps activations in FP8 (report, section 3.2.3).
+
+# %% slideshow={"slide_type": "subslide"}
+planner = explorers.training_memory_explorer()
+planner.widget
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Measured: a data-parallel step and a pipeline on this machine's MPI ranks
+#
+# Two ranks train a small NumPy MLP (4 layers of 512 × 512, tanh). **Data
+# parallel:** each computes the gradient of half the batch, then one all-reduce
+# of the 4 MiB of gradients sums them; with overlap, each layer's gradient is
+# sent as soon as the backward pass has made it. The prediction uses chapter 5's
+# method: $\alpha$ and $\beta$ fitted to a ping-pong in the same run, the ring
+# all-reduce $2(p-1)\alpha + 2\frac{p-1}{p}\frac{n}{\beta} + \frac{p-1}{p}\frac{n}{\gamma}$
+# ($\gamma$: how fast a rank adds one buffer into another). **Pipeline:** each
+# rank holds two layers; 4 micro-batches go through in GPipe and in 1F1B order.
+
+# %%
+run = mpi_bench.run_training(n_procs=2, progress=False)
+alpha, beta = run.fit()
+ar_pred = run.predicted_allreduce_s()
+print(f"ping-pong fit: alpha = {alpha * 1e6:.1f} us, beta = {beta / 1e9:.2f} GB/s; add rate {run.reduce_bytes_per_s / 1e9:.1f} GB/s")
+print(f"gradient all-reduce ({run.grad_bytes / 2**20:.0f} MiB): measured {run.allreduce_s.min() * 1e3:.2f} ms (fastest), "
+      f"model {ar_pred * 1e3:.2f} ms: {run.allreduce_s.min() / ar_pred:.2f}x")
+print(f"one rank, whole batch:          {run.single_s.min() * 1e3:6.2f} ms")
+print(f"two ranks, no overlap:          {run.dp_s.min() * 1e3:6.2f} ms   predicted {run.predicted_dp_s() * 1e3:6.2f} ms "
+      f"(forward {run.forward_s.min() * 1e3:.2f} + backward {run.backward_s.min() * 1e3:.2f} + all-reduce): "
+      f"{run.dp_s.min() / run.predicted_dp_s():.2f}x")
+print(f"two ranks, overlapped:          {run.dp_overlap_s.min() * 1e3:6.2f} ms   predicted {run.predicted_dp_overlap_s() * 1e3:6.2f} ms "
+      f"if the all-reduce hid behind the backward: {run.dp_overlap_s.min() / run.predicted_dp_overlap_s():.2f}x")
+assert run.grads_match                                        # the all-reduced gradient is the whole batch's
+assert run.allreduce_s.min() >= 0.5 * ar_pred                 # load only adds time: one-sided
+assert run.dp_s.min() >= 0.7 * run.predicted_dp_s()
+
+floor = parallelism.pipeline_bubble_fraction(2, run.micro_batches)
+for kind in ("gpipe", "1f1b"):
+    print(f"pipeline {kind:<5}: bubble {run.best_bubble(kind):.1%} (fastest round; formula (p-1)/(m+p-1) = {floor:.1%}); "
+          f"micro-batches in flight per rank {run.pipe[kind]['in_flight']}")
+assert run.pipe["gpipe"]["in_flight"] == [run.micro_batches] * 2 and run.pipe["1f1b"]["in_flight"] == [2, 1]
+assert min(run.best_bubble(k) for k in ("gpipe", "1f1b")) >= 0.5 * floor
+
+# %% [markdown]
+# What to read in these lines (the numbers are this machine's, this run's):
+#
+# * The all-reduce runs slower than the two-parameter model (the ratio printed
+#   above), as in chapter 5: the model is a floor, and a busy core only adds to it,
+#   so the check is one-sided.
+# * Whether overlap pays depends on who moves the bytes. On a GPU, NCCL's kernels
+#   move gradients while the tensor cores compute. Here the "link" is memory
+#   copies done by the same CPU cores that compute, and MPICH makes progress on
+#   a non-blocking all-reduce only inside MPI calls: overlap can cost more than it
+#   hides. The prediction "forward + max(backward, all-reduce)" is what a separate
+#   copy engine would give.
+# * The pipeline's bubble is at least the formula's: the formula assumes equal
+#   stages and free sends; here each hop is a real message, and the last stage
+#   also computes the loss. The in-flight counts are the schedules' own: GPipe
+#   holds all $m$ micro-batches on each stage, 1F1B holds $p - s$.
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Summary
+#
+# | question | answer |
+# |---|---|
+# | bytes of model state per parameter | $b_w + b_g + 12$: 16 (ZeRO paper, 16-bit grads) or 18 (Megatron, fp32 grads); ZeRO-1/2/3 divide the 12, then the gradients, then the weights by $N$ |
+# | activations per layer | $sbh(34 + 5as/h)$ for GPT (Korthikanti); TP divides 24 of 34 and the scores, SP the other 10; Llama 405B: 31.75 |
+# | activations in flight | GPipe $m$ micro-batches; 1F1B $p$ on the first stage, i.e. all $L$ layers' worth; interleaved $\times(1 + \frac{p-1}{pv})$ |
+# | FLOPs of a step | $6ND$ + 3× forward attention (causal: half the square); selective recompute + 1× attention, full + $2ND$ + attention |
+# | MFU | model FLOPs ÷ (time × GPUs × dense peak): Llama 3 405B 38–43 % (BF16); DeepSeek-V3 17–22 % of FP8 peak |
+# | bubble | $(p-1)/(m+p-1)$; interleaved $(p-1)/(vm+p-1)$; ZB-H1 a third of 1F1B's bubble time |
+# | layout | Llama 3 405B's TP8 PP16 DP128 fits in 80 GB and is within 10 % of the fastest layout this model finds |
+#
+# Where this carries earlier chapters further: pipelining's memory (claims 22,
+# 25, chapter 6) — the weights shrink by $p$, the first stage's activations do
+# not; batch size and training economics (claims 23, 28–31, chapter 7) — the
+# MFU that turns FLOPs into GPU-hours; recomputation and reversibility (claims
+# 39, 40, chapter 9) — what selective and full recomputation buy and cost.
+#
+# Exercises: `exercises/10_training_at_scale.py`.
