@@ -441,7 +441,7 @@ assert v27.verdict == "holds"
 # | 16 | 36:41 | an expert layer cannot usefully outgrow one rack | **holds if** read as a cost cliff: crossing racks multiplies the all-to-all by ½·bw_up/bw_out (9× on GB200); DeepSeek crosses nodes anyway where that ratio is 3.2 |
 # | 17 | 39:35 | scale-out ≈ 8× slower | **holds**: 6–18× across GPU systems, median 9× |
 # | 18 | 41:41 | ≥ 4× of the domain jump is real | **holds if** counted in dies or bandwidth (4×, 8×); in packages it is 2× |
-# | 19 | 47:02 | active by compute, total by the domain | **holds if** "domain" means its bandwidth: capacity is lifted by pipelining, the read-time floor is not |
+# | 19 | 47:02 | active by compute, total by the domain | **holds if** "domain" means its bandwidth: capacity is lifted by pipelining, the read-time floor is not (DeepSeek-V3 and Kimi K2 at fp8: 25 and 38 ms on an HGX H100, under 2 ms on an NVL72) |
 # | 27 | 1:18:23 | domain bandwidth grew fastest | **holds**: the domain's growth times the chip's (HGX H100 → NVL72, printed above); the ~8× is the domain, not the bandwidth |
 #
 # Exercises: `exercises/05_experts_on_a_rack.py`.

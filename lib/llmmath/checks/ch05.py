@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import hardware, models, parallelism, serving
 from ..claims import Verdict, register, require
+from .ch03 import _deepseek_v3_by_hand, _kimi_k2_by_hand
 
 # Datasheet scale-up / scale-out per GPU per direction: NVLink 5 900 GB/s over ConnectX-7 400 Gb/s (50 GB/s) on
 # GB200 NVL72, over ConnectX-8 800 Gb/s (100 GB/s) on GB300 NVL72.
@@ -109,14 +110,40 @@ def _check_19() -> Verdict:
     # The bound that survives pipelining: total params readable in a 20 ms step at fp8.
     cap_h, cap_g = 0.02 * h.hbm_bytes_per_s / 1.0, 0.02 * g.hbm_bytes_per_s / 1.0
     require(cap_g / cap_h > 20 and g.hbm_bytes / h.hbm_bytes > 20, 19, "NVL72 no longer ~20x an HGX H100")
+    # Two real models on the two domains, by hand: DeepSeek-V3 and Kimi K2's totals from their config.json (claim
+    # 9's counts), fp8 (1 byte each), against the HGX H100 (8 x 80 GB, 8 x 3.35 TB/s) and GB200 NVL72 (13.4 TB,
+    # 72 x 8 TB/s) datasheets.
+    sheets = {"HGX H100": (h, 8 * 80e9, 8 * 3.35e12), "NVL72": (g, 13.4e12, 72 * 8e12)}
+    for name, (sy, cap, bw) in sheets.items():
+        require(abs(sy.hbm_bytes / cap - 1) < 0.01 and abs(sy.hbm_bytes_per_s / bw - 1) < 0.01, 19,
+                f"{name}: catalog {sy.hbm_bytes / 1e12:.2f} TB at {sy.hbm_bytes_per_s / 1e12:.1f} TB/s vs datasheet "
+                f"{cap / 1e12:.2f} TB at {bw / 1e12:.1f} TB/s")
+    domain_rows = {}
+    for m_, (tot, act) in (("deepseek-v3", _deepseek_v3_by_hand()), ("kimi-k2", _kimi_k2_by_hand())):
+        lib_w = models.get(m_).weight_bytes("fp8")
+        require(abs(lib_w / tot - 1) < 1e-6, 19, f"{m_}: fp8 weights {lib_w / 1e9:.1f} GB vs hand {tot / 1e9:.1f} GB")
+        floors = {name: tot / bw for name, (_, _, bw) in sheets.items()}
+        # a domain caps the total: on one HGX H100 neither fits nor is read within a 20 ms step; an NVL72 does both
+        require(tot > sheets["HGX H100"][1] and floors["HGX H100"] > 0.02 and
+                tot < sheets["NVL72"][1] and floors["NVL72"] < 0.002, 19,
+                f"{m_} ({tot / 1e12:.2f}T fp8): HGX H100 / NVL72 read floors {floors['HGX H100'] * 1e3:.1f} / "
+                f"{floors['NVL72'] * 1e3:.2f} ms no longer bracket the 20 ms step")
+        domain_rows[m_] = (tot, act, floors)
     # Active params are priced by compute: chip-seconds per token = 2 N_act / F at saturation.
     ds, k2 = models.get("deepseek-v3"), models.get("kimi-k2")
     return Verdict(19, "holds if",
                    "holds if 'limited by scale-up size' is read as limited by the domain's aggregate bandwidth "
                    "(latency), as the speaker later refines: pipelining removes the capacity limit, but a step must "
                    f"still read every weight, so at 20 ms per step an HGX H100 serves at most {cap_h / 1e12:.2f}T "
-                   f"fp8 parameters and an NVL72 {cap_g / 1e12:.1f}T; active parameters set compute cost per token",
+                   f"fp8 parameters and an NVL72 {cap_g / 1e12:.1f}T -- DeepSeek-V3 ({domain_rows['deepseek-v3'][0] / 1e12:.2f}T) "
+                   f"and Kimi K2 ({domain_rows['kimi-k2'][0] / 1e12:.2f}T) neither fit an HGX H100 nor can be read "
+                   f"there in 20 ms ({domain_rows['deepseek-v3'][2]['HGX H100'] * 1e3:.0f} and "
+                   f"{domain_rows['kimi-k2'][2]['HGX H100'] * 1e3:.0f} ms), while an NVL72 reads either in under 2 ms; "
+                   f"active parameters set compute cost per token",
                    {**rows, "HBM: HGX H100 / NVL72": f"{h.hbm_bytes / 1e12:.2f} TB / {g.hbm_bytes / 1e12:.1f} TB",
+                    **{f"{m_} by hand (config), fp8: weight-read floor HGX H100 / NVL72":
+                       f"{t / 1e12:.3f}T total, {a / 1e9:.1f}B active: {f['HGX H100'] * 1e3:.1f} / {f['NVL72'] * 1e3:.2f} ms"
+                       for m_, (t, a, f) in domain_rows.items()},
                     "largest published MoEs (total / active)": f"Kimi K2 {k2.total_params / 1e12:.2f}T / "
                     f"{k2.active_params / 1e9:.0f}B, DeepSeek-V3 {ds.total_params / 1e12:.2f}T / {ds.active_params / 1e9:.0f}B"})
 
