@@ -88,6 +88,17 @@ def _check_40() -> Verdict:
     n_mm = 70_553_706_496 - 128_256 * 8_192
     hand = ((2 * n_mm + 80 * 4 * 64 * 128 * 4096) / 989.5e12) / (327_680 / 3.35e12)
     require(abs(ratios[("llama-3.1-70b", "h100-sxm")] / hand - 1) < 1e-9, 40, "KV read/recompute ratio changed")
+    # Two more by hand on a B200 (datasheet: 2.25 PFLOP/s bf16 dense, 8 TB/s), configs from config.json:
+    # Llama-3.1-8B: N_mm = 8,030,261,248 - 128,256 x 4,096; a = 32 layers x 4 x 32 heads x 128; beta = 131,072 B.
+    # DeepSeek-V3: N_mm = 37,552,297,472 - 129,280 x 7,168 (claim 9's count); recomputing is prefill, so MLA in
+    # its non-absorbed form, 128 heads x (2 x 192 + 2 x 128) = 81,920 FLOPs per position per layer, 61 layers;
+    # beta = 61 x (512 + 64) x 2 bytes.
+    more = {"llama-3.1-8b": (8_030_261_248 - 128_256 * 4_096, 32 * 4 * 32 * 128, 2 * 32 * 8 * 128 * 2),
+            "deepseek-v3": (37_552_297_472 - 129_280 * 7_168, 61 * 128 * (2 * 192 + 2 * 128), 61 * 576 * 2)}
+    for m_, (nmm_, a_, beta_) in more.items():
+        h_ = ((2 * nmm_ + a_ * 4096) / 2.25e15) / (beta_ / 8e12)
+        require(abs(ratios[(m_, "b200")] / h_ - 1) < 1e-9, 40,
+                f"{m_} on b200: recompute / read {ratios[(m_, 'b200')]:.0f}x vs hand {h_:.0f}x")
     lo = min(ratios.values())
     require(lo > 100, 40, f"reading a cached token is now only {lo:.0f}x cheaper than recomputing it")
     # The other direction: training activations, where capacity binds (GPT-3 175B layer, s=2048, b=1, TP8 + SP).
