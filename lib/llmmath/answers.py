@@ -68,8 +68,10 @@ def _normalise_key(key, keys: dict) -> str:
         k = f"{int(m.group(1)):02d}.{int(m.group(2))}"
     if k in keys:
         return k
-    close = difflib.get_close_matches(k, sorted(keys), n=3, cutoff=0.5)
     chapter = k.split(".")[0]
+    # similar spellings, those of the same chapter first ('09.8' is closer to '09.7' than to '10.8')
+    close = difflib.get_close_matches(k, sorted(keys), n=len(keys), cutoff=0.5)
+    close = sorted(close, key=lambda x: x.split(".")[0] != chapter)[:3]
     same_chapter = sorted(x for x in keys if x.split(".")[0] == chapter)
     hint = f"; closest: {', '.join(close)}" if close else ""
     if same_chapter:

@@ -1,0 +1,101 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 10 — Exercises: training at scale
+# *Generated from `solutions/10_training_at_scale.py` by `tools/make_exercises.py`; edit that file, not this one.*
+#
+# Eight problems on model state, activations, the FLOPs of a step, MFU,
+# pipeline bubbles and data-parallel communication. Work each by hand, put
+# your number in `answer`, run the cell.
+
+# %%
+from llmmath import check_answer, memory, network, parallelism, training
+
+# %% [markdown]
+# ### Problem 1 — Megatron's distributed optimizer
+# A 70B-parameter model trains with TP8 (each GPU holds 1/8 of the parameters;
+# no pipelining) and 32-way data parallelism, Megatron-style: bf16 weights, fp32
+# gradients, fp32 master weights and Adam, with the distributed optimizer. How
+# many bytes of model state does each GPU hold?
+
+# %%
+answer = ...  # bytes
+ok = check_answer("10.1", answer)
+
+# %% [markdown]
+# ### Problem 2 — ZeRO-3
+# A 7B model trains with mixed-precision Adam as in the ZeRO paper (bf16 weights
+# and gradients, fp32 master weights and moments) under ZeRO-3 on 64 GPUs.
+# Bytes of model state per GPU?
+
+# %%
+answer = ...  # bytes
+ok = check_answer("10.2", answer)
+
+# %% [markdown]
+# ### Problem 3 — activations under tensor parallelism alone
+# GPT-3 175B ($h = 12{,}288$, $a = 96$), sequences of 2,048 tokens, micro-batch 1,
+# TP8 *without* sequence parallelism, no recomputation, dropout on (Korthikanti
+# et al.'s setting). Bytes of activations one layer keeps per GPU?
+
+# %%
+answer = ...  # bytes
+ok = check_answer("10.3", answer)
+
+# %% [markdown]
+# ### Problem 4 — activations in flight on the first stage
+# An 80-layer model is split into 8 pipeline stages of 10 layers. One layer's
+# activations for one micro-batch take 0.5 GB. A step pushes 32 micro-batches
+# through a 1F1B schedule. How many bytes of activations does the first stage
+# hold at its peak?
+
+# %%
+answer = ...  # bytes
+ok = check_answer("10.4", answer)
+
+# %% [markdown]
+# ### Problem 5 — FLOPs with full recomputation
+# Train an 8B-parameter model (take $N = 8 \times 10^9$; 32 layers, 32 query heads of
+# 128) on $10^{12}$ tokens in causal sequences of 8,192 tokens, with full
+# activation recomputation. Hardware FLOPs?
+
+# %%
+answer = ...  # FLOPs
+ok = check_answer("10.5", answer)
+
+# %% [markdown]
+# ### Problem 6 — MFU of a step
+# A 70B dense model trains on 2,048 H100s (dense BF16 peak 989.5 TFLOP/s). Each
+# step processes 4M tokens and takes 2.0 s. Counting only $6N$ per token, what is
+# the MFU?
+
+# %%
+answer = ...  # fraction
+ok = check_answer("10.6", answer)
+
+# %% [markdown]
+# ### Problem 7 — an interleaved pipeline
+# 8 stages, 16 micro-batches per step, and each GPU holds 4 interleaved chunks of
+# layers. What fraction of the step is bubble?
+
+# %%
+answer = ...  # fraction
+ok = check_answer("10.7", answer)
+
+# %% [markdown]
+# ### Problem 8 — the data-parallel gradient sync
+# An 8B model trains with ZeRO-1 over 64 GPUs that talk over 50 GB/s NICs (per
+# direction): each step reduce-scatters the fp32 gradients and all-gathers the
+# updated bf16 weights, both as rings. Bandwidth term only (no latency): how
+# long does the sync take?
+
+# %%
+answer = ...  # seconds
+ok = check_answer("10.8", answer)
+
