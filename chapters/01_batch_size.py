@@ -90,6 +90,7 @@ for i, b in enumerate(B):
 # *Claim, paraphrased:* among everything an operator controls when serving a
 # model, the number of sequences decoded together dominates the trade between
 # how fast tokens arrive and what they cost.
+# (Chapter 11's [planner](11_plan_a_deployment.py) turns this dial for any model's config, beside capacity, cost and time to first token.)
 #
 # **Derivation.** Set $L = 0$ (short context) to see the skeleton. Below the
 # batch where the two times meet, the step is memory-bound and its time is the
@@ -315,6 +316,7 @@ print(f"\nVerdict: holds if the model is a sparse MoE served with expert paralle
 #
 # *Claim, paraphrased:* however small the batch, a step cannot finish before
 # every weight has been streamed from memory into the chips once.
+# (Chapter 11's [planner](11_plan_a_deployment.py) reports this floor as the step time at batch 1 for any placement and precision.)
 #
 # **Derivation.** $t_\text{step} \ge t_\text{memory} \ge P_\text{read}\,b_w/(nW)$,
 # and for a dense model $P_\text{read}$ is all the weights (minus the untied
@@ -385,6 +387,7 @@ assert v4.verdict == "holds if"
 #
 # *Claim, paraphrased:* at batch 1 the cost per token is enormous — the speaker
 # says it heads toward infinity — because the fetched weights serve only one token.
+# (Chapter 11's [planner](11_plan_a_deployment.py) prices any batch in chip-seconds and dollars per million tokens.)
 #
 # **Derivation.** Below $B^*$, cost per token $= n\,t_\text{memory}/B =
 # P_\text{read}b_w/(W B)$: a **hyperbola** in $B$ (the speaker called the curve a

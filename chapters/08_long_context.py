@@ -174,6 +174,7 @@ assert v33.verdict == "off by"
 #
 # *Claim, paraphrased:* what stops very long contexts is the memory to hold
 # the KV cache and the bandwidth to read it, not attention's arithmetic.
+# (Chapter 11's [planner](11_plan_a_deployment.py) gives the max batch at a context and the max context at a batch, sliding windows counted.)
 #
 # **Derivation.** Per new token, each token of context costs $\beta/W$ seconds
 # to read and $a/F$ seconds to compute on. Their ratio,
