@@ -115,6 +115,13 @@ SLIPS = [
     ("Kimi K2 top-k 8 typed as 16", "models.toml", _set("models", "kimi-k2", "experts_per_token", 16)),
     ("every model's layer count doubled (attention and MLP blocks counted as separate layers)", "models.toml",
      _scale("models", None, "n_layers", 2)),
+    ("Kimi K2's 64 attention heads copied from DeepSeek-V3's config (128)", "models.toml",
+     _set("models", "kimi-k2", "n_heads", 128)),
+    ("Kimi K2's 384 routed experts taken as DeepSeek-V3's 256", "models.toml", _set("models", "kimi-k2", "n_experts", 256)),
+    ("Qwen3-235B-A22B's expert width 1536 taken from Qwen3-30B-A3B (768)", "models.toml",
+     _set("models", "qwen3-235b-a22b", "d_ff_expert", 768)),
+    ("Llama-3.1-405B's FFN width 53,248 taken from Llama-3.1-70B (28,672)", "models.toml",
+     _set("models", "llama-3.1-405b", "d_ff", 28672)),
     # systems.toml and deployments.toml: domains and links
     ("NVL72's 1.8 TB/s bidirectional NVLink taken per direction (every system)", "systems.toml",
      _scale("systems", None, "scale_up_bytes_per_s_per_package", 2)),
@@ -129,6 +136,8 @@ SLIPS = [
      _scale("systems", None, "scale_out_bytes_per_s_per_package", 8)),
     ("system HBM bandwidth per package halved (a per-die figure taken per package)", "systems.toml",
      _scale("systems", None, "hbm_bytes_per_s_per_package", 0.5)),
+    ("GB300 NVL72's 288 GB per GPU copied from the GB200 row (186 GB)", "systems.toml",
+     _set("systems", "gb300-nvl72", "hbm_bytes_per_package", 186e9)),
     ("deployment link bandwidths bidirectional taken per direction", "deployments.toml",
      _scale("deployments", None, "scale_out_bytes_per_s", 2)),
     ("deployment GPU counts read per node instead of per deployment", "deployments.toml",
@@ -244,6 +253,31 @@ def test_a_catalog_based_check_trips_on_a_realistic_slip(claim_id, slipped):
     pytest.fail(f"claim {claim_id}'s check passed under every one of the {len(SLIPS)} slips: it cannot fail on "
                 f"wrong data. Rebuild it on an independent derivation (a datasheet or paper figure, a hand "
                 f"derivation written in the check).")
+
+
+# The second chips and models the checks compare by hand (issue 13: every claim on two chips and two models):
+# a slip in the second one's catalog row must trip the check on its own, not only a slip in the first one's.
+SECOND_CHIP_OR_MODEL = [
+    ("Kimi K2's 64 attention heads copied from DeepSeek-V3's config (128)", 3),     # MLA intensity 121 by hand
+    ("Kimi K2's 64 attention heads copied from DeepSeek-V3's config (128)", 22),    # weights per GPU by hand
+    ("Kimi K2's 384 routed experts taken as DeepSeek-V3's 256", 9),                # B* = R s, s by hand
+    ("Kimi K2's 384 routed experts taken as DeepSeek-V3's 256", 19),               # total params by hand
+    ("Qwen3-235B-A22B's expert width 1536 taken from Qwen3-30B-A3B (768)", 9),     # B* = R s, s by hand
+    ("Llama-3.1-405B's FFN width 53,248 taken from Llama-3.1-70B (28,672)", 11),  # B*(L), L_max by hand
+    ("Llama-3.1-405B's FFN width 53,248 taken from Llama-3.1-70B (28,672)", 33),  # 2 N_mm / a by hand
+    ("GB300 NVL72's 288 GB per GPU copied from the GB200 row (186 GB)", 22),        # GB300 datasheet capacity
+    ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", 6),                # L*, MFU on a B200 by hand
+    ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", 32),               # prefill/decode cost on B200s
+    ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", 35),               # cost growth on a B200
+    ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", 40),               # read vs recompute on a B200
+]
+
+
+@pytest.mark.parametrize("slip_name,claim_id", SECOND_CHIP_OR_MODEL)
+def test_a_slip_in_the_second_chip_or_model_trips_its_check(slip_name, claim_id, slipped):
+    slip = next(s for s in SLIPS if s[0] == slip_name)
+    tripped, why = slipped([slip], lambda: _trips(claim_id))
+    assert tripped, f"claim {claim_id} passed with the slip {slip_name!r}: its second chip/model is not checked ({why})"
 
 
 @pytest.mark.parametrize("claim_id", sorted(NOT_CATALOG))
