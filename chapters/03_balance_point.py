@@ -39,6 +39,7 @@ from llmmath.units import fmt_bytes, fmt_count, fmt_seconds
 # *Claim, paraphrased:* a decode step leaves the regime where weight reads set
 # its time only when the batch passes roughly 300 times the ratio of total to
 # active parameters. The speaker's example: DeepSeek, "32 of 256 experts", sparsity 8, $B^* \approx 2{,}400$.
+# (Chapter 11's [planner](11_plan_a_deployment.py) gives the balance batch of any config and placement, and whether it fits.)
 #
 # **Derivation.** At short context, with weights read once per step and shared
 # by the batch, the step balances where the weight-read time equals the arithmetic:
