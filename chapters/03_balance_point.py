@@ -211,7 +211,7 @@ assert fall > 1.5, f"time per token should fall with batch; it fell {fall:.1f}x 
 # The two slopes are printed, not asserted: with two or three batches on each side of the
 # knee, a shared CPU moves them more than the difference we would test.
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Measured: the knee moves with sparsity (claims 9 and 15)
 #
 # The same layer with a quarter of the experts ($E = 8$, still top-4 of $d = 1000$,
@@ -319,7 +319,7 @@ for m, c in (("deepseek-v3", "h100-sxm"), ("deepseek-v3", "b200"), ("qwen3-235b-
 util_explorer = explorers.utilization_explorer(model="deepseek-v3", chip="h100-sxm")
 util_explorer.widget
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Measured: where does this machine sit between the two bounds?
 #
 # Time $Y = XW$ for a $d \times d$ weight ($d = 4000$, fp32: 64 MB, twice this
@@ -502,7 +502,7 @@ plt.show()
 size_explorer = explorers.size_explorer(chip="h100-sxm", context=0)
 size_explorer.widget
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Measured: the knee does not move with the size of the weight
 #
 # The claim in one line of this machine: time $Y = XW$ against the batch for a

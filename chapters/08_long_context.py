@@ -6,7 +6,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 8 — Long context: prefill, decode, and the memory wall
 #
 # Six claims about what long contexts cost and why:
@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt
 
 from llmmath import _catalog, claims, hardware, kernels, models, plots, serving, sparse_attention, explorers, widgets
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 32 (1:45:11) — prefill is compute-bound, decode memory-bound
 #
 # *Claim, paraphrased:* processing a prompt, many tokens in one pass, is
@@ -46,7 +46,7 @@ from llmmath import _catalog, claims, hardware, kernels, models, plots, serving,
 # cache. Per token, prefill costs $\approx 2N_\text{mm}/F$; decode costs
 # $\max\big(2N_\text{mm}/F,\ (P_\text{read}b_w/B + L\beta)/W\big)$.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 T = np.unique(np.round(np.logspace(0, 5, 60)))
 fig, ax = plots.new_axes(width=5.5, height=4)
 for m, c, n in (("llama-3.1-70b", "h100-sxm", 8), ("llama-3.1-8b", "h100-sxm", 1)):
@@ -83,7 +83,7 @@ for m in ("llama-3.1-8b", "llama-3.1-70b"):
 # from a matrix–vector to a matrix–matrix kernel between one row and two, which
 # is why $T = 2$ costs about twice $T = 1$.)
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 sweep = kernels.batch_sweep()
 T_meas = sweep.batch
 per_token_prefill = sweep.measured_s / T_meas
@@ -117,7 +117,7 @@ explorers.prefill_decode_explorer()
 v32 = claims.check(32)
 assert v32.verdict == "holds"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # Price sheets agree in direction: output tokens (decode) typically cost 4–8×
 # input tokens (prefill) — the check above finds decode 4–7× prefill's machine
 # cost per token for a 70B model at batches 64–256 and 4k context.
@@ -139,7 +139,7 @@ assert v32.verdict == "holds"
 # Sliding-window layers see at most $W$ positions; top-k attention at most $k$
 # (plus its indexer's cost over all $L$).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 designs = [("llama-3.1-8b", {}), ("llama-3.1-70b", {}), ("llama-3.1-405b", {}), ("qwen3-4b", {}),
            ("deepseek-v3", {}), ("llama-3.1-70b", dict(window=1024, global_every=6)),
            ("deepseek-v3", dict(topk=2048, indexer_flops_per_position=2 * 64 * 128))]
@@ -169,7 +169,7 @@ explorers.attention_crossover_explorer()
 v33 = claims.check(33)
 assert v33.verdict == "off by"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 34 (1:53:02) — bandwidth and capacity, not compute, limit long context
 #
 # *Claim, paraphrased:* what stops very long contexts is the memory to hold
@@ -203,7 +203,7 @@ assert v34.verdict == "holds if"
 # (chapter 1's explorer): raise the context and watch the balance batch vanish
 # and the largest batch that fits shrink.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 long_explorer = explorers.decode_explorer(model="llama-3.1-70b", chip="h200", context=131072, n_chips=8)
 long_explorer.widget
 
@@ -215,7 +215,7 @@ long_explorer.widget
 # %%
 explorers.long_context_explorer()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 35 (1:54:23) — 100–200k tokens as the cost-balanced window
 #
 # *Claim, paraphrased:* context windows rose to roughly 100–200k tokens and
@@ -253,7 +253,7 @@ print(f"Llama-3.1-70B (GQA, bf16): {l70.kv_bytes_per_token() / 1e3:.0f} kB; Deep
       f"{ds.kv_bytes_per_token('fp8') / beta_flop_bf16:.0f}-{ds.kv_bytes_per_token() / beta_mac_fp8:.0f}x too many: "
       f"latent attention alone does not get there")
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 L = np.logspace(3, 6.3, 200)
 fig, ax = plots.new_axes(width=6.5, height=4)
 for (m, chip), style in zip([(m, c) for c in ("h100-sxm", "b200") for m in ("llama-3.1-8b", "llama-3.1-70b", "deepseek-v3")],
@@ -277,7 +277,7 @@ for k, p in prices.items():
 v35 = claims.check(35)
 assert v35.verdict == "holds if"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 36 (1:54:40) — HBM is not improving fast enough
 #
 # *Claim, paraphrased:* there is no good path around long context's bandwidth
@@ -287,7 +287,7 @@ assert v35.verdict == "holds if"
 # only $W$ (or a smaller $\beta$) buys context. The catalog's per-GPU figures,
 # by year:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 fig, (ax, ax2) = plots.new_axes(2, width=4.8, height=3.6)
 fig.subplots_adjust(wspace=0.35)
 nv = [hardware.get(k) for k in ("a100-80gb", "h100-sxm", "b200")]
@@ -346,7 +346,7 @@ explorers.hbm_trend_explorer()
 v36 = claims.check(36)
 assert v36.verdict == "holds if"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 37 (1:54:55) — too much attention sparsity costs quality
 #
 # *Claim, paraphrased:* sparse attention is a real help for long context, but
@@ -362,7 +362,7 @@ assert v36.verdict == "holds if"
 # so a small budget can miss the needle. The final softmax always uses the
 # true scores; only the choice of tokens changes.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 ks = [1, 4, 16, 32, 64, 256, 1024, 2048]
 tasks = {"aggregation": sparse_attention.aggregation_task(trials=192), "retrieval": sparse_attention.retrieval_task(trials=192)}
 fig, ax = plots.new_axes(width=6.8, height=4.2)
@@ -410,7 +410,7 @@ explorers.sparse_topk_explorer()
 v37 = claims.check(37)
 assert v37.verdict == "holds if"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # | # | time | claim | verdict |
