@@ -213,6 +213,9 @@ mfu_pre = float(training.achieved_mfu(6 * n_ds * ds["tokens"], ds["gpu_hours"], 
 mfu_dec = 2 * n_ds * 14.8e3 / (8 * F_h800)
 rho = mfu_dec / mfu_pre
 print(f"\nDeepSeek-V3 decode in service: {mfu_dec:.1%} MFU, {rho:.2f}x its pre-training MFU (the speaker guessed 0.3)")
+mfu_gb200 = 2 * n_ds * 7583 / hardware.get("gb200").flops_per_s("bf16")  # SGLang on GB200 NVL72 (LMSYS, 2025-06-16)
+print(f"the same model decoding on GB200s (SGLang, 7,583 output tokens/s per GPU): {mfu_gb200:.1%} MFU, "
+      f"{mfu_gb200 / mfu_pre:.2f}x the H800 pre-training MFU (no GB200 pre-training MFU is published: assumed the same)")
 print(f"(the Llama 3 paper measured 38-43% in the 405B's main stage; the whole-run figures above include "
       f"long-context training, restarts and, for the small models, less efficient parallelism)")
 
@@ -238,6 +241,7 @@ _, d_inf = training.equal_cost_tokens(1.0, mfu_pretrain=1.0, mfu_rl=ratio, mfu_i
 ax.plot(ratio, d_inf, "k--", lw=2.5, alpha=0.5, label="inference tokens / pre-training tokens (= RL at c = 2)")
 ax.axhline(1, color="gray", lw=1); ax.axvline(0.3, color="C3", ls=":", label="the speaker's guess: 30% of training's")
 ax.axvline(rho, color="C2", ls="--", label=f"DeepSeek-V3, published: {rho:.2f}")
+ax.axvline(mfu_gb200 / mfu_pre, color="C4", ls="--", label=f"DeepSeek-V3 decode on GB200 (SGLang): {mfu_gb200 / mfu_pre:.2f}")
 ax.set_xlabel("MFU of RL / inference relative to pre-training"); ax.set_ylabel("tokens for equal machine time")
 ax.set_title("Equal machine time, unequal tokens"); ax.grid(True, alpha=0.3); ax.legend(fontsize=7)
 plt.show()

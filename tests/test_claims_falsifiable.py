@@ -86,6 +86,7 @@ GIB = 2**30 / 1e9
 SLIPS = [
     # hardware.toml: FLOP/s, bandwidth and capacity read the wrong way off a datasheet
     ("H100 datasheet's with-sparsity tensor FLOP/s taken as dense", "hardware.toml", _sparse_as_dense(["h100-sxm"])),
+    ("GB200's with-sparsity tensor FLOP/s taken as dense", "hardware.toml", _sparse_as_dense(["gb200"])),
     ("every chip's with-sparsity tensor FLOP/s taken as dense", "hardware.toml", _sparse_as_dense(None)),
     ("fp8 FLOP/s copied from the bf16 column (no fp8 speed-up)", "hardware.toml", _fp8_without_speedup),
     ("H100 NVLink's 900 GB/s bidirectional taken per direction", "hardware.toml",
@@ -270,6 +271,8 @@ SECOND_CHIP_OR_MODEL = [
     ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", 32),               # prefill/decode cost on B200s
     ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", 35),               # cost growth on a B200
     ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", 40),               # read vs recompute on a B200
+    ("GB200's with-sparsity tensor FLOP/s taken as dense", 29),                    # SGLang's GB200 decode MFU
+    ("GB200's with-sparsity tensor FLOP/s taken as dense", 30),
 ]
 
 

@@ -19,6 +19,11 @@ LLAMA_405B = {"params": 405e9, "flops": 3.8e25, "mfu": (0.38, 0.43), "optimal_pa
 # node (8 GPUs) decodes 14.8k output tokens/s on average; 226.75 nodes on average over the 24 hours reported.
 DEEPSEEK_V3 = {"active_params": 37e9, "gpu_hours_per_t_tokens": 180e3, "decode_tokens_per_s_per_node": 14.8e3,
                "serving_nodes": 226.75, "gpus_per_node": 8}
+# A second chip serving the same model: SGLang's GB200 NVL72 decode of DeepSeek-V3 (LMSYS blog, "Deploying DeepSeek
+# on GB200 NVL72 with PD and Large Scale EP (Part I)", 2025-06-16): 7,583 output tokens/s per GPU for 2,000-token
+# inputs (fp8 GEMMs, bf16 attention, decode nodes saturated). GB200 NVL72 datasheet: 360 PFLOP/s bf16 with sparsity
+# over 72 GPUs -> 2.5 PFLOP/s dense per GPU.
+SGLANG_GB200 = {"decode_tokens_per_s_per_gpu": 7583.0, "bf16_dense_flops_per_s": 2.5e15}
 # Chinchilla (Hoffmann et al. 2022): 70B parameters on 1.4T tokens. Compute-optimal tokens per parameter at
 # that budget, by hand from D/N = (C/6)^((alpha-beta)/(alpha+beta)) / G^2, G = (alpha A / (beta B))^(1/(alpha+beta)):
 # the printed Approach-3 constants (alpha 0.34, beta 0.28) give 93; the unrounded exponents of the paper's TeX
@@ -156,6 +161,20 @@ def _check_29() -> Verdict:
         spans += [1.0, float(d_rl), float(d_inf)]
         rows[f"equal thirds, RL at {c:.0f} FLOPs/param/token"] = (
             f"D_RL = {float(d_rl):.2f} D_pre, D_inf = {float(d_inf):.2f} D_pre")
+    # A second chip: the same model decoding on GB200s at SGLang's published rate (pre-training MFU assumed unchanged).
+    sg = SGLANG_GB200
+    require(abs(hardware.get("gb200").flops_per_s("bf16") / sg["bf16_dense_flops_per_s"] - 1) < 0.01, 29,
+            "GB200 bf16 peak in the catalog departs from the NVL72 datasheet's 2.5e15 dense per GPU")
+    mfu_gb = 2.0 * models.get("deepseek-v3").active_params * sg["decode_tokens_per_s_per_gpu"] / sg["bf16_dense_flops_per_s"]
+    spans_gb = []
+    for c in (2.0, 6.0):
+        d_rl, d_inf = training.equal_cost_tokens(1.0, rl_flops_per_param_token=c, mfu_pretrain=mfu_pre,
+                                                 mfu_rl=mfu_gb, mfu_inference=mfu_gb)
+        require(abs(float(d_inf) / (3 * mfu_gb / mfu_pre) - 1) < 1e-9, 29, "D_inf / D_pre is not 3 MFU_inf / MFU_pre")
+        spans_gb += [1.0, float(d_rl), float(d_inf)]
+    rows["equal thirds with decode on GB200s (SGLang, 7,583 tokens/s/GPU, MFU %.1f%%): D_RL (c = 2 / 6), D_inf"
+         % (100 * mfu_gb)] = f"{spans_gb[1]:.2f} / {spans_gb[4]:.2f} D_pre, {spans_gb[2]:.2f} D_pre"
+    require(max(spans_gb) / min(spans_gb) < 10, 29, "equal thirds on GB200s no longer mean same-order token counts")
     # DeepSeek's own fleet: how long its serving takes to spend pre-training's machine time
     _, r, _, _ = _run("deepseek-v3")
     gpu_h_per_day = DEEPSEEK_V3["serving_nodes"] * DEEPSEEK_V3["gpus_per_node"] * 24
@@ -168,7 +187,8 @@ def _check_29() -> Verdict:
                    "a ballpark, not a derivation: equal thirds follow from claim 28's heuristic only if the marginal "
                    "value of each activity's compute is alike, which no public data settles; what it implies is "
                    f"checkable -- with DeepSeek's published MFUs (decode {rho:.2f}x pre-training's) the three token "
-                   f"counts land within {max(spans) / min(spans):.1f}x of each other, and DeepSeek's own serving fleet "
+                   f"counts land within {max(spans) / min(spans):.1f}x of each other ({max(spans_gb) / min(spans_gb):.1f}x "
+                   f"decoding on GB200s at SGLang's rate), and DeepSeek's own serving fleet "
                    f"spends its pre-training GPU-hours in {days:.0f} days, about a model's lifetime", rows)
 
 
@@ -183,14 +203,32 @@ def _check_30() -> Verdict:
     require(np.allclose(d_rl, 6 * rho / c), 30, "equal_cost_tokens disagrees with the hand formula")
     c_star = 6 * rho
     require(2 < c_star < 6, 30, f"with the published MFUs the crossover c* = {c_star:.2f} left the 2-6 range")
+    # Second chip: the same model decoding on GB200s (SGLang's published rate, datasheet peak written above).
+    # No GB200 pre-training MFU is published: DeepSeek's H800 one is assumed to carry over.
+    sg = SGLANG_GB200
+    F_gb = hardware.get("gb200").flops_per_s("bf16")
+    require(abs(F_gb / sg["bf16_dense_flops_per_s"] - 1) < 0.01, 30,
+            f"GB200 bf16 peak {F_gb:.3g} in the catalog, the NVL72 datasheet gives 2.5e15 dense per GPU")
+    mfu_gb = 2.0 * models.get("deepseek-v3").active_params * sg["decode_tokens_per_s_per_gpu"] / sg["bf16_dense_flops_per_s"]
+    rho_gb = mfu_gb / mfu_pre
+    d_rl_gb, _ = training.equal_cost_tokens(1.0, rl_flops_per_param_token=c, mfu_pretrain=mfu_pre,
+                                            mfu_rl=mfu_gb, mfu_inference=mfu_gb)
+    require(np.allclose(d_rl_gb, 6 * rho_gb / c), 30, "equal_cost_tokens disagrees with the hand formula (GB200)")
+    c_star_gb = 6 * rho_gb
+    require(c_star < c_star_gb < 6, 30, f"with SGLang's GB200 decode the crossover c* = {c_star_gb:.2f} should lie "
+                                        f"between DeepSeek's H800 service's {c_star:.2f} and 6")
     return Verdict(30, "holds if",
                    "RL gets fewer tokens than pre-training for the same machine time exactly when its MFU, relative "
                    f"to pre-training's, is below c/6 (c: RL FLOPs per parameter per token, 2-6); DeepSeek's published "
                    f"figures put decode at {rho:.2f}x pre-training's MFU, so 'fewer' holds for c > {c_star:.1f} (RL that "
                    f"trains on most rollouts: {1 / d_rl[-1]:.1f}x fewer at c = 6) and fails for rollouts never trained "
-                   f"on ({d_rl[0]:.1f}x more at c = 2)",
+                   f"on ({d_rl[0]:.1f}x more at c = 2); decoding on GB200s at SGLang's published rate "
+                   f"({mfu_gb:.1%} MFU, pre-training's MFU assumed unchanged) moves the crossover to c = "
+                   f"{c_star_gb:.1f}, still inside 2-6",
                    {"D_RL / D_pre at c = 2 / 4 / 6 (DeepSeek-V3's MFUs)": " / ".join(f"{v:.2f}" for v in d_rl),
-                    "MFU pre-training / decode (bf16 dense peak)": f"{mfu_pre:.1%} / {mfu_dec:.1%}"})
+                    "MFU pre-training / decode (bf16 dense peak)": f"{mfu_pre:.1%} / {mfu_dec:.1%}",
+                    "GB200 decode (SGLang, 7,583 tokens/s/GPU): MFU / ratio / D_RL / D_pre at c = 2 / 4 / 6":
+                    f"{mfu_gb:.1%} / {rho_gb:.2f} / " + " / ".join(f"{v:.2f}" for v in d_rl_gb)})
 
 
 @register(31)
