@@ -242,6 +242,8 @@ assert v21.verdict == "holds"
 # layers, which greatly eases the per-rack memory limit.
 # *Claim 25, paraphrased:* it cannot do the same for the KV cache.
 #
+# Training's version of this accounting is in [chapter 10](10_training_at_scale.py): weights and optimizer state shrink by $P$, but under 1F1B the first stage still holds $P$ micro-batches of activations, all $L$ layers' worth.
+#
 # **Derivation.** Per GPU, with expert parallelism $E$ inside a stage, $P$
 # stages and micro-batches of $b$ sequences (routed experts spread over the $E$
 # GPUs; attention and other dense weights replicated on each):

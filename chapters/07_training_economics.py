@@ -37,6 +37,8 @@ from llmmath import _catalog, claims, critical_batch, hardware, models, plots, t
 # model, smaller batches always win; larger batches are chosen because they
 # use the machine better.
 #
+# What a larger batch buys the system is computed in [chapter 10](10_training_at_scale.py): more micro-batches per pipeline, a smaller bubble, a higher MFU.
+#
 # **Derivation** (McCandlish et al., *An Empirical Model of Large-Batch
 # Training*, 2018). Near-optimal SGD with batch $B$ needs
 #
@@ -100,6 +102,8 @@ assert v23.verdict == "holds if"
 # *Claim, paraphrased:* when the total is one cost that falls with a design
 # choice plus another that rises, the best choice is usually near where the two
 # costs are equal. The speaker offered it as a heuristic.
+#
+# The training planner of [chapter 10](10_training_at_scale.py) is a many-term version: step time as compute plus bubble plus communication, each moving its own way with the parallel degrees.
 #
 # **Derivation.** For $f(x) = a x^p + b x^{-q}$, setting $f'(x) = 0$ gives
 # $p\,a x^p = q\,b x^{-q}$: at the minimum the two terms stand in the ratio
@@ -174,6 +178,8 @@ assert v28.verdict == "holds if"
 # compute each on pre-training, RL and inference. *Claim 30, paraphrased:* if RL
 # and pre-training get equal machine time, RL processes fewer tokens, because
 # each RL token costs more.
+#
+# The MFUs that turn these FLOPs into GPU-hours are derived in [chapter 10](10_training_at_scale.py) (Llama 3 405B 38–43 %; DeepSeek-V3 17–22 % of its FP8 peak).
 #
 # **Derivation.** Machine time per token, in units of peak-FLOP time:
 # pre-training $6N/\text{MFU}_\text{pre}$; RL $cN/\text{MFU}_\text{RL}$, with $c$
@@ -257,6 +263,8 @@ assert v30.verdict == "holds if"
 #
 # *Claim, paraphrased:* a back-of-envelope estimate puts a frontier model's
 # training data at about a hundred times the Chinchilla-optimal amount.
+#
+# [Chapter 10](10_training_at_scale.py) recomputes these runs' MFUs from their GPU-hours and says which hours, peak and attention count each figure assumes.
 #
 # **The arithmetic, with its guesses named.** Inputs: ~50M tokens/s served per
 # model (a guess: ~500M/s worldwide split over a family of models), a 2-month

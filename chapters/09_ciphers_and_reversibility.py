@@ -192,6 +192,8 @@ assert v38.verdict == "holds"
 # *Claim, paraphrased:* because a Feistel-style layer can be run backwards,
 # training need not store its activations; the backward pass rebuilds them.
 #
+# The ordinary alternatives, selective and full recomputation, are priced in bytes per layer and extra FLOPs per step in [chapter 10](10_training_at_scale.py).
+#
 # **Derivation.** The cipher's trick works for any function $F$: with $+$ in
 # place of xor, a **coupling block** maps $(x_1, x_2)$ to
 #
@@ -332,6 +334,8 @@ assert v39.verdict == "holds"
 # *Claim, paraphrased:* given today's hardware, storing results to avoid
 # recomputing them — the KV cache is the example — is generally the profitable
 # direction. (A one-line remark in the interview; we test it on both sides.)
+#
+# [Chapter 10](10_training_at_scale.py) applies this trade to training activations: selective recomputation costs one more attention forward and frees the $5as/h$ bytes of scores.
 #
 # ### The KV cache: read, or recompute?
 # A cached token's K and V cost $\beta$ bytes to read: $t_\text{read} = \beta/W$.
