@@ -21,8 +21,9 @@ the alpha and beta of chapter 5 in the same run.
 **Pipeline.** Stage ``r`` holds layers ``r L/P .. (r+1) L/P - 1``; ``--micro-batches``
 micro-batches go forward (activations sent to ``r + 1``) and backward (gradients sent to
 ``r - 1``) in GPipe order (all forwards, then all backwards) or 1F1B order (``P - r - 1``
-warm-up forwards, then one forward / one backward). Every rank records each of its
-forwards and backwards (start, end) from a common barrier; the bubble is
+warm-up forwards, then one forward / one backward; the orders of
+:func:`llmmath.parallelism.pipeline_orders`, which the simulator uses too). Every rank
+records each of its forwards and backwards (start, end) from a common barrier; the bubble is
 ``1 - busy / (P x span)``.
 
 Run it under an MPI launcher (``mpiexec -n 2 python -m llmmath.mpi_train --out t.json``) and
@@ -41,6 +42,7 @@ import numpy as np
 
 from .mpi_collectives import write_json
 from .mpi_pipeline import _idle_barrier
+from .parallelism import pipeline_orders
 
 _SEED = 20241201
 PINGPONG_SIZES = (8, 256, 4096, 65536, 262144, 1048576, 4194304)
@@ -264,25 +266,6 @@ def _dp(comm, MPI, layers, d, batch, rounds):
     return res
 
 
-def _orders(p, m, kind):
-    out = []
-    for s in range(p):
-        fwd = [("F", i) for i in range(m)]
-        bwd = [("B", i) for i in range(m)]
-        if kind == "gpipe":
-            out.append(fwd + bwd)
-            continue
-        warm = min(p - s - 1, m)
-        seq, f_left, b_left = fwd[:warm], fwd[warm:], list(bwd)
-        while f_left or b_left:
-            if f_left:
-                seq.append(f_left.pop(0))
-            if b_left:
-                seq.append(b_left.pop(0))
-        out.append(seq)
-    return out
-
-
 def _pipeline(comm, MPI, layers, d, micro_batch, m, rounds):
     rank, p = comm.Get_rank(), comm.Get_size()
     ws = _weights(layers, d)
@@ -291,7 +274,7 @@ def _pipeline(comm, MPI, layers, d, micro_batch, m, rounds):
     X, Y = _data(micro_batch * m, d)
     out = {}
     for kind in ("gpipe", "1f1b"):
-        order = _orders(p, m, kind)[rank]
+        order = pipeline_orders(p, m, kind)[rank]
         spans, busy, peak = [], [], 0
         for _ in range(rounds):
             _idle_barrier(comm)

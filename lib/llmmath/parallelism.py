@@ -27,7 +27,8 @@ from ._validate import (MAX_INT, broadcast, check_finite, finite_result, flag, n
 from .units import dtype_bytes
 
 __all__ = [
-    "bubble_fraction", "pipeline_bubble_fraction", "PIPELINE_SCHEDULES", "pipeline_schedule", "MemoryPerGPU", "memory_per_gpu", "check_placement",
+    "bubble_fraction", "pipeline_bubble_fraction", "PIPELINE_SCHEDULES", "pipeline_orders", "pipeline_schedule",
+    "MemoryPerGPU", "memory_per_gpu", "check_placement",
     "boundary_traffic_ratio", "stage_layers", "stage_floors_s", "PipelinedDecode", "pipelined_decode", "deployments",
     "hop_latencies", "moe_layer_all_to_all_s", "DomainGrowth", "domain_growth", "DomainLimits",
     "domain_parameter_limits", "domain_hbm_fill", "StageMemory", "memory_over_stages", "fits_per_gpu",
@@ -112,6 +113,41 @@ def pipeline_bubble_fraction(stages, microbatches, schedule: str = "1f1b", chunk
 _MAX_SLOTS = 100_000
 
 
+def pipeline_orders(stages: int, microbatches: int, kind: str = "1f1b", forward_only: bool = False) -> list:
+    """The order in which each stage runs its work: per stage, a list of ``("F" | "B", microbatch)``.
+
+    ``gpipe``: every forward, then every backward. ``1f1b``: stage ``s`` runs ``p - s - 1``
+    warm-up forwards, then alternates one forward and one backward, then drains the
+    backwards (Narayanan et al. 2021). ``forward_only`` drops the backwards. Used by
+    :func:`pipeline_schedule` (simulated) and by :mod:`llmmath.mpi_train` (run on MPI ranks).
+
+    Raises:
+        ValueError: unknown ``kind`` (allowed: gpipe, 1f1b); stages or micro-batches < 1.
+        TypeError: a non-boolean ``forward_only``.
+    """
+    p = positive_int("stages", stages)
+    m = positive_int("microbatches", microbatches)
+    forward_only = flag("forward_only", forward_only)
+    if kind not in ("gpipe", "1f1b"):
+        raise ValueError(f"kind must be 'gpipe' or '1f1b', got {kind!r}")
+    orders = []
+    for s in range(p):
+        fwd = [("F", i) for i in range(m)]
+        bwd = [] if forward_only else [("B", i) for i in range(m)]
+        if kind == "gpipe" or forward_only:
+            orders.append(fwd + bwd)
+            continue
+        warm = min(p - s - 1, m)
+        seq, f_left, b_left = fwd[:warm], fwd[warm:], list(bwd)
+        while f_left or b_left:
+            if f_left:
+                seq.append(f_left.pop(0))
+            if b_left:
+                seq.append(b_left.pop(0))
+        orders.append(seq)
+    return orders
+
+
 def pipeline_schedule(stages: int, microbatches: int, kind: str = "1f1b",
                       forward_s: float = 1.0, backward_s: float = 2.0, forward_only: bool = False):
     """Simulate a pipeline and return its events ``(stage, microbatch, phase, start_s, end_s)``.
@@ -135,25 +171,7 @@ def pipeline_schedule(stages: int, microbatches: int, kind: str = "1f1b",
     tf = float(positive("forward_s", scalar("forward_s", forward_s)))
     tb = float(positive("backward_s", scalar("backward_s", backward_s)))
     forward_only = flag("forward_only", forward_only)
-    if kind not in ("gpipe", "1f1b"):
-        raise ValueError(f"kind must be 'gpipe' or '1f1b', got {kind!r}")
-    # The order in which each stage runs its work items.
-    orders = []
-    for s in range(p):
-        fwd = [("F", i) for i in range(m)]
-        bwd = [] if forward_only else [("B", i) for i in range(m)]
-        if kind == "gpipe" or forward_only:
-            orders.append(fwd + bwd)
-        else:
-            warm = min(p - s - 1, m)
-            seq = fwd[:warm]
-            f_left, b_left = fwd[warm:], list(bwd)
-            while f_left or b_left:
-                if f_left:
-                    seq.append(f_left.pop(0))
-                if b_left:
-                    seq.append(b_left.pop(0))
-            orders.append(seq)
+    orders = pipeline_orders(p, m, kind, forward_only)
     done: dict[tuple, float] = {}
     events = []
     free = [0.0] * p
