@@ -308,6 +308,22 @@ assert all(st.mfu >= row["mfu"] for st, row in zip(steps, TL.LLAMA3_405B_LAYOUTS
 assert steps[0].mfu > steps[1].mfu > steps[2].mfu   # Table 4's order: 43 > 41 > 38 %
 
 # %% [markdown]
+# What each GPU sends per step in the 128K-token layout, and how long it takes
+# on its link (the CP and DP groups leave the 8-GPU box; DP's transfer hides behind
+# the backward pass, CP's behind the attention it feeds):
+
+# %%
+long = steps[2]
+for kind in ("tp", "cp", "pp", "dp"):
+    print(f"{kind.upper()}: {long.comm_bytes[kind] / GB:8.1f} GB per GPU per step, {long.comm_s[kind]:6.2f} s on its link, "
+          f"{long.exposed_comm_s[kind]:5.2f} s exposed")
+full = TL.training_step("llama-3.1-405b", "h100-sxm", global_batch=128, seq_len=131072, tp=8, cp=16, pp=16, dp=8,
+                        zero_stage=2, recompute="full")
+print(f"with full recomputation instead: activations {full.memory_bytes['activations'] / GB:.1f} GB, "
+      f"MFU ceiling {full.mfu:.1%}, HFU {full.hfu:.1%} (the recomputed forward is hardware work, not model work)")
+assert full.hfu > full.mfu and full.memory_bytes["activations"] < long.memory_bytes["activations"]
+
+# %% [markdown]
 # Every published layout fits in 80 GB — with 5 GB to spare, activations taking
 # 68 of the 75 GB: the first stage holds 16 micro-batches of 8 layers. The
 # model's MFU is a *ceiling* (compute at peak), and it lies above each published

@@ -90,7 +90,13 @@ class TrainingStep:
 
     @property
     def mfu(self) -> float:
+        """Model FLOPs utilization: model FLOPs / (step time x GPUs x peak)."""
         return float(training.mfu(self.model_flops, self.step_time_s, self.n_gpus, self.peak_flops_per_s))
+
+    @property
+    def hfu(self) -> float:
+        """Hardware FLOPs utilization: the same with the recomputed FLOPs counted (>= MFU)."""
+        return float(training.mfu(self.hardware_flops, self.step_time_s, self.n_gpus, self.peak_flops_per_s))
 
     def describe(self) -> str:
         L = self.layout
