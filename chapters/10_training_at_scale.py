@@ -346,9 +346,9 @@ print(f"published TP8 PP16 DP128: rank {fit.index(published) + 1}, {published.st
 assert published.step_time_s <= 1.1 * fit[0].step_time_s and fit[0].layout["tp"] == 8
 
 # %% [markdown]
-# The published layout is within a few percent of the best this model finds; the
-# fastest keep TP at 8 (inside NVLink) and trade pipeline depth for data
-# parallelism until the memory runs out.
+# The published layout comes out at or near the top of this model's ranking (the
+# check allows 10 %); the fastest layouts keep TP at 8, inside NVLink, and trade
+# pipeline depth for data parallelism until the memory runs out.
 #
 # **Explore.** Pick a model, chip, GPU count and layout; the left panel stacks
 # the first stage's bytes by kind against HBM (hatched: it does not fit), the
@@ -392,7 +392,8 @@ assert run.dp_s.min() >= 0.7 * run.predicted_dp_s()
 
 floor = parallelism.pipeline_bubble_fraction(2, run.micro_batches)
 for kind in ("gpipe", "1f1b"):
-    print(f"pipeline {kind:<5}: bubble {run.best_bubble(kind):.1%} (fastest round; formula (p-1)/(m+p-1) = {floor:.1%}); "
+    print(f"pipeline {kind:<5}: bubble {run.best_bubble(kind):.1%} (fastest round; formula (p-1)/(m+p-1) = {floor:.1%}, "
+          f"measured / formula {run.best_bubble(kind) / floor:.2f}); "
           f"micro-batches in flight per rank {run.pipe[kind]['in_flight']}")
 assert run.pipe["gpipe"]["in_flight"] == [run.micro_batches] * 2 and run.pipe["1f1b"]["in_flight"] == [2, 1]
 assert min(run.best_bubble(k) for k in ("gpipe", "1f1b")) >= 0.5 * floor
@@ -409,10 +410,12 @@ assert min(run.best_bubble(k) for k in ("gpipe", "1f1b")) >= 0.5 * floor
 #   a non-blocking all-reduce only inside MPI calls: overlap can cost more than it
 #   hides. The prediction "forward + max(backward, all-reduce)" is what a separate
 #   copy engine would give.
-# * The pipeline's bubble is at least the formula's: the formula assumes equal
-#   stages and free sends; here each hop is a real message, and the last stage
-#   also computes the loss. The in-flight counts are the schedules' own: GPipe
-#   holds all $m$ micro-batches on each stage, 1F1B holds $p - s$.
+# * The formula's bubble is a floor for equal stages and free sends; here each
+#   hop is a real message, the last stage also computes the loss, and a busy
+#   core stretches a round, so the measured bubble sits above it (the check asks
+#   only for half of it, which load cannot take away). The in-flight counts are
+#   the schedules' own and do not depend on timing: GPipe holds all $m$
+#   micro-batches on each stage, 1F1B holds $p - s$.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
