@@ -434,20 +434,20 @@ assert v7.verdict == "holds if"
 # softmax, then a small reduction); on a CPU it is two batched matrix products
 # over an fp32 cache. The sparse call attends to the top 16 blocks of 64 tokens
 # (selected beforehand from block-mean keys). The bandwidth is this machine's
-# copy bandwidth, sampled at the start of every round of the sweep (the calls are
-# timed round-robin), so the floor and the kernel see the same load.
+# read-only stream (the calls read the cache), sampled at the start of every round
+# of the sweep (the calls are timed round-robin), so the floor and the kernel see the same load.
 
 # %%
 sweep = attention_kernels.context_sweep()
-print(f"{sweep.device}, method {sweep.method}, shape {sweep.shape}; copy bandwidth {sweep.bytes_per_s / 1e9:.1f} GB/s")
+print(f"{sweep.device}, method {sweep.method}, shape {sweep.shape}; read-only stream {sweep.bytes_per_s / 1e9:.1f} GB/s")
 print(sweep.table())
 
 # %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=6.5)
 ax.loglog(sweep.context, sweep.dense_s, "o-", label="dense, measured")
-ax.loglog(sweep.context, sweep.dense_predicted_s, "k--", label="dense, bytes / copy bandwidth")
+ax.loglog(sweep.context, sweep.dense_predicted_s, "k--", label="dense, bytes / read bandwidth")
 ax.loglog(sweep.context, sweep.sparse_s, "s-", label=f"block-sparse top-{sweep.shape['top_k']}, measured")
-ax.loglog(sweep.context, sweep.sparse_predicted_s, "k:", label="block-sparse, bytes / copy bandwidth")
+ax.loglog(sweep.context, sweep.sparse_predicted_s, "k:", label="block-sparse, bytes / read bandwidth")
 ax.set_xlabel("context L (tokens)"); ax.set_ylabel("seconds per call")
 ax.set_title("Decode attention: time follows the bytes"); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
 plt.show()
@@ -457,11 +457,11 @@ plt.show()
 # line should sit close to the prediction at long context. On a 2-core CPU expect
 # the dense kernel at 2–5× its byte floor (2× on a quiet VM; more when other work
 # shares the cores) — BLAS multiplies a tall cache by a narrow query block, NumPy
-# makes two more passes over the scores, and the copy bandwidth we divide by is a
+# makes two more passes over the scores, and the read bandwidth we divide by is a
 # best-of ceiling — and the sparse call flat at a few milliseconds of fixed cost
 # (gathering the kept rows, small products). The shape is the point: dense time
 # grows with $L$, sparse time does not. (The CPU path runs on one BLAS thread: the
-# copy it is compared with uses one core, and a second thread that loses its core
+# stream it is compared with uses one core, and a second thread that loses its core
 # to other work can make a small product wait a whole scheduler slice.)
 #
 # **Check** (loose, as on any shared machine): dense time grows at least a third

@@ -358,42 +358,20 @@ for m_ in ("llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"):
 # timed, so both sides and their ceilings see the same load.
 
 # %%
-be = kernels.backend()
-xp = be.xp
-n_layers, d, n_tok, n_ctx = 8, 1024, 256, 1024
-g = np.random.default_rng(5)
-Ws = [xp.asarray(g.standard_normal((3, d, d), dtype=np.float32) / np.float32(np.sqrt(d))) for _ in range(n_layers)]
-cache = xp.asarray(g.standard_normal((n_ctx, n_layers, 2, d), dtype=np.float32))
-h0 = xp.asarray(g.standard_normal((n_tok, d), dtype=np.float32))
-idx = xp.asarray(g.choice(n_ctx, n_tok, replace=False))
-
-def recompute_kv():
-    h, out = h0, []
-    for W3 in Ws:
-        h = xp.tanh(h @ W3[0])
-        out.append((h @ W3[1], h @ W3[2]))
-    return out
-
-def read_kv():
-    return cache[idx]
-
-probe = kernels.CeilingProbe(("fp32",))   # ceilings sampled between the rounds: both sides see the same load
-rounds = 11
-timed = kernels.time_interleaved({"recompute": recompute_kv, "read": read_kv}, rounds=rounds, warmup=1, probe=probe)
-t_rec, t_read = timed["recompute"].median_s, timed["read"].median_s
+rvr = kernels.read_vs_recompute(n_layers=8, d_model=1024, n_tokens=256, n_cached=1024, rounds=11)
+t_rec, t_read = np.median(rvr.recompute_s), np.median(rvr.read_s)
 # each round times both sides back to back: the ratio within a round sees one load, its median over rounds
 # is robust to a round in which the machine was busy for one side only
-paired = np.array(timed["recompute"].samples_s) / np.array(timed["read"].samples_s)
-pred_rec = n_tok * n_layers * 3 * 2 * d * d / probe.flops_per_s("fp32")
-pred_read = 2 * n_tok * n_layers * 2 * d * 4 / probe.copy_bytes_per_s  # gather: read the rows and write the copy
-print(f"recompute K,V of {n_tok} tokens: median {t_rec * 1e3:.2f} ms, predicted {pred_rec * 1e3:.2f} ms "
-      f"(measured / predicted {t_rec / pred_rec:.2f})")
-print(f"read them from the cache:        median {t_read * 1e3:.2f} ms, predicted {pred_read * 1e3:.2f} ms "
-      f"(measured / predicted {t_read / pred_read:.2f})")
-print(f"reading is {np.median(paired):.0f}x faster here: median of {rounds} paired rounds, middle half "
-      f"{np.percentile(paired, 25):.0f}-{np.percentile(paired, 75):.0f}x (predicted {pred_rec / pred_read:.0f}x)")
-print("(recomputing runs below the measured matmul ceiling: 256-row products reach a fraction of the rate of the "
-      "large square product that measured it, so the recompute side is slower than predicted)")
+paired = rvr.paired_ratio
+print(f"recompute K,V of 256 tokens through 8 layers: median {t_rec * 1e3:.2f} ms, predicted "
+      f"{rvr.recompute_predicted_s * 1e3:.2f} ms (measured / predicted {rvr.recompute_over_predicted:.2f})")
+print(f"read them from the cache:                    median {t_read * 1e3:.2f} ms, predicted "
+      f"{rvr.read_predicted_s * 1e3:.2f} ms (measured / predicted {rvr.read_over_predicted:.2f})")
+print(f"reading is {np.median(paired):.0f}x faster here: median of {len(paired)} paired rounds, middle half "
+      f"{np.percentile(paired, 25):.0f}-{np.percentile(paired, 75):.0f}x "
+      f"(predicted {rvr.recompute_predicted_s / rvr.read_predicted_s:.0f}x)")
+print(f"(recomputing runs at {1 / rvr.recompute_over_predicted:.0%} of the measured matmul ceiling: its 256-row "
+      f"products reach a fraction of the rate of the large square product that measured it)")
 assert np.median(paired) > 5, "reading cached K,V should beat recomputing them"
 
 # %% [markdown]

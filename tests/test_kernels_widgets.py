@@ -219,3 +219,23 @@ def test_fit_overlap_recovers_the_fraction_and_clips_at_the_bounds():
     assert kernels.fit_overlap(0.5 * np.maximum(c, m), c, m) == 1.0      # faster than the floor: the max bound
     with pytest.raises(ValueError, match="equally long"):
         kernels.fit_overlap([1.0, 2.0], [1.0], [1.0, 2.0])
+
+
+def test_read_vs_recompute_predictions_by_hand_and_bad_sizes():
+    r = kernels.read_vs_recompute(n_layers=2, d_model=64, n_tokens=16, n_cached=32, rounds=2)
+    assert len(r.recompute_s) == 2 and len(r.read_s) == 2 and np.all(r.paired_ratio > 0)
+    # by hand: 3 products of (16 x 64)(64 x 64) per layer, 2 FLOPs a multiply-add; the gather moves
+    # K and V rows of 2 layers, 64 fp32 values each, read once and written once
+    assert r.recompute_predicted_s == pytest.approx(2 * 3 * 2 * 16 * 64 * 64 / r.flops_per_s)
+    assert r.read_predicted_s == pytest.approx(2 * (16 * 2 * 2 * 64 * 4) / r.bytes_per_s)
+    with pytest.raises(ValueError, match="cannot exceed"):
+        kernels.read_vs_recompute(n_tokens=64, n_cached=32)
+    with pytest.raises(ValueError, match="rounds must be a whole number"):
+        kernels.read_vs_recompute(rounds=0)
+
+
+def test_probe_read_ceiling_is_its_read_stream():
+    probe = kernels.CeilingProbe((), array_bytes=2**20)
+    probe.sample()
+    # the read stream moves one array of 2^20 bytes per call
+    assert probe.read_bytes_per_s == pytest.approx(2**20 / min(probe.stream_samples_s["read"]))

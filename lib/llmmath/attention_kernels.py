@@ -718,16 +718,16 @@ class ContextSweep:
         return self.sparse_bytes / self.bytes_per_s
 
     @property
-    def dense_fraction_of_copy(self):
-        """Achieved bytes/s of the dense call divided by the copy bandwidth."""
+    def dense_fraction_of_ceiling(self):
+        """Achieved bytes/s of the dense call divided by the read-only stream ceiling (``bytes_per_s``)."""
         return self.dense_predicted_s / self.dense_s
 
     def table(self) -> str:
-        rows = [f"{'L':>7} {'dense':>10} {'bytes/W':>10} {'ratio':>6} {'%copy':>6} | "
+        rows = [f"{'L':>7} {'dense':>10} {'bytes/W':>10} {'ratio':>6} {'%ceil':>6} | "
                 f"{'sparse':>10} {'bytes/W':>10} {'ratio':>6}"]
         for i, L in enumerate(self.context):
             rows.append(f"{int(L):>7} {self.dense_s[i] * 1e3:>8.3f}ms {self.dense_predicted_s[i] * 1e3:>8.3f}ms "
-                        f"{self.dense_s[i] / self.dense_predicted_s[i]:>6.2f} {self.dense_fraction_of_copy[i]:>6.0%} | "
+                        f"{self.dense_s[i] / self.dense_predicted_s[i]:>6.2f} {self.dense_fraction_of_ceiling[i]:>6.0%} | "
                         f"{self.sparse_s[i] * 1e3:>8.3f}ms {self.sparse_predicted_s[i] * 1e3:>8.3f}ms "
                         f"{self.sparse_s[i] / self.sparse_predicted_s[i]:>6.2f}")
         return "\n".join(rows)
@@ -742,8 +742,8 @@ def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_d
     ``L`` tokens (a view, so each (sequence, head) stays contiguous in its rows).
     Block selection for the sparse call is done beforehand (its summaries and
     scores are 1/block_size of the work and are counted in :func:`sparse_bytes`
-    but not timed). ``bytes_per_s`` defaults to this machine's copy bandwidth,
-    sampled at the start of every round (:class:`llmmath.kernels.CeilingProbe`), so
+    but not timed). ``bytes_per_s`` defaults to this machine's read-only stream (the
+    calls read the cache and write a few bytes per query), sampled at the start of every round (:class:`llmmath.kernels.CeilingProbe`), so
     ceiling and kernel see the same load. Sizes default to :func:`default_sweep_shape`.
     The calls are timed round-robin, ``repeats`` rounds; each time is the best of its
     rounds (like the bandwidth it is compared with: on a shared machine the median wanders).
@@ -760,14 +760,14 @@ def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_d
     if min(contexts) < block_size * top_k:
         raise ValueError(f"every context must hold top_k * block_size = {top_k * block_size} tokens, "
                          f"got {min(contexts)}")
-    probe = kernels.CeilingProbe((), be=be) if bytes_per_s is None else None   # copy only, sampled every round
+    probe = kernels.CeilingProbe((), be=be) if bytes_per_s is None else None   # streams only, sampled every round
     repeats = repeats or (20 if be.is_gpu else 3)
     elem = 2 if dtype == "fp16" else 4
     q, k, v = random_cache(batch, q_heads, kv_heads, max(contexts), head_dim, dtype, be=be)
     meth = _resolve_method(method, q, k)
     with kernels.one_blas_thread(meth == "numpy"):
         dense, sparse = _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe)
-    bytes_per_s = bytes_per_s or probe.copy_bytes_per_s
+    bytes_per_s = bytes_per_s or probe.read_bytes_per_s
     ctx = np.asarray(contexts, float)
     db = np.array([dense_bytes(batch, kv_heads, L, head_dim, elem) for L in contexts])
     # the timed sparse call reads the kept blocks' K and V (selection done beforehand)

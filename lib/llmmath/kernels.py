@@ -287,6 +287,11 @@ class CeilingProbe:
         return self.stream_bytes_per_s["copy"]
 
     @property
+    def read_bytes_per_s(self) -> float:
+        """Best read-only stream sampled, bytes/s: the ceiling for a kernel that mostly reads (weights, a KV cache)."""
+        return self.stream_bytes_per_s["read"]
+
+    @property
     def memory_bytes_per_s(self) -> float:
         """The memory roof: the best of the copy, read, add and update streams, bytes/s."""
         return max(self.stream_bytes_per_s.values())
@@ -363,6 +368,74 @@ def time_interleaved(fns: dict, *, rounds: int = 5, warmup: int = 1, probe: Ceil
         for name, fn in fns.items():
             samples[name].append(time_fn(fn, warmup=0, repeats=1, be=be).samples_s[0])
     return {name: Timing(tuple(v)) for name, v in samples.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadVsRecompute:
+    """Result of :func:`read_vs_recompute`: times in seconds, one sample per round."""
+
+    recompute_s: tuple
+    read_s: tuple
+    recompute_predicted_s: float
+    read_predicted_s: float
+    flops_per_s: float
+    bytes_per_s: float
+
+    @property
+    def paired_ratio(self) -> np.ndarray:
+        """Recompute time / read time within each round (both saw that round's load)."""
+        return np.array(self.recompute_s) / np.array(self.read_s)
+
+    @property
+    def recompute_over_predicted(self) -> float:
+        return float(np.median(self.recompute_s)) / self.recompute_predicted_s
+
+    @property
+    def read_over_predicted(self) -> float:
+        return float(np.median(self.read_s)) / self.read_predicted_s
+
+
+def read_vs_recompute(n_layers: int = 8, d_model: int = 1024, n_tokens: int = 256, n_cached: int = 1024,
+                      rounds: int = 11, be: Backend | None = None) -> ReadVsRecompute:
+    """Time recomputing K and V of ``n_tokens`` tokens through ``n_layers`` layers against reading them from a cache.
+
+    Recompute: per layer ``h = tanh(h W_h)``, ``K = h W_k``, ``V = h W_v`` (three
+    ``d x d`` fp32 products per layer, ``6 T d^2`` FLOPs). Read: gather the tokens'
+    cached K and V rows (``2 T L d`` values of 4 bytes, read and written once by the
+    gather). Predictions: FLOPs over the probe's matmul rate, bytes over its copy rate
+    (a gather reads and writes), both sampled in the same rounds as the two sides
+    (:func:`time_interleaved`). Chapter 9, claim 40.
+
+    Raises:
+        ValueError: a size < 1, ``n_tokens > n_cached``, or rounds < 1.
+    """
+    be = be or backend()
+    for name, v in (("n_layers", n_layers), ("d_model", d_model), ("n_tokens", n_tokens), ("n_cached", n_cached),
+                    ("rounds", rounds)):
+        if int(v) != v or v < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
+    if n_tokens > n_cached:
+        raise ValueError(f"n_tokens ({n_tokens}) cannot exceed the n_cached ({n_cached}) tokens in the cache")
+    xp, d = be.xp, int(d_model)
+    g = np.random.default_rng(5)
+    Ws = [xp.asarray(g.standard_normal((3, d, d), dtype=np.float32) / np.float32(np.sqrt(d))) for _ in range(n_layers)]
+    cache = xp.asarray(g.standard_normal((n_cached, n_layers, 2, d), dtype=np.float32))
+    h0 = xp.asarray(g.standard_normal((n_tokens, d), dtype=np.float32))
+    idx = xp.asarray(g.choice(n_cached, n_tokens, replace=False))
+
+    def recompute():
+        h, out = h0, []
+        for W3 in Ws:
+            h = xp.tanh(h @ W3[0])
+            out.append((h @ W3[1], h @ W3[2]))
+        return out
+
+    probe = CeilingProbe(("fp32",), be=be)
+    timed = time_interleaved({"recompute": recompute, "read": lambda: cache[idx]}, rounds=rounds, warmup=1,
+                             probe=probe, be=be)
+    F, W = probe.flops_per_s("fp32"), probe.copy_bytes_per_s
+    return ReadVsRecompute(timed["recompute"].samples_s, timed["read"].samples_s,
+                           n_tokens * n_layers * 3 * 2 * d * d / F, 2 * n_tokens * n_layers * 2 * d * 4 / W, F, W)
 
 
 @lru_cache(maxsize=None)
@@ -561,20 +634,28 @@ class BatchSweep:
 def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None, dtype: str | None = None,
                 flops_per_s: float | None = None, bytes_per_s: float | None = None,
                 repeats: int | None = None, progress: bool = True, be: Backend | None = None,
-                d_out: int | None = None, one_thread: bool = False) -> BatchSweep:
+                d_out: int | None = None, one_thread: bool | None = None) -> BatchSweep:
     """Time ``Y = X @ W`` with X ``(B, d)`` and W ``(d, n)`` for each B, beside the roofline.
 
     ``n = d_out``, default ``d`` (a square weight). The prediction is
     ``max(2 B d n / F, (d n + B (d + n)) b / W)``: every weight read once, X read
-    and Y written once (b bytes per element). ``F`` and ``W`` default
+    and Y written once (b bytes per element).
+
+    The ceilings are measured the way the kernel uses the machine, in the same
+    rounds as the kernel (:class:`CeilingProbe`): ``W`` is the read-only stream
+    (the weights, which dominate the bytes, are only read; a copy's rate counts a
+    write beside every read), and ``F`` the better of the probe's square product and
+    the sweep's own product at its largest batch, the GEMM's large-batch rate for
+    this very shape (so that batch sits at or above 1.00 of its prediction by
+    construction; the other batches are the test). ``F`` and ``W`` default
     to this machine's ceilings sampled between the sweep's rounds
     (:class:`CeilingProbe`), so kernel and ceilings see the same load. The batches
     are timed round-robin, ``repeats`` rounds (default 3 on a CPU, 10 on a GPU)
     after one warm-up each, and each batch reports its best, as each ceiling does.
-    Shows its progress on one line when ``progress`` is true. ``one_thread`` runs the
-    sweep and its ceilings on one BLAS thread on a CPU (:class:`one_blas_thread`):
-    slower, but a second program on a 2-core machine then slows the kernel and
-    its ceilings alike instead of stalling one of two BLAS threads.
+    Shows its progress on one line when ``progress`` is true. ``one_thread`` (default:
+    true on a CPU) runs the sweep and its ceilings on one BLAS thread
+    (:class:`one_blas_thread`): slower, but a second program on a 2-core machine then
+    slows the kernel and its ceilings alike instead of stalling one of two BLAS threads.
 
     Raises:
         ValueError: a batch < 1, d_model or d_out < 1, or an unknown dtype.
@@ -602,14 +683,17 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
     if progress:
         print(f"  batch sweep on {be.name}: {len(batches)} batches x {repeats} rounds ...", end="",
               file=sys.stdout, flush=True)
+    if one_thread is None:
+        one_thread = not be.is_gpu
     with one_blas_thread(one_thread and not be.is_gpu):
         timings = time_interleaved(fns, rounds=repeats, warmup=1, probe=probe, be=be)
     if progress:
         print(f"\r  batch sweep on {be.name}: {len(batches)} batches done." + " " * 20, file=sys.stdout, flush=True)
     measured = np.array([timings[int(B)].min_s for B in batches])
     if probe is not None:
-        flops_per_s = flops_per_s or probe.flops_per_s(dtype)
-        bytes_per_s = bytes_per_s or probe.copy_bytes_per_s
+        own = 2.0 * batches.max() * d * n / measured[int(np.argmax(batches))]   # the GEMM's large-batch rate
+        flops_per_s = flops_per_s or max(probe.flops_per_s(dtype), own)
+        bytes_per_s = bytes_per_s or probe.read_bytes_per_s
     compute = 2.0 * batches * d * n / flops_per_s
     memory = (d * n + batches * (d + n)) * b / bytes_per_s
     return BatchSweep(batches.astype(float), measured, compute, memory, d, dtype,

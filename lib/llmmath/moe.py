@@ -364,7 +364,8 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     sum over the experts that received tokens (the ``"loop"`` method runs them one
     after another), or over all E (``"padded"``, T_e -> T_max). ``F`` and ``W``
     default to this machine's ceilings sampled at the start of every round
-    (:class:`llmmath.kernels.CeilingProbe`); sizes default to :func:`default_moe_sizes`.
+    (:class:`llmmath.kernels.CeilingProbe`: its square product, and its read-only
+    stream, since the expert weights are only read); sizes default to :func:`default_moe_sizes`.
     The batches are timed round-robin, ``repeats`` rounds (default 3 on a CPU, 10 on
     a GPU) after one warm-up each, and each batch reports its best, as each ceiling
     does: a busy machine only ever slows a call down, and it slows both alike.
@@ -437,7 +438,7 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
         print(f"\r  MoE sweep on {be.name}: {len(batches)} batches done." + " " * 20, file=sys.stdout, flush=True)
     if probe is not None:
         flops_per_s = flops_per_s or probe.flops_per_s(dtype)
-        bytes_per_s = bytes_per_s or probe.copy_bytes_per_s
+        bytes_per_s = bytes_per_s or probe.read_bytes_per_s   # expert weights: read only
     pred, comp, mem, touched, mean_t, max_t = [], [], [], [], [], []
     for B, counts in zip(batches, counts_all):
         B = int(B)
