@@ -78,13 +78,15 @@ for m in ("llama-3.1-8b", "llama-3.1-70b"):
 # **Measured.** The same weights, run for $T$ tokens at once (one product
 # $X_{T\times d}W_{d\times d}$) and one token at a time ($T$ products with a
 # single row), timed on this machine beside the roofline from its measured
-# ceilings. (On a CPU the dashed roofline is approximate — the ceilings come
-# from a copy and one large product, sampled between the sweep's rounds, and BLAS switches
-# from a matrix–vector to a matrix–matrix kernel between one row and two, which
-# is why $T = 2$ costs about twice $T = 1$.)
+# ceilings: the read-only stream and the better of one large square product and
+# this product's own largest batch, sampled between the sweep's rounds. Where a
+# point leaves the roofline, the line printed under the plot says by how much and
+# why on this run (BLAS switches from a matrix–vector to a matrix–matrix routine
+# between one row and two; the latter packs the weight first).
 
 # %% slideshow={"slide_type": "subslide"}
 sweep = kernels.batch_sweep()
+print(sweep.departures())
 T_meas = sweep.batch
 per_token_prefill = sweep.measured_s / T_meas
 per_token_decode = sweep.measured_s[0]  # measured once, at T = 1: T one-row products cost T times that

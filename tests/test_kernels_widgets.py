@@ -239,3 +239,19 @@ def test_probe_read_ceiling_is_its_read_stream():
     probe.sample()
     # the read stream moves one array of 2^20 bytes per call
     assert probe.read_bytes_per_s == pytest.approx(2**20 / min(probe.stream_samples_s["read"]))
+
+
+def test_batch_sweep_departures_name_the_batches_and_their_causes():
+    s = kernels.batch_sweep([1, 4, 64], d_model=256, flops_per_s=1e11, bytes_per_s=1e10, repeats=1, progress=False)
+    b = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256.0])
+    F, W, d = 2 * 256 * 64e6 / 0.33, 26e9, 8000
+    t = np.array([9.8, 30, 30, 35, 44, 64, 100, 170, 330]) * 1e-3
+    synth = dataclasses.replace(s, batch=b, measured_s=t, compute_s=2 * b * d * d / F,
+                                memory_s=(d * d + 2 * b * d) * 4 / W, d_model=d, flops_per_s=F, bytes_per_s=W)
+    text = synth.departures()
+    # by hand: ratios 3.05, 3.04, 3.39, 2.13, 1.55 leave the band; one read of W is 256 MB / 26 GB/s = 9.85 ms,
+    # so the GEMV reaches 100% of the read ceiling and B = 2 costs 30 / 9.85 = 3.0 reads; 44 <= 1.5 x 30 up to B = 16
+    assert "B = 2, 4, 8, 16, 32" in text and "100% of the read-only ceiling" in text
+    assert "3.0 reads of W" in text and "up to B = 16" in text
+    flat = dataclasses.replace(synth, measured_s=synth.predicted_s)
+    assert flat.departures() == "every batch within 0.8-1.25x of its prediction"

@@ -630,6 +630,40 @@ class BatchSweep:
             )
         return "\n".join(rows)
 
+    def departures(self, low: float = 0.8, high: float = 1.25) -> str:
+        """The batches whose measured / predicted lies outside ``[low, high]``, and the cause each shows, in words.
+
+        Generated from this sweep's numbers only: a one-row product is a matrix-vector
+        routine (GEMV) that streams W once, so its share of the read ceiling is printed;
+        several rows go through a matrix-matrix routine (GEMM), whose time at the
+        smallest such batch, in units of one read of W, is the fixed cost it adds
+        (BLAS copies, "packs", W into cache-sized panels and multiplies whole register
+        tiles of rows whether they are filled or not); the batch up to which the GEMM's
+        time stays within 1.5x of that smallest one shows how far the fixed cost reaches.
+        """
+        r = self.measured_over_predicted
+        out = [i for i in range(len(self.batch)) if not low <= r[i] <= high]
+        if not out:
+            return f"every batch within {low}-{high}x of its prediction"
+        read_s = self.weight_shape[0] * self.weight_shape[1] * (4.0 if self.dtype == "fp32" else 2.0) / self.bytes_per_s
+        lines = [f"outside {low}-{high}x: B = {', '.join(str(int(self.batch[i])) for i in out)}"]
+        if self.batch[0] == 1:
+            lines.append(f"B = 1 (GEMV, W streamed once): {self.measured_s[0] * 1e3:.1f} ms, "
+                         f"{read_s / self.measured_s[0]:.0%} of the read-only ceiling")
+        multi = np.flatnonzero(self.batch >= 2)
+        if multi.size:
+            i0 = int(multi[0])
+            t0 = self.measured_s[i0]
+            flat = [int(self.batch[i]) for i in multi if self.measured_s[i] <= 1.5 * t0]
+            lines.append(f"B = {int(self.batch[i0])} (GEMM): {t0 * 1e3:.1f} ms = {t0 / read_s:.1f} reads of W; "
+                         f"the GEMM stays within 1.5x of that up to B = {max(flat)} "
+                         f"(roofline there: {self.predicted_s[self.batch == max(flat)][0] * 1e3:.1f} ms)")
+        big = [i for i in out if self.compute_s[i] >= self.memory_s[i]]
+        if big:
+            lines.append("compute-bound batches outside the band: " + ", ".join(
+                f"B = {int(self.batch[i])} at {self.achieved_flops_per_s[i] / self.flops_per_s:.0%} of F" for i in big))
+        return "; ".join(lines)
+
 
 def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None, dtype: str | None = None,
                 flops_per_s: float | None = None, bytes_per_s: float | None = None,
