@@ -496,7 +496,7 @@ assert np.allclose(kernels.backend().to_numpy(out), ref, atol=1e-4), "the kernel
 # blocks). NVRTC compiles the kernel for Hopper (`sm_90`) without a GPU, so this
 # runs anywhere the `test` extra installed `cuda-bindings` (Linux x86-64).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 try:
     rep = attention_kernels.compile_report(head_dim=128, group=8, arch="sm_90")
 except ImportError as e:

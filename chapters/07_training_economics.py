@@ -6,7 +6,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 7 — Training economics: batch size, balancing costs, and how far past Chinchilla
 #
 # Five claims, most of them rules of thumb. For each we say which it is, do
@@ -30,7 +30,7 @@ import matplotlib.pyplot as plt
 
 from llmmath import _catalog, claims, critical_batch, hardware, models, plots, training, explorers, widgets
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 23 (59:58) — smaller batches are better per example
 #
 # *Claim, paraphrased:* judged only by how much each example improves the
@@ -67,7 +67,7 @@ print(f"\nfit: S_min = {fit.S_min:.1f} steps, E_min = {fit.E_min:.0f} examples, 
 print(f"gradient noise scale B_simple: {ns.at_start:.0f} at the start, {ns.at_target:.0f} at the target, "
       f"{ns.run_average:.0f} averaged over the run (exact: {ns.exact_run_average:.0f})")
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 B = np.logspace(0, 3.1, 200)
 fig, (ax1, ax2) = plots.new_axes(2, width=5.0)
 ax1.loglog(run.batch, run.steps, "o", label="measured")
@@ -96,7 +96,7 @@ explorers.critical_batch_explorer()
 v23 = claims.check(23)
 assert v23.verdict == "holds if"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 28 (1:20:53) — minimize a sum where the terms are equal
 #
 # *Claim, paraphrased:* when the total is one cost that falls with a design
@@ -136,7 +136,7 @@ assert v23.verdict == "holds if"
 # the red square (equal costs) slide left together; then the serving chip, its
 # precision and the two MFUs, which set the exchange rate (`explorers.train_serve_explorer`).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 train_serve = explorers.train_serve_explorer()
 train_serve.widget
 
@@ -167,7 +167,7 @@ for d_inf in (1e12, 1e13, 1e14, 1e15):
 v28 = claims.check(28)
 assert v28.verdict == "holds if"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # The more a model is served, the smaller and longer-trained its optimum:
 # at $10^{15}$ served tokens the best model for loss 2.0 is trained on thousands
 # of tokens per parameter — the arithmetic behind claim 31.
@@ -237,7 +237,7 @@ print(f"(the Llama 3 paper measured 38-43% in the 405B's main stage; the whole-r
 # %%
 explorers.compute_split_explorer()
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 ratio = np.linspace(0.05, 1, 100)
 fig, ax = plots.new_axes(width=6.5, height=3.8)
 for c in (2, 4, 6):
@@ -258,7 +258,7 @@ assert v29.verdict == "holds if"
 v30 = claims.check(30)
 assert v30.verdict == "holds if"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 31 (1:32:19) — ~100× past Chinchilla
 #
 # *Claim, paraphrased:* a back-of-envelope estimate puts a frontier model's
@@ -281,7 +281,7 @@ assert v30.verdict == "holds if"
 # has two parameter counts, and its compute-optimal ratio per active parameter
 # is not the dense one.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 C = np.logspace(20, 27, 100)
 fig, ax = plots.new_axes(width=6.5, height=3.8)
 for fit_name, style in (("hoffmann", "-"), ("epoch", "--")):
@@ -337,7 +337,7 @@ explorers.overtraining_explorer()
 v31 = claims.check(31)
 assert v31.verdict == "holds if"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 
 # %%

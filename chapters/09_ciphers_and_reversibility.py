@@ -6,7 +6,7 @@
 #     name: python3
 # ---
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 9 — Ciphers and neural nets, reversible networks, and the memory–compute trade
 #
 # The interview ends with three ideas that connect cryptography to deep
@@ -36,7 +36,7 @@ import matplotlib.pyplot as plt
 
 from llmmath import adversarial, ciphers, claims, kernels, memory, models, plots, reversible, explorers, widgets
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 38 (2:08:05) — small perturbations, large changes: ciphers want it, networks do not
 #
 # *Claim, paraphrased:* a very small, carefully chosen change to an image can
@@ -52,7 +52,7 @@ model = adversarial.trained_digits_mlp()
 Xtr, ytr, X, y = adversarial.digits_split()
 print(f"train {len(ytr)} images, test {len(y)}; test accuracy {np.mean(model.predict(X) == y):.1%}")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The fast gradient sign method
 # The loss $\ell(x)$ rises fastest, per unit of L∞ change, along the sign of
 # its gradient. FGSM takes one such step of size $\varepsilon$ per pixel
@@ -65,7 +65,7 @@ print(f"train {len(ytr)} images, test {len(y)}; test accuracy {np.mean(model.pre
 # re-checked against a study group's summary of the paper; the two confidences were not.) The
 # baseline: a random sign pattern of the same size.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 eps = np.linspace(0, 0.3, 31)
 rng = np.random.default_rng(0)
 acc_fgsm = [np.mean(model.predict(adversarial.fgsm(model, X, y, e)) == y) for e in eps]
@@ -96,7 +96,7 @@ plt.show()
 # half, and a tenth of the images never flip under random noise at all. A
 # picture of one image and its adversarial twin, and an explorer:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 i = int(np.argmin(np.abs(flip_fgsm - np.median(flip_fgsm))))
 x0, y0 = X[ok][i:i + 1], y[ok][i:i + 1]
 xa = adversarial.fgsm(model, x0, y0, flip_fgsm[i])
@@ -112,18 +112,18 @@ for ax, img, title in zip(axes, (x0, xa, xa - x0), (f"original: {model.predict(x
     ax.set_title(title, fontsize=10); ax.set_xticks([]); ax.set_yticks([])
 plt.show()
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 adv_explorer = explorers.adversarial_explorer(index=i)
 adv_explorer.widget
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The cipher side: avalanche
 # A block cipher is built so that flipping **any one** input bit flips about
 # half the output bits. Our 64-bit Feistel network (`llmmath.ciphers`: rounds
 # $(L, R) \to (R,\ L \oplus F(R, k_i))$) reaches that after three rounds;
 # SHA-256, from Python's standard library, flips half of its 256 output bits.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 rounds = np.arange(1, 9)
 aval = [ciphers.avalanche_feistel(int(r)).mean() for r in rounds]
 sha = ciphers.avalanche_sha256(400)
@@ -153,7 +153,7 @@ print(f"classifier: one pixel +1 grey level changes {changed:.1%} of predictions
 print(f"cipher: one bit flipped changes {np.mean(aval[-1]) / 64:.0%} of the output bits on average, "
       f"whichever bit (SHA-256: {sha.mean():.1f} of 256, standard deviation {sha.std():.1f})")
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why so small? The linear account
 # For a linear score $w^\top x$, the perturbation $\varepsilon\,\mathrm{sign}(w)$
 # moves the score by $\varepsilon\,\lVert w\rVert_1$, while random signs of the
@@ -164,7 +164,7 @@ print(f"cipher: one bit flipped changes {np.mean(aval[-1]) / 64:.0%} of the outp
 # margin falls as $1/m$. In high dimension, many imperceptible changes add up
 # (Goodfellow et al. 2015, section 3). A synthetic check:
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 dims = np.array([16, 64, 256, 1024, 4096, 16384])
 r2 = np.random.default_rng(1)
 eps_adv, eps_rnd = [], []
@@ -186,7 +186,7 @@ assert eps_adv[-1] / eps_adv[0] < 1.5 * dims[0] / dims[-1], "the worst-case size
 v38 = claims.check(38)
 assert v38.verdict == "holds"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 39 (2:12:58) — reversible layers: recompute instead of store
 #
 # *Claim, paraphrased:* because a Feistel-style layer can be run backwards,
@@ -211,7 +211,7 @@ assert v38.verdict == "holds"
 # activations at each such layer; the savings come from the reversible blocks
 # between them).
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 depths = np.array(reversible.DRIFT_DEPTHS)
 fig, ax = plots.new_axes(width=6, height=3.8)
 for (dt, gain), errs in reversible.drift_table().items():   # X[:256] rebuilt at each depth, computed once (cached)
@@ -280,7 +280,7 @@ assert np.mean(losses[-10:]) < 0.5 * losses[0] and test_acc > 0.85
 # starts, recompute each segment forward: memory $\sim 2\sqrt n$ blocks' worth).
 # Times are measured separately, without tracing.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 xb = np.tile(X, (3, 1))[:1024]
 yb = np.tile(y, 3)[:1024]
 depths = [2, 4, 8, 16, 32]
@@ -328,7 +328,7 @@ explorers.reversible_explorer()
 v39 = claims.check(39)
 assert v39.verdict == "holds"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 40 (2:13:35) — spending memory to save compute usually pays
 #
 # *Claim, paraphrased:* given today's hardware, storing results to avoid
@@ -382,7 +382,7 @@ assert np.median(paired) > 5, "reading cached K,V should beat recomputing them"
 # %%
 explorers.kv_tier_explorer()
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Training activations: where memory is the scarce resource
 # During training, every layer must keep its activations until the backward
 # pass. Korthikanti et al. (2022) count, for a GPT-style layer with 16-bit
@@ -390,7 +390,7 @@ explorers.kv_tier_explorer()
 # `memory.activation_bytes_per_layer` implements their accounting, with
 # tensor and sequence parallelism and the two recomputation strategies.
 
-# %%
+# %% slideshow={"slide_type": "subslide"}
 g3 = models.get("gpt-3-175b")
 s_ = np.array([1024, 2048, 4096, 8192, 16384, 32768])
 fig, ax = plots.new_axes(width=6.5, height=3.8)
@@ -414,7 +414,7 @@ plt.show()
 v40 = claims.check(40)
 assert v40.verdict == "holds if"
 
-# %% [markdown]
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # | # | time | claim | verdict |

@@ -15,6 +15,16 @@ template without its CDN URLs). reveal.js, jQuery, require.js, MathJax 3 and the
 widget manager come from npm (``book/package-lock.json``) into
 ``build/slides/_assets``; the build fails if a slide deck names a CDN.
 Open ``build/slides/index.html`` from disk; in a deck, ``s`` opens the speaker view.
+
+Every slide is made to fit a 1280x720 screen: before the export,
+``tools/paginate_slides.py`` cuts each executed notebook's slides to that size
+(in memory: long markdown split at its paragraphs, sub-slides added where a
+slide would overflow); the template sets the slide to 1280x720, caps figures'
+height, wraps code, hides the ``In [n]:`` prompts, and shrinks what is still too
+wide or tall when a slide is shown. ``tools/check_slides.py`` (and
+``tests/test_slides.py``) measure every built slide in Chromium.
+``--export-only`` re-exports the notebooks executed by the last build (after a
+change to the template or the pagination; nothing is executed).
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ EXECUTED = ROOT / "build" / ".executed-slides"
 sys.path.insert(0, str(ROOT / "tools"))
 import book_assets  # noqa: E402
 import build_book  # noqa: E402
+import paginate_slides  # noqa: E402
 
 A = "_assets"
 
@@ -50,17 +61,25 @@ def chapter_text(path: Path) -> str:
 
 
 def export(executed: Path, out_dir: Path) -> tuple[Path, int]:
-    """Write the executed notebook's reveal.js deck into ``out_dir``; return it and its number of slides."""
+    """Write the executed notebook's reveal.js deck into ``out_dir``; return it and its number of slides.
+
+    The notebook is first cut to slides that fit (:func:`paginate_slides.paginate`)."""
     import nbformat
     from nbconvert import SlidesExporter
     from traitlets.config import Config
 
-    nb = nbformat.read(str(executed), as_version=4)
+    nb = paginate_slides.paginate(nbformat.read(str(executed), as_version=4))
     c = Config()
     c.SlidesExporter.template_name = "llmmath-reveal"
     c.SlidesExporter.extra_template_basedirs = [str(ROOT / "book" / "slides")]
     c.SlidesExporter.reveal_url_prefix = f"{A}/reveal.js"
-    c.SlidesExporter.reveal_scroll = True
+    c.SlidesExporter.reveal_scroll = False  # slides fit instead (the template's llmmathFit)
+    c.SlidesExporter.reveal_width = str(paginate_slides.WIDTH)
+    c.SlidesExporter.reveal_height = str(paginate_slides.HEIGHT)
+    c.SlidesExporter.exclude_input_prompt = True
+    c.SlidesExporter.exclude_output_prompt = True
+    c.TagRemovePreprocessor.enabled = True
+    c.TagRemovePreprocessor.remove_input_tags = {"slides-output-only"}  # a cell's output on a slide of its own
     c.SlidesExporter.reveal_theme = "white"  # its fonts ship with reveal.js ("simple" imports Google Fonts)
     c.SlidesExporter.reveal_number = "c/t"
     c.SlidesExporter.require_js_url = f"{A}/require.min.js"
@@ -72,7 +91,7 @@ def export(executed: Path, out_dir: Path) -> tuple[Path, int]:
     exporter.mermaid_js_url = exporter.mermaid_layout_elk_js_url = ""  # not config traits; unused
     body, _ = exporter.from_notebook_node(nb, resources={"mathjax_shim_url": f"{A}/mathjax2-shim.js",
                                                          "metadata": {"name": executed.stem}})
-    n_slides = sum(1 for cell in nb.cells if cell.metadata.get("slideshow", {}).get("slide_type") == "slide")
+    n_slides = sum(1 for cell in nb.cells if cell.metadata.get("slideshow", {}).get("slide_type") in ("slide", "subslide"))
     out = out_dir / f"{executed.stem}.slides.html"
     out.write_text(body, encoding="utf-8")
     return out, n_slides
@@ -103,9 +122,24 @@ def main(argv=None) -> int:
                     help="chapters that do not measure time executed at once (default: CPU cores - 1, at least 1); "
                          "those that measure time always run alone")
     ap.add_argument("-v", "--verbose", action="store_true", help="show everything the kernels print")
+    ap.add_argument("--export-only", action="store_true",
+                    help="re-export the notebooks the last build executed (build/.executed-slides); execute nothing")
     args = ap.parse_args(argv)
     srcs = [p.resolve() for p in args.chapters] or sorted((ROOT / "chapters").glob("[0-9][0-9]_*.py"))
     t0 = time.perf_counter()
+    if args.export_only:
+        executed = [EXECUTED / "chapters" / (p.stem + ".ipynb") for p in srcs]
+        missing = [str(e) for e in executed if not e.is_file()]
+        if missing:
+            print("not executed yet (run without --export-only):\n  " + "\n  ".join(missing), file=sys.stderr)
+            return 1
+        decks = []
+        for e in executed:
+            out, n = export(e, OUT)
+            decks.append(out)
+            print(f"{out.relative_to(ROOT)}: {n} slides and sub-slides")
+        write_index(sorted(OUT.glob("*.slides.html")))
+        return 0
     for d in (OUT, EXECUTED):
         if d.exists():
             shutil.rmtree(d)
@@ -125,7 +159,7 @@ def main(argv=None) -> int:
     for r in sorted(results, key=lambda r: Path(r.src).name):
         out, n = export(Path(r.dest), OUT)
         decks.append(out)
-        print(f"{out.relative_to(ROOT)}: {n} slides")
+        print(f"{out.relative_to(ROOT)}: {n} slides and sub-slides")
     index = write_index(decks)
     cdn = book_assets.cdn_references(OUT)
     if cdn:
