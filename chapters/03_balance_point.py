@@ -426,7 +426,7 @@ plt.show()
 # Where a solid line ends, decode stays memory-bound at any batch; where it runs
 # above its dashed twin, the balanced batch does not fit, and capacity — not
 # bandwidth — sets the batch. DeepSeek-V3 on an H200 shows the MLA exception: its $B^*$ falls.
-
+#
 # **Explore** the KV's push: the balance explorer again, on Llama-3.1-70B. Move
 # the chip first, then the context, and watch the blue $B^*$ climb and end at
 # $L_\text{max}$ (printed), and turn dashed where the balanced batch's KV no

@@ -124,7 +124,7 @@ assert v23.verdict == "holds if"
 # "make them equal" is exact only where $q = 1$. The check evaluates $q$ on the Llama 3.1
 # runs (their parameters and tokens from the catalogs, verified against the Llama 3 paper's
 # 3.8×10²⁵ FLOPs) and compares the hand result with the library's numeric minimum.
-
+#
 # **In chip-hours, not FLOPs.** The heuristic is about *costs*, and a FLOP of
 # serving costs more chip time than a FLOP of training: decode is memory-bound
 # (DeepSeek-V3's production decode runs at ~14% MFU, claim 29's check derives it,

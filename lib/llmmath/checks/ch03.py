@@ -208,8 +208,8 @@ def _check_10() -> Verdict:
 # Dense GQA models by hand from config.json: (N_tot, vocab x d of the untied input embedding, d, beta, a) with
 # beta = 2 (K, V) x layers x kv heads x 128 x 2 bytes and a = 4 x heads x 128 x layers FLOPs per cached token.
 # Llama-3.1-70B: 80 layers, 64 heads, 8 kv heads, d 8192; Llama-3.1-405B: 126 layers, 128 heads, 8 kv heads,
-# d 16,384, FFN 53,248 (2 x 128,256 x 16,384 + 16,384 + 126 x (2 x 16,384^2 + 2 x 16,384 x 1,024
-# + 3 x 16,384 x 53,248 + 2 x 16,384) = 405,853,388,800 parameters).
+# d 16,384, FFN 53,248 (2 x 128,256 x 16,384 + 16,384 + 126 x (2 x 16,384^2 + 2 x 16,384 x 1,024 +
+# 3 x 16,384 x 53,248 + 2 x 16,384) = 405,853,388,800 parameters).
 _GQA_HAND = {
     "llama-3.1-70b": (70_553_706_496, 128_256 * 8192, 8192, 2 * 80 * 8 * 128 * 2, 80 * 4 * 64 * 128),
     "llama-3.1-405b": (405_853_388_800, 128_256 * 16_384, 16_384, 2 * 126 * 8 * 128 * 2, 126 * 4 * 128 * 128),
