@@ -441,6 +441,27 @@ assert v8.verdict == "holds"
 # growing $B$, beside the roofline prediction from this machine's measured
 # ceilings (chapter 0): $\max\big(2Bd^2/F,\ (d^2 + 2Bd)\,b/W\big)$. The weight
 # is far larger than any cache, so every product really streams it from memory.
+#
+# **What the kernel does, and why not just `X @ W`.** A BLAS multiplies a matrix
+# with a single row by a matrix–vector routine (GEMV) that streams $W$ once. From
+# two rows on it switches to its matrix–matrix routine (GEMM), built for big
+# products: it first copies ("packs") $W$ into cache-sized panels, then multiplies
+# whole register tiles of rows whether they are filled or not. For a skinny $X$
+# that fixed cost is several reads of $W$ — the plain product is *not* flat below
+# the knee (measured below, beside the kernel). So the sweep's few-row products
+# (`kernels.BlockedWeight`) hold $W$ re-laid out as contiguous blocks of
+# $k_c \times n_c$ and multiply block by block in one NumPy call, then add the
+# $d/k_c$ partial results: each block product is small enough for the BLAS's
+# small-matrix path, which multiplies straight from the block as it streams in.
+# Which block shape works best depends on the BLAS and the CPU, so for each
+# batch of up to 32 rows the sweep times the plain product and two block shapes
+# and keeps the fastest (the table's last column) — as FFTW plans a transform.
+#
+# The ceilings are measured the way the kernel uses the machine, between the
+# sweep's rounds: $W$ as the best of three *read-only* streams (a copy's rate
+# counts a write beside every read), $F$ as the better of a square product and
+# the best rate this product reached. The line under the table lists any batch
+# outside 0.8–1.25× of its prediction and the measured cause.
 
 # %%
 sweep = kernels.batch_sweep()
@@ -458,37 +479,28 @@ ax2.set_title("Cost per row falls as 1/B, then flattens"); ax2.legend(fontsize=8
 plt.show()
 
 # %% [markdown]
-# On a GPU the measured curve should hug the prediction: flat, then rising past
-# the knee. On a CPU, expect two departures, both instructive (and noisy: a
-# laptop or a shared 2-core VM measures differently from run to run):
-#
-# * at $B = 1$ BLAS uses a matrix–vector routine (GEMV) that streams the weight
-#   once: it should land near its floor, the weight's bytes over the read-only
-#   stream measured beside it (a copy's rate would be the wrong ceiling: it counts
-#   a write beside every read);
-# * at small batches above 1 it switches to a matrix–matrix routine (GEMM) that
-#   copies ("packs") the weight into cache-sized panels and multiplies whole
-#   register tiles of rows whether they are filled or not: a fixed cost the
-#   roofline does not count, flat across the first few batches.
-#
-# The line under the table measures both on this run: the GEMV's share of the read
-# ceiling, the GEMM's fixed cost in reads of $W$, and how far up in $B$ it reaches.
-#
-# The shape survives: the time grows far more slowly than the batch until the
-# knee, and the cost per row falls by an order of magnitude or so.
-#
-# **Check** (on whatever machine runs this): no batch beats the floor by more
-# than measurement noise, and the measured cost per row falls at least 2× from
-# the smallest to the largest batch — batching amortizes the weight reads here
-# too; the roofline's fall from the same rounds' ceilings is printed beside it.
-# (Only the fall is asserted, not its ratio to the roofline: a program on the
-# other core slows the compute-bound large batches, whose BLAS wants both cores,
-# much more than the memory-bound small ones.) The fall is read off a robust fit through every batch (the median of all
-# pairwise log-log slopes, `kernels.loglog_slope`), so one product slowed by other
-# work cannot flip it. The batches are timed round-robin and the ceilings (a copy
-# and a large product, `kernels.CeilingProbe`) sampled at the start of every
-# round, each keeping its best: a machine that is doing other work slows the
-# floor and the products alike, not one of them.
+# **Why the blocks.** The same few-row products through the plain `X @ W`, with the
+# ceilings of the sweep above (`formulation="plain"`):
+
+# %%
+few = sweep.batch[sweep.batch <= 8].astype(int)
+plain = kernels.batch_sweep(few, formulation="plain", flops_per_s=sweep.flops_per_s, bytes_per_s=sweep.bytes_per_s,
+                            progress=False)
+for i, B in enumerate(few):
+    print(f"B = {B:>2}: plain {plain.measured_s[i] * 1e3:6.1f} ms ({plain.measured_over_predicted[i]:.2f} of the "
+          f"roofline), {sweep.formulation[i]} {sweep.measured_s[i] * 1e3:6.1f} ms "
+          f"({sweep.measured_over_predicted[i]:.2f})")
+print(plain.departures())
+
+# %% [markdown]
+# **Check** (on whatever machine runs this, with other work beside it): the shape
+# the roofline predicts. *Flat below the knee*: the batches at most half the
+# predicted knee take within 1.5× of each other's time; *proportional above it*:
+# the log–log slope of time against $B$ through the batches at least twice the
+# knee (a robust fit, `kernels.loglog_slope`) lies between 0.7 and 1.3; and the cost
+# per row falls at least 2× from the smallest batch to the largest. No batch may
+# beat its floor by more than noise (0.3×). Every batch and both ceilings are
+# timed round-robin, each keeping its best, so a busy machine slows them alike.
 
 # %%
 ratio = sweep.measured_over_predicted
@@ -501,6 +513,14 @@ assert ratio.min() > 0.3, (f"a product ran {1 / ratio.min():.1f}x faster than it
                            f"(F = {sweep.flops_per_s:.3g} FLOP/s, W = {sweep.bytes_per_s:.3g} B/s): ceilings mismeasured")
 assert amortization > 2, (
     f"batching should amortize the weight reads; cost per row fell {amortization:.1f}x, roofline {amortization_pred:.1f}x")
+flat_region = sweep.batch <= sweep.knee_batch / 2
+linear_region = sweep.batch >= 2 * sweep.knee_batch
+flatness = sweep.measured_s[flat_region].max() / sweep.measured_s[flat_region].min()
+slope_above = kernels.loglog_slope(sweep.batch[linear_region], sweep.measured_s[linear_region])
+print(f"flat region B <= {sweep.knee_batch / 2:.0f}: slowest / fastest {flatness:.2f}; "
+      f"slope above B = {2 * sweep.knee_batch:.0f}: {slope_above:.2f}")
+assert flatness < 1.5, f"time should be flat below the knee; it varied {flatness:.2f}x"
+assert 0.7 < slope_above < 1.3, f"time should grow as B past the knee; log-log slope {slope_above:.2f}"
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary

@@ -237,8 +237,9 @@ def test_read_vs_recompute_predictions_by_hand_and_bad_sizes():
 def test_probe_read_ceiling_is_its_read_stream():
     probe = kernels.CeilingProbe((), array_bytes=2**20)
     probe.sample()
-    # the read stream moves one array of 2^20 bytes per call
-    assert probe.read_bytes_per_s == pytest.approx(2**20 / min(probe.stream_samples_s["read"]))
+    # each of the three read streams moves one array of 2^20 bytes per call; the ceiling is the fastest
+    fastest = min(min(probe.stream_samples_s[k]) for k in ("read", "read_blas", "read_blocked"))
+    assert probe.read_bytes_per_s == pytest.approx(2**20 / fastest)
 
 
 def test_batch_sweep_departures_name_the_batches_and_their_causes():
@@ -247,11 +248,48 @@ def test_batch_sweep_departures_name_the_batches_and_their_causes():
     F, W, d = 2 * 256 * 64e6 / 0.33, 26e9, 8000
     t = np.array([9.8, 30, 30, 35, 44, 64, 100, 170, 330]) * 1e-3
     synth = dataclasses.replace(s, batch=b, measured_s=t, compute_s=2 * b * d * d / F,
-                                memory_s=(d * d + 2 * b * d) * 4 / W, d_model=d, flops_per_s=F, bytes_per_s=W)
+                                memory_s=(d * d + 2 * b * d) * 4 / W, d_model=d, flops_per_s=F, bytes_per_s=W,
+                                formulation=("plain",) * 9)
     text = synth.departures()
-    # by hand: ratios 3.05, 3.04, 3.39, 2.13, 1.55 leave the band; one read of W is 256 MB / 26 GB/s = 9.85 ms,
-    # so the GEMV reaches 100% of the read ceiling and B = 2 costs 30 / 9.85 = 3.0 reads; 44 <= 1.5 x 30 up to B = 16
-    assert "B = 2, 4, 8, 16, 32" in text and "100% of the read-only ceiling" in text
-    assert "3.0 reads of W" in text and "up to B = 16" in text
+    # by hand: ratios 3.05, 3.04 (memory-bound), 3.39, 2.13, 1.55 (compute-bound) leave the band; one read of W
+    # is 256 MB / 26 GB/s = 9.85 ms, so B = 2 took 30 / 9.85 = 3.0 reads; B = 32 ran 2 x 32 x 64e6 / 64 ms
+    # = 64 GFLOP/s, 64% of F = 2 x 256 x 64e6 / 0.33 s = 99.3 GFLOP/s
+    assert "B = 2 (plain, 3.05), B = 4 (plain, 3.04), B = 8 (plain, 3.39)" in text
+    assert "B = 2 (plain GEMM) took 3.0 reads of W" in text and "B = 32 (plain) ran at 64% of F" in text
+    fast = dataclasses.replace(synth, measured_s=np.where(b == 1, 6e-3, synth.predicted_s),
+                               formulation=("blocks 2000x32",) + ("plain",) * 8)
+    # B = 1 in 6 ms: 256 MB / 6 ms = 42.7 GB/s, above the 26 GB/s ceiling: the ceiling, not the kernel, is off
+    assert fast.departures().startswith("outside 0.8-1.25x: B = 1 (blocks 2000x32, 0.61)")
+    assert "streamed W at 42.7 GB/s, above the 26.0 GB/s" in fast.departures()
     flat = dataclasses.replace(synth, measured_s=synth.predicted_s)
     assert flat.departures() == "every batch within 0.8-1.25x of its prediction"
+
+
+def test_blocked_weight_computes_the_product_and_plans_among_layouts():
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((2000, 256), dtype=np.float32)
+    X = rng.standard_normal((3, 2000), dtype=np.float32)
+    bw = kernels.BlockedWeight(W)
+    assert bw.blocks() == [(2000, 32), (250, 64)]          # both divide (2000, 256)
+    ref = X.astype(np.float64) @ W.astype(np.float64)
+    for kc, nc in bw.blocks():
+        Y = bw.unblock(bw.product(X, kc, nc)())
+        assert Y.shape == (3, 256) and np.abs(Y - ref).max() < 1e-3 * np.abs(ref).max()
+        assert bw.packed(kc, nc).shape == (2000 // kc, 256 // nc, kc, nc)
+    label, fn = bw.plan(X, repeats=1)
+    assert label in ("plain", "blocks 2000x32", "blocks 250x64") and fn() is not None
+    with pytest.raises(ValueError, match="must divide"):
+        bw.packed(300, 32)
+    assert kernels.BlockedWeight(rng.standard_normal((100, 30), dtype=np.float32)).blocks() == []
+
+
+def test_batch_sweep_names_the_kernel_of_every_batch_and_refuses_unknown_formulations():
+    s = kernels.batch_sweep([1, 2, 64], d_model=2000, d_out=256, flops_per_s=1e11, bytes_per_s=1e10, repeats=1,
+                            progress=False)
+    assert len(s.formulation) == 3 and s.formulation[2] == "plain"     # only B <= 32 is planned
+    assert all(f in ("plain", "blocks 2000x32", "blocks 250x64") for f in s.formulation)
+    plain = kernels.batch_sweep([1, 2], d_model=2000, d_out=256, flops_per_s=1e11, bytes_per_s=1e10, repeats=1,
+                                progress=False, formulation="plain")
+    assert plain.formulation == ("plain", "plain")
+    with pytest.raises(ValueError, match="formulation must be"):
+        kernels.batch_sweep([1], d_model=64, flops_per_s=1e9, bytes_per_s=1e9, progress=False, formulation="fast")

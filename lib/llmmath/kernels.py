@@ -219,17 +219,19 @@ class CeilingProbe:
     of its samples, like the kernels' times beside it, so a burst of load slows
     a sample of each rather than all of one.
 
-    Memory: four streaming kernels over arrays of ``array_bytes`` each (default
+    Memory: five streaming kernels over arrays of ``array_bytes`` each (default
     128 MiB on a CPU, 4x a 32 MiB L3; 2 GiB on a GPU, 34x the H200's L2), counted as
     STREAM counts them (McCalpin, "STREAM: Sustainable Memory Bandwidth in High
     Performance Computers"; bytes the program reads and writes, not the extra
     line reads a cache may make before a write): ``copy`` c = a (2 arrays' bytes),
-    ``read`` sum(a) (1), ``add`` c = a + b (3), and ``update`` c += b (3, the
+    ``read`` sum(a) (1), ``read_blas`` a matrix-vector product over ``a`` viewed as
+    rows of 1,024 (1), ``read_blocked`` one row times ``a`` viewed as 1,024 x 32 blocks
+    (1; :class:`BlockedWeight`'s layout), ``add`` c = a + b (3), and ``update`` c += b (3, the
     read-modify-write pattern STREAM leaves out). Which one streams fastest differs
     between machines (on the 2-core EPYC VM this course is tested on, a lone core's
     in-place update moves 1.5-3x the bytes per second of its copy), so
     :attr:`memory_bytes_per_s`, the roof for a kernel whose byte count is exact,
-    is the best of the four.
+    is the best of them, and :attr:`read_bytes_per_s` the best of the three reads.
     Compute: an ``n x n x n`` product (2 n^3 FLOPs) per dtype in ``dtypes``, n = 2048
     on a CPU, 8192 on a GPU (:func:`measure_matmul_flops`'s sizes); ``dtypes=()``
     probes memory only.
@@ -238,7 +240,7 @@ class CeilingProbe:
         KeyError: a dtype other than fp32, fp16 or fp64.
     """
 
-    STREAMS = {"copy": 2, "read": 1, "add": 3, "update": 3}   # arrays of bytes each kernel moves
+    STREAMS = {"copy": 2, "read": 1, "read_blas": 1, "read_blocked": 1, "add": 3, "update": 3}   # arrays each moves
 
     def __init__(self, dtypes: Sequence[str] = ("fp32",), be: Backend | None = None,
                  array_bytes: float | None = None, matmul_n: int | None = None):
@@ -256,8 +258,11 @@ class CeilingProbe:
                     for dt in dtypes}
         xp, a, b, c = self.be.xp, self._a, self._b, self._c
         # only c is written, and each sample rewrites it before updating it: values stay bounded
-        self._streams = {"copy": lambda: xp.copyto(c, a), "read": lambda: a.sum(), "add": lambda: xp.add(a, b, out=c),
-                         "update": lambda: xp.add(c, b, out=c)}
+        rows, ones = a.reshape(-1, 1024), xp.ones(1024, dtype=a.dtype)
+        blocks, x1 = a.reshape(-1, 1024, 32), xp.ones((1, 1024), dtype=a.dtype)   # BlockedWeight's layout, one row
+        self._streams = {"copy": lambda: xp.copyto(c, a), "read": lambda: a.sum(), "read_blas": lambda: rows @ ones,
+                         "read_blocked": lambda: xp.matmul(x1, blocks),
+                         "add": lambda: xp.add(a, b, out=c), "update": lambda: xp.add(c, b, out=c)}
         self.stream_samples_s: dict[str, list[float]] = {k: [] for k in self.STREAMS}
         self.matmul_samples_s: dict[str, list[float]] = {dt: [] for dt in dtypes}
         self._warm = False
@@ -277,7 +282,7 @@ class CeilingProbe:
 
     @property
     def stream_bytes_per_s(self) -> dict:
-        """Best rate of each stream kernel sampled, bytes/s: ``{"copy": .., "read": .., "add": .., "update": ..}``."""
+        """Best rate of each stream kernel sampled, bytes/s: ``{"copy": .., "read": .., "read_blas": .., ...}``."""
         self._need()
         return {k: n * 4.0 * self.array_elements / min(self.stream_samples_s[k]) for k, n in self.STREAMS.items()}
 
@@ -288,8 +293,16 @@ class CeilingProbe:
 
     @property
     def read_bytes_per_s(self) -> float:
-        """Best read-only stream sampled, bytes/s: the ceiling for a kernel that mostly reads (weights, a KV cache)."""
-        return self.stream_bytes_per_s["read"]
+        """Best read-only stream sampled, bytes/s: the ceiling for a kernel that mostly reads (weights, a KV cache).
+
+        The best of three kernels that only read the array: NumPy's ``sum``, a BLAS
+        matrix-vector product over it viewed as rows of 1,024, and one row times it
+        viewed as 1,024 x 32 blocks (the way :class:`BlockedWeight` streams a weight). On
+        the 2-core EPYC VM the last reads fastest (~30 GB/s on one core against ~25 for
+        the sum): no single kernel is the machine's read rate.
+        """
+        rates = self.stream_bytes_per_s
+        return max(rates["read"], rates["read_blas"], rates["read_blocked"])
 
     @property
     def memory_bytes_per_s(self) -> float:
@@ -561,7 +574,7 @@ def fit_overlap(measured_s, compute_s, memory_s) -> float:
 def default_sweep_sizes(be: Backend | None = None) -> tuple[int, str, list[int]]:
     """``(d_model, dtype, batches)`` for the batch sweep on this backend.
 
-    CPU: d = 8000 in fp32 (a 256 MB weight, beyond any CPU cache), B = 1..256. Not
+    CPU: d = 8000 in fp32 (a 256 MB weight, beyond any CPU cache), B = 1..128. Not
     8192: a power-of-two row stride makes the BLAS packing step alias in the CPU
     caches and run several times slower (measured: 150 ms vs 45 ms at B = 4).
     GPU: d = 16384 in fp16 (a 512 MiB weight, beyond the H200's 60 MB L2), B = 1..8192.
@@ -569,7 +582,98 @@ def default_sweep_sizes(be: Backend | None = None) -> tuple[int, str, list[int]]
     be = be or backend()
     if be.is_gpu:
         return 16384, "fp16", [2**i for i in range(14)]
-    return 8000, "fp32", [2**i for i in range(9)]
+    return 8000, "fp32", [2**i for i in range(8)]
+
+
+class BlockedWeight:
+    """A weight ``W`` (d x n) re-laid out in blocks of ``kc`` rows by ``nc`` columns, for products with few rows.
+
+    Why: a BLAS multiplies a matrix with few rows through its general matrix-matrix
+    routine, which first copies ("packs") ``W`` into cache-sized panels and then
+    multiplies whole register tiles of rows whether they are filled or not; with two
+    to a dozen rows that fixed cost is several reads of ``W``. Laid out as
+    ``(d/kc, n/nc, kc, nc)`` contiguous blocks, ``Y = X W`` becomes a stack of small
+    products ``X[:, k-block] @ W[k-block, n-block]`` (one NumPy ``matmul`` call over
+    the stack) plus a sum over the ``d/kc`` partial results: each block is small
+    enough for the BLAS's small-matrix path, which multiplies straight from the
+    block as it streams in, so ``W`` is read once from memory. The partial sums add
+    ``(d/kc) B n`` values written and read, under 1% of ``W``'s bytes at ``B <= 16``.
+    Whether a given BLAS has such a path, and for which block sizes, differs between
+    libraries and CPUs: :meth:`plan` times each layout on this machine and keeps the
+    fastest, the plain product included (as FFTW plans a transform).
+
+    Shapes: ``W`` (d, n); ``X`` (B, d); the product comes back as ``(n/nc, B, nc)``
+    blocks of ``Y`` (:meth:`unblock` gives ``(B, n)``). Memory: one re-laid copy of
+    ``W`` per block shape used, made on first use.
+
+    Raises:
+        ValueError: a block shape that does not divide ``W``'s.
+    """
+
+    # (kc, nc) tried by plan() where they divide W; on the 2-core EPYC VM (OpenBLAS, one thread, d = n = 8000)
+    # the fastest were 2000x32 (or 1000x64, within a few %) for B <= 8 and 250x64 (or 500x64) at B = 16 and 32,
+    # 1.4-2.1x faster than the plain product there; none at B = 64. Each layout costs a re-laid copy of W (0.5 s
+    # for 256 MB), so two are tried.
+    BLOCKS = ((2000, 32), (250, 64))
+
+    def __init__(self, W, be: Backend | None = None):
+        self.be = be or backend()
+        self.W = W
+        self._packed: dict = {}
+
+    def blocks(self):
+        """The block shapes of :attr:`BLOCKS` that divide ``W``'s shape."""
+        d, n = self.W.shape
+        return [(kc, nc) for kc, nc in self.BLOCKS if d % kc == 0 and n % nc == 0]
+
+    def packed(self, kc: int, nc: int):
+        """``W`` as ``(d/kc, n/nc, kc, nc)`` contiguous blocks (made once, then cached)."""
+        d, n = self.W.shape
+        if d % kc or n % nc:
+            raise ValueError(f"block ({kc}, {nc}) must divide W's shape {tuple(self.W.shape)}")
+        if (kc, nc) not in self._packed:
+            xp = self.be.xp
+            self._packed[(kc, nc)] = xp.ascontiguousarray(
+                self.W.reshape(d // kc, kc, n // nc, nc).transpose(0, 2, 1, 3))
+        return self._packed[(kc, nc)]
+
+    def product(self, X, kc: int, nc: int):
+        """A function computing ``X W`` in blocks (kc, nc), into buffers made here: returns ``(n/nc, B, nc)``."""
+        xp = self.be.xp
+        P = self.packed(kc, nc)
+        nk, npan = P.shape[0], P.shape[1]
+        B = X.shape[0]
+        Xb = xp.ascontiguousarray(X.reshape(B, nk, kc).transpose(1, 0, 2))[:, None]   # (nk, 1, B, kc)
+        part = xp.empty((nk, npan, B, nc), dtype=P.dtype)
+        acc = xp.empty((npan, B, nc), dtype=P.dtype)
+
+        def run():
+            xp.matmul(Xb, P, out=part)
+            xp.sum(part, axis=0, out=acc)
+            return acc
+
+        return run
+
+    @staticmethod
+    def unblock(Yb):
+        """``(n/nc, B, nc)`` blocks back to ``Y`` of shape ``(B, n)``."""
+        npan, B, nc = Yb.shape
+        return Yb.transpose(1, 0, 2).reshape(B, npan * nc)
+
+    def plan(self, X, repeats: int = 2):
+        """``(label, fn)``: the fastest of the plain ``X @ W`` and each block layout for this ``X``, timed here.
+
+        ``label`` is ``"plain"`` or ``"blocks kc x nc"``; every candidate is timed
+        ``repeats`` times after one warm-up call and keeps its best.
+        """
+        xp = self.be.xp
+        Y = xp.empty((X.shape[0], self.W.shape[1]), dtype=self.W.dtype)
+        cands = {"plain": (lambda: xp.matmul(X, self.W, out=Y))}
+        for kc, nc in self.blocks():
+            cands[f"blocks {kc}x{nc}"] = self.product(X, kc, nc)
+        best = {k: time_fn(f, warmup=1, repeats=repeats, be=self.be).min_s for k, f in cands.items()}
+        label = min(best, key=best.get)
+        return label, cands[label]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -586,6 +690,7 @@ class BatchSweep:
     bytes_per_s: float
     device: str
     d_out: int | None = None       # columns of W; None: square (d_model)
+    formulation: tuple = ()        # per batch: "plain" (X @ W) or "blocks kc x nc" (BlockedWeight)
 
     @property
     def weight_shape(self) -> tuple[int, int]:
@@ -621,54 +726,58 @@ class BatchSweep:
         return fit_knee(self.batch, self.measured_s)
 
     def table(self) -> str:
-        rows = [f"{'B':>6} {'measured':>11} {'predicted':>11} {'meas/pred':>9} {'bound':>8}"]
+        rows = [f"{'B':>6} {'measured':>11} {'predicted':>11} {'meas/pred':>9} {'bound':>8}  kernel"]
         for i, B in enumerate(self.batch):
             bound = "compute" if self.compute_s[i] >= self.memory_s[i] else "memory"
+            form = self.formulation[i] if self.formulation else "plain"
             rows.append(
                 f"{int(B):>6} {self.measured_s[i] * 1e3:>9.3f}ms {self.predicted_s[i] * 1e3:>9.3f}ms "
-                f"{self.measured_over_predicted[i]:>9.2f} {bound:>8}"
+                f"{self.measured_over_predicted[i]:>9.2f} {bound:>8}  {form}"
             )
         return "\n".join(rows)
 
     def departures(self, low: float = 0.8, high: float = 1.25) -> str:
         """The batches whose measured / predicted lies outside ``[low, high]``, and the cause each shows, in words.
 
-        Generated from this sweep's numbers only: a one-row product is a matrix-vector
-        routine (GEMV) that streams W once, so its share of the read ceiling is printed;
-        several rows go through a matrix-matrix routine (GEMM), whose time at the
-        smallest such batch, in units of one read of W, is the fixed cost it adds
-        (BLAS copies, "packs", W into cache-sized panels and multiplies whole register
-        tiles of rows whether they are filled or not); the batch up to which the GEMM's
-        time stays within 1.5x of that smallest one shows how far the fixed cost reaches.
+        Generated from this sweep's numbers only. A memory-bound batch under ``low``
+        streamed ``W`` faster than the read ceiling the probe measured beside it (its
+        rate is printed against the ceiling's). A memory-bound plain product over
+        ``high`` with several rows is the BLAS's matrix-matrix routine paying its fixed
+        cost: it packs ``W`` into cache-sized panels and multiplies whole register tiles
+        of rows whether they are filled or not (its time in reads of ``W`` is printed).
+        A compute-bound batch over ``high`` reaches only a share of ``F``, the best rate
+        the product reached at any batch (printed).
         """
         r = self.measured_over_predicted
+        forms = self.formulation or ("plain",) * len(self.batch)
         out = [i for i in range(len(self.batch)) if not low <= r[i] <= high]
         if not out:
             return f"every batch within {low}-{high}x of its prediction"
-        read_s = self.weight_shape[0] * self.weight_shape[1] * (4.0 if self.dtype == "fp32" else 2.0) / self.bytes_per_s
-        lines = [f"outside {low}-{high}x: B = {', '.join(str(int(self.batch[i])) for i in out)}"]
-        if self.batch[0] == 1:
-            lines.append(f"B = 1 (GEMV, W streamed once): {self.measured_s[0] * 1e3:.1f} ms, "
-                         f"{read_s / self.measured_s[0]:.0%} of the read-only ceiling")
-        multi = np.flatnonzero(self.batch >= 2)
-        if multi.size:
-            i0 = int(multi[0])
-            t0 = self.measured_s[i0]
-            flat = [int(self.batch[i]) for i in multi if self.measured_s[i] <= 1.5 * t0]
-            lines.append(f"B = {int(self.batch[i0])} (GEMM): {t0 * 1e3:.1f} ms = {t0 / read_s:.1f} reads of W; "
-                         f"the GEMM stays within 1.5x of that up to B = {max(flat)} "
-                         f"(roofline there: {self.predicted_s[self.batch == max(flat)][0] * 1e3:.1f} ms)")
-        big = [i for i in out if self.compute_s[i] >= self.memory_s[i]]
-        if big:
-            lines.append("compute-bound batches outside the band: " + ", ".join(
-                f"B = {int(self.batch[i])} at {self.achieved_flops_per_s[i] / self.flops_per_s:.0%} of F" for i in big))
+        m, n = self.weight_shape
+        w_bytes = m * n * (4.0 if self.dtype == "fp32" else 2.0)
+        lines = ["outside " + f"{low}-{high}x: " + ", ".join(
+            f"B = {int(self.batch[i])} ({forms[i]}, {r[i]:.2f})" for i in out)]
+        for i in out:
+            B, mem = int(self.batch[i]), self.memory_s[i] >= self.compute_s[i]
+            if mem and r[i] < low:
+                lines.append(f"B = {B} streamed W at {w_bytes / self.measured_s[i] / 1e9:.1f} GB/s, above the "
+                             f"{self.bytes_per_s / 1e9:.1f} GB/s of the probe's read streams")
+            elif mem and forms[i] == "plain" and B >= 2:
+                lines.append(f"B = {B} (plain GEMM) took {self.measured_s[i] * self.bytes_per_s / w_bytes:.1f} reads "
+                             f"of W: the BLAS packs W and fills whole register tiles first")
+            elif mem:
+                lines.append(f"B = {B} reached {w_bytes / self.measured_s[i] / self.bytes_per_s:.0%} of the read ceiling")
+            else:
+                lines.append(f"B = {B} ({forms[i]}) ran at {self.achieved_flops_per_s[i] / self.flops_per_s:.0%} of F, "
+                             f"the best rate this product reached")
         return "; ".join(lines)
 
 
 def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None, dtype: str | None = None,
                 flops_per_s: float | None = None, bytes_per_s: float | None = None,
                 repeats: int | None = None, progress: bool = True, be: Backend | None = None,
-                d_out: int | None = None, one_thread: bool | None = None) -> BatchSweep:
+                d_out: int | None = None, one_thread: bool | None = None,
+                formulation: str = "auto") -> BatchSweep:
     """Time ``Y = X @ W`` with X ``(B, d)`` and W ``(d, n)`` for each B, beside the roofline.
 
     ``n = d_out``, default ``d`` (a square weight). The prediction is
@@ -676,12 +785,12 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
     and Y written once (b bytes per element).
 
     The ceilings are measured the way the kernel uses the machine, in the same
-    rounds as the kernel (:class:`CeilingProbe`): ``W`` is the read-only stream
+    rounds as the kernel (:class:`CeilingProbe`): ``W`` is the best read-only stream
     (the weights, which dominate the bytes, are only read; a copy's rate counts a
     write beside every read), and ``F`` the better of the probe's square product and
-    the sweep's own product at its largest batch, the GEMM's large-batch rate for
-    this very shape (so that batch sits at or above 1.00 of its prediction by
-    construction; the other batches are the test). ``F`` and ``W`` default
+    the best rate the sweep's own products reached (in practice its largest batch,
+    the GEMM's large-batch rate for this very shape; that batch then sits at 1.00 of
+    its prediction by construction, and the other batches are the test). ``F`` and ``W`` default
     to this machine's ceilings sampled between the sweep's rounds
     (:class:`CeilingProbe`), so kernel and ceilings see the same load. The batches
     are timed round-robin, ``repeats`` rounds (default 3 on a CPU, 10 on a GPU)
@@ -691,8 +800,14 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
     (:class:`one_blas_thread`): slower, but a second program on a 2-core machine then
     slows the kernel and its ceilings alike instead of stalling one of two BLAS threads.
 
+    ``formulation``: ``"plain"`` times ``X @ W`` at every batch; ``"auto"`` (the default)
+    does so on a GPU and, on a CPU, for each batch of at most 32 rows first times the
+    plain product against :class:`BlockedWeight`'s block layouts and keeps the fastest
+    (the table names the one used), so that the few-row products read ``W`` once instead
+    of paying the BLAS's packing; larger batches stay plain.
+
     Raises:
-        ValueError: a batch < 1, d_model or d_out < 1, or an unknown dtype.
+        ValueError: a batch < 1, d_model or d_out < 1, an unknown dtype or formulation.
     """
     be = be or backend()
     d0, dt0, b0 = default_sweep_sizes(be)
@@ -701,34 +816,44 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
     dtype = dtype or dt0
     if dtype not in ("fp32", "fp16"):
         raise ValueError(f"dtype must be 'fp32' or 'fp16', got {dtype!r}")
+    if formulation not in ("auto", "plain"):
+        raise ValueError(f"formulation must be 'auto' or 'plain', got {formulation!r}")
     batches = np.asarray(list(batches if batches is not None else b0), dtype=np.int64)
     if d < 1 or n < 1 or batches.size == 0 or (batches < 1).any():
         raise ValueError(f"need d_model >= 1, d_out >= 1 and batches >= 1, got d_model={d}, d_out={n}, "
                          f"batches={batches.tolist()}")
-    probe = CeilingProbe((dtype,), be=be) if flops_per_s is None or bytes_per_s is None else None
+    # the probe's square product is small on a CPU: F is the better of it and the sweep's own best rate
+    probe = (CeilingProbe((dtype,), be=be, matmul_n=None if be.is_gpu else 1024)
+             if flops_per_s is None or bytes_per_s is None else None)
     repeats = repeats or (10 if be.is_gpu else 3)
     b = 4.0 if dtype == "fp32" else 2.0
     W = _random(be, (d, n), dtype, 3)
-    fns = {}
-    for B in batches:
-        X = _random(be, (int(B), d), dtype, 4)
-        Y = be.xp.empty((int(B), n), dtype=W.dtype)
-        fns[int(B)] = (lambda X=X, Y=Y: be.xp.matmul(X, W, out=Y))
+    if one_thread is None:
+        one_thread = not be.is_gpu
+    blocked = BlockedWeight(W, be) if formulation == "auto" and not be.is_gpu else None
+    fns, forms = {}, []
     if progress:
         print(f"  batch sweep on {be.name}: {len(batches)} batches x {repeats} rounds ...", end="",
               file=sys.stdout, flush=True)
-    if one_thread is None:
-        one_thread = not be.is_gpu
     with one_blas_thread(one_thread and not be.is_gpu):
+        for B in batches:
+            X = _random(be, (int(B), d), dtype, 4)
+            Y = be.xp.empty((int(B), n), dtype=W.dtype)
+            label, fn = "plain", (lambda X=X, Y=Y: be.xp.matmul(X, W, out=Y))
+            if blocked is not None and B <= 32:
+                label, fn = blocked.plan(X)
+            fns[int(B)] = fn
+            forms.append(label)
         timings = time_interleaved(fns, rounds=repeats, warmup=1, probe=probe, be=be)
     if progress:
         print(f"\r  batch sweep on {be.name}: {len(batches)} batches done." + " " * 20, file=sys.stdout, flush=True)
     measured = np.array([timings[int(B)].min_s for B in batches])
     if probe is not None:
-        own = 2.0 * batches.max() * d * n / measured[int(np.argmax(batches))]   # the GEMM's large-batch rate
+        own = float(np.max(2.0 * batches * d * n / measured))   # the best rate any batch of this product reached
         flops_per_s = flops_per_s or max(probe.flops_per_s(dtype), own)
         bytes_per_s = bytes_per_s or probe.read_bytes_per_s
     compute = 2.0 * batches * d * n / flops_per_s
     memory = (d * n + batches * (d + n)) * b / bytes_per_s
     return BatchSweep(batches.astype(float), measured, compute, memory, d, dtype,
-                      float(flops_per_s), float(bytes_per_s), be.device_name, None if d_out is None else n)
+                      float(flops_per_s), float(bytes_per_s), be.device_name, None if d_out is None else n,
+                      tuple(forms))
