@@ -74,10 +74,10 @@ def lab(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("lab")
     port, token = _free_port(), hashlib.sha256(os.urandom(16)).hexdigest()[:32]
     settings = tmp_path / "settings"
-    # Autosave off (the chapter is never rewritten); .py opens as a Jupytext notebook, as a reader
-    # would set it (Settings -> Document Manager -> defaultViewers); no news prompt over the page.
-    for plugin, values in {"@jupyterlab/docmanager-extension/plugin": {
-                               "autosave": False, "defaultViewers": {"python": "Jupytext Notebook"}},
+    # Autosave off (the chapter is never rewritten); no news prompt over the page. That a .py opens as
+    # a Jupytext notebook is not set here: it is the setting the project installs (see
+    # test_double_click_opens_notebooks_from_the_repository_root).
+    for plugin, values in {"@jupyterlab/docmanager-extension/plugin": {"autosave": False},
                            # every cell in the DOM (no virtual scrolling), so its outputs can be found
                            "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
                            "@jupyterlab/apputils-extension/notification": {"fetchNews": "false",
@@ -293,3 +293,126 @@ def test_chapter8_long_context_explorer_answers_in_chromium(lab, browser):
 
     assert text0.startswith("llama-3.1-70b, 8 x H200, L = 131,072:"), text0
     assert text1.startswith("llama-3.1-70b, 8 x B200, L = 131,072:"), text1
+
+
+def _loopback_page(lab, browser):
+    """A new page that may reach only the loopback server: (page, list of refused URLs)."""
+    base, _ = lab
+    outside: list[str] = []
+    page = browser.new_page()
+    page.set_default_timeout(60_000)
+
+    def only_loopback(route):
+        if route.request.url.startswith(base):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_loopback)
+    return page, outside
+
+
+def _double_click(page, *names: str):
+    """Double-click, in turn, each of ``names`` in the file browser (folders, then a file)."""
+    for name in names:
+        text = page.locator(".jp-DirListing-itemText", has_text=re.compile(f"^{re.escape(name)}$"))
+        item = page.locator(".jp-DirListing-content .jp-DirListing-item", has=text).first
+        item.wait_for(timeout=30_000)
+        item.dblclick()
+
+
+def _delete_sessions(lab, paths):
+    base, token = lab
+    for s in _get(f"{base}/api/sessions?token={token}", timeout=3) or []:
+        if s.get("path") in paths:
+            req = urllib.request.Request(f"{base}/api/sessions/{s['id']}?token={token}", method="DELETE")
+            urllib.request.urlopen(req, timeout=5).close()  # noqa: S310
+
+
+def test_double_click_opens_notebooks_from_the_repository_root(lab, browser):
+    """A reader's first minute: JupyterLab rooted at the repository (as the README's lab command starts
+    it), chapters/, exercises/ and solutions/ side by side; a double-click on a .py notebook in each opens
+    a notebook (cells, a kernel session), never a text editor, by the settings the project installs
+    (jupyter-config/, installed into {sys.prefix}/share/jupyter/lab/settings/overrides.d/). A double-click
+    on a library module shows it in the same view (plain Python, the root jupytext.toml: a save would give
+    back the same bytes, tests/test_notebook_format.py). Nothing is rewritten. (The kernels these
+    notebooks start are shut down with the server.)"""
+    base, token = lab
+    opened = [f"{d}/01_batch_size.py" for d in ("chapters", "exercises", "solutions")]
+    module = "lib/llmmath/units.py"
+    before = {p: (ROOT / p).read_bytes() for p in [*opened, module]}
+    page, outside = _loopback_page(lab, browser)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        page.goto(f"{base}/lab/workspaces/double-click?token={token}", wait_until="domcontentloaded")
+        home = page.locator(".jp-FileBrowser .jp-BreadCrumbs-home").first
+        for k, path in enumerate(opened, start=1):
+            home.click()
+            _double_click(page, *path.split("/"))
+            # one more notebook panel, with its cells, and the kernel of that notebook started
+            page.wait_for_function(
+                """n => document.querySelectorAll('.jp-NotebookPanel').length === n &&
+                       [...document.querySelectorAll('.jp-NotebookPanel')].every(p => p.querySelector('.jp-Cell'))""",
+                arg=k, timeout=90_000)
+            assert page.locator(".jp-FileEditor").count() == 0, f"{path} opened in a text editor"
+            tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current").first
+            assert tab.inner_text().strip().startswith("01_batch_size.py"), tab.inner_text()
+        page.screenshot(path=str(SHOTS / "browser-double-click.png"))
+
+        # a library module: plain Python, shown in the same notebook view (light format, a cell per block)
+        home.click()
+        _double_click(page, *module.split("/"))
+        page.wait_for_function("n => document.querySelectorAll('.jp-NotebookPanel').length === n",
+                               arg=len(opened) + 1, timeout=90_000)
+        tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current").first
+        assert tab.inner_text().strip().startswith("units.py"), tab.inner_text()
+        # (JupyterLab may ask which kernel to start for it: a module names none; no error is shown)
+        assert page.locator(".jp-Dialog", has_text="Error").count() == 0, page.locator(".jp-Dialog").all_inner_texts()
+        assert page.locator(".jp-FileEditor").count() == 0
+        page.screenshot(path=str(SHOTS / "browser-double-click-module.png"))
+    except Exception:
+        page.screenshot(path=str(SHOTS / "browser-double-click-failure.png"))
+        raise
+    finally:
+        page.close()
+        with contextlib.suppress(Exception):
+            _delete_sessions(lab, [*opened, module])
+    assert not outside, f"the page asked for something beyond the loopback server: {outside[:5]}"
+    for p, b in before.items():
+        assert (ROOT / p).read_bytes() == b, f"JupyterLab rewrote {p}"
+
+
+def test_saving_a_chapter_in_jupyterlab_leaves_it_byte_for_byte(lab, browser):
+    """Reading leaves git clean: open a chapter, let its kernel start (JupyterLab then records the kernel
+    and language in the notebook's metadata), save it (Ctrl+S); the file on disk is byte for byte the
+    committed one. Done on a copy under build/ (with its folder's jupytext.toml, the one Jupytext reads),
+    so no chapter of the checkout is ever written by a test."""
+    work = ROOT / "build" / "lab-save" / "chapters"
+    shutil.rmtree(work.parent, ignore_errors=True)
+    work.mkdir(parents=True)
+    shutil.copy(ROOT / "chapters" / "jupytext.toml", work)
+    src = ROOT / "chapters" / "01_batch_size.py"
+    copy = work / src.name
+    shutil.copy(src, copy)
+    committed = src.read_bytes()
+    rel = str(copy.relative_to(ROOT))
+    mtime0 = copy.stat().st_mtime_ns
+    time.sleep(0.05)
+    with _notebook(lab, browser, rel, "browser-save") as page:
+        page.locator(".jp-NotebookPanel .jp-Cell").first.click()
+        page.keyboard.press("Escape")  # command mode: Ctrl+S is the notebook's save
+        page.keyboard.press("Control+s")
+        deadline = time.monotonic() + 60
+        while copy.stat().st_mtime_ns == mtime0:
+            assert time.monotonic() < deadline, "JupyterLab did not save the notebook within 60 s"
+            page.wait_for_timeout(300)  # (not time.sleep: Playwright must keep serving the page's requests)
+        page.wait_for_timeout(500)  # the write is complete
+    saved = copy.read_bytes()
+    shutil.rmtree(work.parent, ignore_errors=True)
+    if saved != committed:
+        import difflib
+
+        diff = "".join(list(difflib.unified_diff(committed.decode().splitlines(True), saved.decode().splitlines(True),
+                                                 "committed", "saved by JupyterLab"))[:40])
+        pytest.fail(f"saving chapters/01_batch_size.py in JupyterLab changed it:\n{diff}")

@@ -17,6 +17,8 @@ def test_readme_has_exactly_two_commands_and_ci_runs_the_test_one():
     assert sorted(re.findall(r"<!-- command:(\w+) -->", README)) == ["lab", "test"]
     lab, test = (run_tool(ROOT / "tools" / "readme_command.py", k).stdout.strip() for k in ("lab", "test"))
     assert "pip install -e" in lab and "jupyter lab" in lab
+    # at the repository's root: chapters/, exercises/ and solutions/ all reachable from the file browser
+    assert lab.split("jupyter lab", 1)[1].split() in ([], ["."]), lab
     assert "pip install -e" in test and "pytest" in test
     ci = (ROOT / ".ci" / "run").read_text()
     assert "tools/readme_command.py test" in ci and "rm -rf .venv" in ci
