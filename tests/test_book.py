@@ -167,3 +167,47 @@ def test_book_config_renders_the_notebooks_the_build_executed(tmp_path, monkeypa
     assert index == ["<!-- solutions-toc -->"]
     monkeypatch.delenv("LLMMATH_BOOK_EXECUTED")
     assert _conf(False)["nb_execution_mode"] == "force"  # a plain sphinx-build executes with myst-nb
+
+
+# --- tools/build_pdf.py's result: build/llmmath.pdf -------------------------------------------------------
+
+def test_built_pdf_holds_the_book():
+    """When build/llmmath.pdf is there: over 50 pages, a contents page, the chapters and the claims index in
+    its outline, their text extractable, page numbers stamped, and the plots in it as images."""
+    pdf = ROOT / "build" / "llmmath.pdf"
+    if not pdf.is_file():
+        pytest.skip("no PDF built (python tools/build_pdf.py; it builds the book first if needed)")
+    pypdf = pytest.importorskip("pypdf", reason="pypdf reads the PDF (the book extra)")
+    reader = pypdf.PdfReader(str(pdf))
+    n = len(reader.pages)
+    assert n > 50, n
+
+    starts = {}
+
+    def walk(items):
+        for item in items:
+            if isinstance(item, list):
+                walk(item)
+            else:
+                starts[item.title] = reader.get_destination_page_number(item)
+
+    walk(reader.outline)
+    assert {"Chapters", "Reference"} <= set(starts), sorted(starts)
+    chapter1 = next(t for t in starts if t.startswith("Chapter 1 — Batch size"))
+    claims_index = next(t for t in starts if "claims index" in t.lower())
+
+    front = reader.pages[0].extract_text()
+    assert "Contents" in front and chapter1.split(":")[0] in front, front[:500]
+    first = reader.pages[starts[chapter1]].extract_text()
+    assert chapter1.split(":")[0] in first, first[:500]
+    assert f"{starts[chapter1] + 1} / {n}" in first, first[-200:]  # the stamped page number
+    claims_text = "".join(reader.pages[k].extract_text() for k in range(starts[claims_index], min(n, starts[claims_index] + 3)))
+    assert "claims index" in claims_text.lower() and "1:52" in claims_text, claims_text[:500]
+
+    images = 0
+    for page in reader.pages:
+        resources = page.get("/Resources")
+        xobjects = resources.get_object().get("/XObject") if resources is not None else None
+        if xobjects is not None:
+            images += sum(1 for x in xobjects.get_object().values() if x.get_object().get("/Subtype") == "/Image")
+    assert images >= 20, f"only {images} images in the PDF (the chapters' plots are missing?)"
