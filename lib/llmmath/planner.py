@@ -106,7 +106,8 @@ class Plan:
     ``weights_fit``, ``weight_bytes_per_chip``, ``kv_bytes_per_sequence`` (whole model),
     ``hbm_bytes_per_chip``, ``max_batch`` (at the context), ``max_context_at_batch`` (at the
     chosen batch; 0 if the weights do not fit), ``balance_batch`` (compute = memory; inf if
-    the KV reads alone outrun the compute), ``at_balance`` and ``at_batch`` (:class:`Operating`),
+    the KV reads alone outrun the compute), ``at_balance`` (at the largest batch that fits when
+    there is no balance batch) and ``at_batch`` (:class:`Operating`),
     ``ttft_s`` (time to first token of one ``prompt_tokens`` prompt on an idle replica),
     ``prefill_tokens_per_s_per_chip`` (compute-bound prefill ceiling), ``binds`` (at the chosen
     batch: compute, HBM bandwidth, or HBM capacity when it does not fit).
@@ -168,7 +169,8 @@ class Plan:
                ("max batch at this context", f"{self.max_batch:,.0f}"),
                ("max context at the chosen batch", f"{self.max_context_at_batch:,.0f} tokens"),
                ("balance batch (compute = memory)", bal),
-               (f"at the balance batch ({ob.batch:,.0f})", "")] + op(ob) + [
+               ((f"at the balance batch ({ob.batch:,.0f})" if math.isfinite(self.balance_batch) else
+                 f"at the largest batch that fits ({ob.batch:,.0f}; no balance batch)"), "")] + op(ob) + [
                (f"at the chosen batch ({oc.batch:,.0f})", "")] + op(oc) + [
                (f"time to first token, {self.prompt_tokens:,}-token prompt", fmt_seconds(self.ttft_s)),
                ("prefill tokens/s per chip (ceiling)", f"{self.prefill_tokens_per_s_per_chip:,.0f}"),
