@@ -164,8 +164,10 @@ class Plan:
                ("context", f"{self.context:,.0f} tokens"),
                ("weights per chip", f"{fmt_bytes(self.weight_bytes_per_chip)} of {fmt_bytes(self.hbm_bytes_per_chip)}"),
                ("KV cache per sequence", fmt_bytes(self.kv_bytes_per_sequence)),
-               ("fits", "yes" if self.fits else ("no: the weights do not fit" if not self.weights_fit
-                                                 else "no: the chosen batch's KV cache does not fit")),
+               ("fits", "yes" if self.fits else (
+                   f"no: the weights do not fit (one replica spans {p.chips_per_replica} chip(s); spread it "
+                   f"with tp, ep and pp)" if not self.weights_fit
+                   else "no: the chosen batch's KV cache does not fit")),
                ("max batch at this context", f"{self.max_batch:,.0f}"),
                ("max context at the chosen batch", f"{self.max_context_at_batch:,.0f} tokens"),
                ("balance batch (compute = memory)", bal),
