@@ -11,8 +11,9 @@ claims index. Each page of the book is opened in headless Chromium through
 Playwright with the network cut off (only ``file:`` URLs load, as the book is
 offline), and printed once MathJax has typeset every formula, the widget manager
 has drawn every snapshot and every image has loaded; a print style sheet drops
-the site's navigation, wraps long code lines instead of cutting them and keeps a
-figure on one page. Then ``pypdf`` joins the pages behind a title page with the
+the site's navigation, shrinks a wide printed table (down to 6.5 pt) and wraps long
+code lines instead of cutting them, shrinks display equations wider than the page,
+and keeps a figure on one page. Then ``pypdf`` joins the pages behind a title page with the
 contents (each entry with its page number), stamps every page with its running
 title and "page / pages", and adds the chapters to the PDF's outline (bookmarks).
 
@@ -90,6 +91,16 @@ SETTLE_JS = """async () => {
   for (const m of document.querySelectorAll('mjx-container[display="true"]')) {
     const box = m.parentElement, w = m.scrollWidth, room = box.clientWidth;
     if (w > room && room > 0) m.style.fontSize = (100 * room / w * 0.97).toFixed(1) + '%';
+  }
+  // a wide printed table keeps its columns: its font shrinks to fit (down to 6.5 pt) before lines wrap
+  for (const pre of document.querySelectorAll('.cell_output pre, .output pre')) {
+    pre.style.setProperty('white-space', 'pre', 'important');
+    const w = pre.scrollWidth, room = pre.clientWidth;
+    if (w > room && room > 0) {
+      const px = parseFloat(getComputedStyle(pre).fontSize);
+      pre.style.setProperty('font-size', Math.max(8.7, px * room / w * 0.98).toFixed(2) + 'px', 'important');
+    }
+    pre.style.removeProperty('white-space');
   }
   const math = [...document.querySelectorAll('.math')];
   return {
