@@ -6,7 +6,12 @@ runs every cell from the *Run* menu, moves the decode explorer's "log2 B" slider
 and checks that the explorer's figure and text change. Chapters 5 and 8: opens the chapter, runs only
 the cells an explorer needs (its imports, then the explorer's own cell), moves one control (chapter 5's
 expert-parallel "racks" slider, chapter 8's long-context "model, chips" dropdown) and checks the
-figure and text change. Screenshots are saved to ``build/screenshots/browser-chNN.png``.
+figure and text change. The first minute of a reader: from the repository's root, a double-click on
+``01_batch_size.py`` in ``chapters/``, ``exercises/`` and ``solutions/`` opens notebooks (never a text
+editor; by the JupyterLab setting the project installs, not one set here), and a double-click on
+``lib/llmmath/units.py`` shows plain Python in the same view; a chapter saved from JupyterLab (a copy
+under ``build/``) is byte for byte the committed file. Screenshots are saved to
+``build/screenshots/browser-*.png``.
 
 Needs Playwright for Python (the ``test`` extra) and Debian's Chromium at
 ``/usr/bin/chromium`` (or ``LLMMATH_CHROMIUM``); no browser is downloaded.
