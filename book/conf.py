@@ -22,6 +22,7 @@ require.js and the Jupyter widgets HTML manager are vendored from npm into
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -79,6 +80,7 @@ html_title = "llmmath" + (" (student edition)" if STUDENT else "")
 html_static_path = [str(VENDOR), str(HERE / "_static")]
 # after MathJax (priority 500): lets the widget manager typeset labels through MathJax 3
 html_js_files = [("mathjax2-shim.js", {"defer": "defer", "priority": 900})]
+html_css_files = ["llmmath.css"]  # code lines wrap; figures fit the column
 html_extra_path = [str(HERE / "_extra")]
 html_theme_options = {
     "show_toc_level": 2,
@@ -112,6 +114,33 @@ def _executed_notebook(app, docname, source):
     source[0] = path.read_text(encoding="utf-8")
 
 
+_EXERCISES_TITLE = re.compile(r"^(# Chapter \d+ \N{EM DASH} )Exercises(: )", re.M)
+
+
+def solution_title(text: str) -> str:
+    """A worked-solutions page's title says so: its first heading reads "Chapter N — Worked solutions: …".
+
+    ``solutions/NN_*.py`` open with the title their generated exercises keep ("Chapter N —
+    Exercises: …"); in the book they are listed under "Worked solutions", so the page is retitled
+    there (the executed notebook's JSON, or the Jupytext text when myst-nb executes)."""
+    if text.lstrip().startswith("{"):
+        import json
+
+        nb = json.loads(text)
+        for cell in nb.get("cells", []):
+            if cell.get("cell_type") == "markdown":
+                src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+                cell["source"] = _EXERCISES_TITLE.sub(r"\1Worked solutions\2", src, count=1)
+                break
+        return json.dumps(nb, ensure_ascii=False)
+    return re.sub(r"^(# # Chapter \d+ \N{EM DASH} )Exercises(: )", r"\1Worked solutions\2", text, count=1, flags=re.M)
+
+
+def _solutions_retitled(app, docname, source):
+    if docname.startswith("solutions/"):
+        source[0] = solution_title(source[0])
+
+
 def _claims_page(app):
     import claims_page  # tools/claims_page.py: generated from llmmath.claims at every build
 
@@ -122,3 +151,4 @@ def setup(app):
     app.connect("builder-inited", _claims_page)
     app.connect("source-read", _solutions_toc)
     app.connect("source-read", _executed_notebook)
+    app.connect("source-read", _solutions_retitled)  # after the executed notebook replaced the source

@@ -266,7 +266,7 @@ ax.axhline(1000, color="gray", ls=":", label="the quoted 1000x")
 ax.axhline(hardware.get("h100-sxm").balance_ratio("fp8"), color="k", lw=0.8, label="R (H100): pooled bandwidth")
 ax.set_xlabel("chips the experts are spread over (n)"); ax.set_ylabel("cost(B=1) / best cost")
 ax.set_title("Unbatched penalty under expert parallelism: the busiest chip sets the step")
-ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=7)
+ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
@@ -280,13 +280,13 @@ for m in ("llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"):
     ax1.plot(L, serving.cost_ratio_unbatched(m, "h100-sxm", L), label=m)
 ax1.axhline(1000, color="gray", ls=":", label="the quoted 1000x")
 ax1.set_xlabel("context L (tokens)"); ax1.set_ylabel("cost(B=1) / best cost"); ax1.set_yscale("log")
-ax1.set_title("Unbatched penalty on an H100, bf16"); ax1.legend(fontsize=7); ax1.grid(True, which="both", alpha=0.3)
+ax1.set_title("Unbatched penalty on an H100, bf16"); ax1.legend(fontsize=8); ax1.grid(True, which="both", alpha=0.3)
 Bs = np.unique(np.round(np.logspace(0, 4, 100)))
 for m in ("mixtral-8x7b", "deepseek-v3", "qwen3-235b-a22b"):
     mm = models.get(m)
     ax2.semilogx(Bs, mm.expected_params_read(Bs) / mm.weights_read_params, label=f"{m} (E/k = {mm.expert_sparsity:.0f})")
 ax2.set_xlabel("batch B"); ax2.set_ylabel("fraction of weights read per step")
-ax2.set_title("MoE: experts touched grow with batch (uniform routing)"); ax2.legend(fontsize=7); ax2.grid(True, alpha=0.3)
+ax2.set_title("MoE: experts touched grow with batch\n(uniform routing)"); ax2.legend(fontsize=8); ax2.grid(True, alpha=0.3)
 plt.show()
 
 # %% [markdown]
@@ -410,7 +410,7 @@ for L_, color in ((8192, "tab:blue"), (32768, "tab:green")):
     B_max = serving.max_batch(m, c, L_)
     ax.loglog(Bs[fits], cost_L[fits], "-.", color=color, label=f"context {L_} (fits up to B = {B_max:.0f})")
     ax.loglog(Bs[~fits], cost_L[~fits], "--", color="0.6", lw=1)
-    ax.annotate(f"L={L_}: KV does not fit past B={B_max:.0f}", (Bs[~fits][0], cost_L[~fits][0]), fontsize=7,
+    ax.annotate(f"L={L_}: KV does not fit past B={B_max:.0f}", (Bs[~fits][0], cost_L[~fits][0]), fontsize=8,
                 color="0.4", xytext=(5, 8 if L_ == 8192 else -14), textcoords="offset points")
 ax.plot([], [], "--", color="0.6", label="grey dashed: batch does not fit in one H100's HBM")
 ax.set_xlabel("batch B"); ax.set_ylabel("chip-seconds per token")

@@ -117,8 +117,9 @@ for i, (m, v) in enumerate(rows):
     x = attention.arithmetic_intensity(m, "bf16", v)
     y = min(h100.flops_per_s("bf16"), x * h100.hbm_bytes_per_s)   # what an H100 can attain there
     ax.plot([x], [y], "ko", ms=4)
-    ax.annotate(f"{m} {v}", (x, y), fontsize=7, xytext=(6, -8 - 8 * (i % 3)), textcoords="offset points",
-                ha="left", va="top")
+    right = x > 2e3  # labels of the points near the right edge go to their left, inside the axes
+    ax.annotate(f"{m} {v}", (x, y), fontsize=8, xytext=(-6 if right else 6, -8 - 8 * (i % 3)),
+                textcoords="offset points", ha="right" if right else "left", va="top")
 ax.set_ylim(3e11, 3e15)
 ax.set_xlabel("arithmetic intensity of decode attention (FLOP/byte)")
 ax.set_ylabel("attainable FLOP/s")
@@ -212,10 +213,10 @@ for m, c, n, B in (("llama-3.1-70b", "h100-sxm", 8, 1024), ("llama-3.1-70b", "h1
     if np.isfinite(lb) and lb > 0:
         ax2.axvline(lb, color=line.get_color(), ls=":")
 ax1.set_title("dashed: weights + KV do not fit in the chips' HBM", fontsize=9)
-ax1.set_xlabel("context L (tokens)"); ax1.set_ylabel("step time floor (s); dotted: compute alone")
-ax1.grid(True, which="both", alpha=0.3); ax1.legend(fontsize=7)
+ax1.set_xlabel("context L (tokens)"); ax1.set_ylabel("step time floor (s)\ndotted: compute alone")
+ax1.grid(True, which="both", alpha=0.3); ax1.legend(fontsize=8)
 ax2.set_xlabel("context L (tokens)"); ax2.set_ylabel("MFU at the floor"); ax2.set_ylim(0, 1.05)
-ax2.set_title("dotted: where this batch turns memory-bound", fontsize=9); ax2.grid(True, alpha=0.3); ax2.legend(fontsize=7)
+ax2.set_title("dotted: where this batch turns memory-bound", fontsize=9); ax2.grid(True, alpha=0.3); ax2.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
@@ -285,8 +286,8 @@ ax2.semilogx(Lr / Ls, np.minimum(1, Ls / Lr), "k:", label="L*/L")
 for a in (ax1, ax2):
     a.grid(True, which="both", alpha=0.3)
 ax1.axvline(Ls, color="gray", ls=":"); ax1.set_xlabel("context L (tokens)"); ax1.set_ylabel("chip-seconds per token")
-ax1.set_title(f"{m} on {n}x{c}: cost rises on both sides of L*", fontsize=9); ax1.legend(fontsize=7)
-ax2.set_xlabel("L / L*"); ax2.set_ylabel("MFU"); ax2.legend(fontsize=7)
+ax1.set_title(f"{m} on {n}x{c}: cost rises on both sides of L*", fontsize=9); ax1.legend(fontsize=8)
+ax2.set_xlabel("L / L*"); ax2.set_ylabel("MFU"); ax2.legend(fontsize=8)
 ax2.set_title("dashed: the batch's KV does not fit on the 8 chips", fontsize=9)
 plt.show()
 
@@ -396,8 +397,8 @@ curves = {
 for name, y in curves.items():
     ax1.loglog(Lp, y, label=name)
     ax2.semilogx(Lp[1:], attention.loglog_slope(Lp, y), label=name)
-ax1.set_xlabel("context L (tokens)"); ax1.set_ylabel("bytes read per layer per step"); ax1.legend(fontsize=7)
-ax2.set_xlabel("context L (tokens)"); ax2.set_ylabel("local growth exponent d log bytes / d log L")
+ax1.set_xlabel("context L (tokens)"); ax1.set_ylabel("bytes read per layer per step"); ax1.legend(fontsize=8)
+ax2.set_xlabel("context L (tokens)"); ax2.set_ylabel("local growth exponent\nd log bytes / d log L")
 ax2.axhline(0.5, color="gray", ls=":"); ax2.set_ylim(-0.05, 1.1)
 for a in (ax1, ax2):
     a.grid(True, which="both", alpha=0.3)
@@ -516,7 +517,7 @@ if rep is not None:
     ax.barh(list(lims), list(lims.values()), color=["C3" if v == rep.blocks_per_sm else "C0" for v in lims.values()])
     for i, v in enumerate(lims.values()):
         ax.text(v, i, f" {v}", va="center", fontsize=8)
-    ax.set_xlabel("thread blocks per SM this resource allows (red: the one that binds)")
+    ax.set_xlabel("thread blocks per SM this resource allows\n(red: the one that binds)")
     ax.set_title(f"Occupancy of decode_attn_split on sm_90: {rep.blocks_per_sm} blocks per SM", fontsize=9)
     ax.set_xlim(0, max(lims.values()) * 1.15); ax.invert_yaxis()
     plt.show()

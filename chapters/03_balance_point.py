@@ -111,7 +111,7 @@ for i, m in enumerate(moes):
 ax.loglog([8], [2400], "r*", ms=12, label="speaker: 300 x 8")
 ax.set_xlabel("sparsity s (circles: N_tot/N_act; squares: E/k)"); ax.set_ylabel("balance batch B* (sequences)")
 ax.set_title("The balance batch on an H100, bf16, short context"); ax.grid(True, which="both", alpha=0.3)
-ax.legend(fontsize=7)
+ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
@@ -157,7 +157,7 @@ ax1.loglog(sweep.batch, sweep.measured_s, "o-", label="measured")
 ax1.loglog(sweep.batch, sweep.predicted_s, "k--", label="predicted (per-expert roofline)")
 ax1.axvline(sweep.knee_batch, color="C3", ls=":", label="knee B = R E / k")
 ax1.set_xlabel("batch B (tokens)"); ax1.set_ylabel("layer time (s)"); ax1.grid(True, which="both", alpha=0.3)
-ax1.set_title(f"MoE layer on {'GPU' if kernels.backend().is_gpu else 'CPU'}: time against batch"); ax1.legend(fontsize=7)
+ax1.set_title(f"MoE layer on {'GPU' if kernels.backend().is_gpu else 'CPU'}: time against batch"); ax1.legend(fontsize=8)
 ax2.loglog(sweep.batch, sweep.time_per_token_s, "o-", label="measured time per token")
 ax2.loglog(sweep.batch, sweep.predicted_s / sweep.batch, "k--", label="predicted")
 ax2b = ax2.twinx()
@@ -165,8 +165,8 @@ ax2b.semilogx(sweep.batch, sweep.mean_tokens, "C2s:", ms=4, label="tokens per ex
 ax2b.set_yscale("log"); ax2b.set_ylabel("tokens per expert")
 ax2.axvline(sweep.knee_batch, color="C3", ls=":")
 ax2.set_xlabel("batch B (tokens)"); ax2.set_ylabel("seconds per token"); ax2.grid(True, which="both", alpha=0.3)
-ax2.set_title("Cost per token falls until experts are compute-bound"); ax2.legend(fontsize=7, loc="lower left")
-ax2b.legend(fontsize=7, loc="upper right")
+ax2.set_title("Cost per token falls until experts are compute-bound"); ax2.legend(fontsize=8, loc="lower left")
+ax2b.legend(fontsize=8, loc="upper right")
 plt.show()
 
 # %% [markdown]
@@ -268,7 +268,7 @@ for xx in (2, 3):
     ax1.plot([xx], [serving.utilization_vs_balance(xx, "sum")], "ko")
 ax1.axvspan(2, 3, color="C2", alpha=0.15, label="2-3x B*")
 ax1.set_xlabel("B / B*"); ax1.set_ylabel("fraction of peak FLOP/s"); ax1.grid(True, which="both", alpha=0.3)
-ax1.set_title("Utilization against batch"); ax1.legend(fontsize=7)
+ax1.set_title("Utilization against batch"); ax1.legend(fontsize=8)
 for i, (m, c, n) in enumerate((("deepseek-v3", "h100-sxm", 16), ("qwen3-235b-a22b", "b200", 4))):
     bstar = serving.balance_batch(m, c, weight_dtype="fp8")
     Bs = x * bstar
@@ -278,7 +278,7 @@ for i, (m, c, n) in enumerate((("deepseek-v3", "h100-sxm", 16), ("qwen3-235b-a22
     ax2.axvspan(2 * bstar, 3 * bstar, color=f"C{i}", alpha=0.12)
 ax2.axvline(2400, color="r", ls=":", label="speaker's 2,400")
 ax2.set_xlabel("batch B"); ax2.set_ylabel("chip-us per token"); ax2.grid(True, which="both", alpha=0.3)
-ax2.set_title("fp8 weights, context 0; shaded: 2-3x each B*", fontsize=9); ax2.legend(fontsize=6)
+ax2.set_title("fp8 weights, context 0; shaded: 2-3x each B*", fontsize=9); ax2.legend(fontsize=8)
 plt.show()
 
 # %%
@@ -357,7 +357,7 @@ ax.loglog(sw10.batch, sw10.predicted_s + (1 - f_fit) * np.minimum(sw10.compute_s
           label=f"fitted f = {f_fit:.2f}")
 ax.axvline(sw10.knee_batch, color="C2", ls=":", label=f"predicted knee B* = {sw10.knee_batch:.0f}")
 ax.set_xlabel("batch B"); ax.set_ylabel("step time (s)"); ax.grid(True, which="both", alpha=0.3)
-ax.set_title(f"d = {sw10.d_model} matmul on this machine between the two bounds", fontsize=9); ax.legend(fontsize=7)
+ax.set_title(f"d = {sw10.d_model} matmul on this machine between the two bounds", fontsize=9); ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
@@ -423,7 +423,7 @@ for i, (m, c, n) in enumerate((("llama-3.1-70b", "h100-sxm", 8), ("llama-3.1-405
     ax.semilogy(Lg[1:], serving.max_batch(m, c, Lg[1:], n), f"C{i}--", label=f"fits on {n} x {c}")
 ax.set_ylim(50, 1e6); ax.set_xlabel("context L (tokens)"); ax.set_ylabel("batch (sequences)")
 ax.set_title("Balance batch (solid; ends where none exists) vs HBM capacity (dashed)"); ax.grid(True, which="both", alpha=0.3)
-ax.legend(fontsize=7, ncol=2)
+ax.legend(fontsize=8, ncol=2)
 plt.show()
 
 # %% [markdown]
@@ -488,7 +488,7 @@ for chip, color in (("h100-sxm", "C0"), ("b200", "C3")):
         mm = models.get(m)
         ax.loglog([mm.total_params], [serving.balance_batch(m, chip)], "o" if mm.is_moe else "s", color=color)
         if chip == "h100-sxm":
-            ax.annotate(m, (mm.total_params, serving.balance_batch(m, chip)), fontsize=6)
+            ax.annotate(m, (mm.total_params, serving.balance_batch(m, chip)), fontsize=8)
 ax.set_xlabel("total parameters N_tot"); ax.set_ylabel("B*, bf16, L = 0")
 ax.set_title(f"Size does not set B* (squares: dense, at R = {R['h100-sxm']:.0f} on H100 (blue), "
              f"{R['b200']:.0f} on B200 (red))", fontsize=9)
@@ -539,7 +539,7 @@ for i, sw in enumerate((sw10, sw14)):
     ax.axvline(sw.fitted_knee_batch, color=f"C{i}", ls=":", label=f"fitted knee {sw.fitted_knee_batch:.0f}")
 ax.set_xlabel("batch B (rows)"); ax.set_ylabel("time / time at B = 2")
 ax.set_title("Two weight sizes, one knee (times scaled to B = 2)", fontsize=9)
-ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=7)
+ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]

@@ -108,14 +108,14 @@ ax1.hist(r.wait_s * 1e3, bins=50, density=True, alpha=0.7, label="simulated wait
 ax1.hist(r.latency_s * 1e3, bins=50, density=True, alpha=0.7, label="simulated latency (wait + step)")
 ax1.axhline(1 / (T * 1e3), color="k", ls="--", label="U(0, T) density")
 ax1.set_xlabel("ms"); ax1.set_ylabel("density (1/ms)"); ax1.set_title("T = 20 ms, step = 20 ms, Poisson arrivals")
-ax1.legend(fontsize=7); ax1.grid(True, alpha=0.3)
+ax1.legend(fontsize=8); ax1.grid(True, alpha=0.3)
 Ts = np.array([0.005, 0.01, 0.02, 0.04, 0.08])
 sims = [schedule.simulate_cadence(schedule.poisson_arrivals(5_000, 100_000, seed=3), t) for t in Ts]
 ax2.plot(Ts * 1e3, [s.mean_latency_s * 1e3 for s in sims], "o", label="simulated mean latency")
 ax2.plot(Ts * 1e3, [s.max_latency_s * 1e3 for s in sims], "s", label="simulated worst latency")
 ax2.plot(Ts * 1e3, 1.5 * Ts * 1e3, "k--", label="1.5 T"); ax2.plot(Ts * 1e3, 2 * Ts * 1e3, "k:", label="2 T")
 ax2.set_xlabel("cadence T (ms), step = T"); ax2.set_ylabel("latency (ms)"); ax2.set_title("Latency against the cadence")
-ax2.legend(fontsize=7); ax2.grid(True, alpha=0.3)
+ax2.legend(fontsize=8); ax2.grid(True, alpha=0.3)
 plt.show()
 
 # %% [markdown]
@@ -144,7 +144,7 @@ for rho in (0.9, 0.99, 1.05, 1.2):
     ax.plot(s.arrival_s, s.latency_s * 1e3, lw=0.8, label=f"load {rho}")
 ax.axhline(2 * T * 1e3, color="k", ls=":", label="2T")
 ax.set_yscale("log"); ax.set_xlabel("arrival time (s)"); ax.set_ylabel("latency (ms)")
-ax.set_title(f"Capacity {c} per 20 ms train: past load 1 the queue never drains"); ax.legend(fontsize=7)
+ax.set_title(f"Capacity {c} per 20 ms train: past load 1 the queue never drains"); ax.legend(fontsize=8)
 ax.grid(True, which="both", alpha=0.3)
 plt.show()
 
@@ -206,14 +206,14 @@ for i, (k, y, C, Wb) in enumerate(items):
     x, t_ms = y + offset.get(v, 0.0), C / Wb * 1e3
     ax.plot(x, t_ms, "o", color=color, mfc="none" if k.endswith("*") else color)
     crowded = any(abs(x - px) < 0.4 and abs(t_ms - py) < 2.0 for px, py in placed)
-    ax.annotate(k.replace(" *", ""), (x, t_ms), fontsize=6, xytext=(4, 10 if crowded else (i % 3 - 1) * 5),
+    ax.annotate(k.replace(" *", ""), (x, t_ms), fontsize=8, xytext=(4, 10 if crowded else (i % 3 - 1) * 5),
                 textcoords="offset points", va="center")
     placed.append((x, t_ms))
 ax.axhspan(20 / 1.5, 20 * 1.5, color="gold", alpha=0.3, label="within 1.5x of the claim's 20 ms")
 ax.axhline(20, color="k", lw=0.8)
 ax.set_xlabel("year"); ax.set_ylabel("HBM capacity / bandwidth (ms)"); ax.set_ylim(0, 50)
 ax.set_title("Time to read all of HBM once (green NVIDIA, red AMD, blue Google; hollow: announced)")
-ax.legend(fontsize=7); ax.grid(True, alpha=0.3)
+ax.legend(fontsize=8); ax.grid(True, alpha=0.3)
 plt.show()
 
 # %% [markdown]

@@ -143,7 +143,7 @@ ax.set_xlabel("decode batch per rack (sequences)"); ax.set_ylabel("time per MoE 
 ax.set_title("DeepSeek-V3 and Kimi K2 on GB200 NVL72: leaving the rack costs ~9x\n(grey dashed: does not fit in HBM)",
              fontsize=10)
 ax.grid(True, which="both", alpha=0.3)
-ax.legend(fontsize=7)
+ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
@@ -284,7 +284,7 @@ ax.bar([s.key for s in gpu_sys], [s.scale_up_over_scale_out for s in gpu_sys], c
 ax.axhline(8, color="C3", ls="--", label="the claim: 8x")
 ax.set_ylabel("scale-up / scale-out bandwidth per GPU")
 ax.set_title("Per-GPU scale-up over scale-out, per direction"); ax.legend()
-ax.tick_params(axis="x", rotation=45, labelsize=8); ax.grid(True, axis="y", alpha=0.3)
+ax.tick_params(axis="x", rotation=45, labelsize=9); ax.grid(True, axis="y", alpha=0.3)
 plt.show()
 
 # %% [markdown]
@@ -362,8 +362,8 @@ ax.bar(x - 0.2, np.array(cap) / 1e12, 0.4, label="fits in HBM (fp8), T params")
 ax.bar(x + 0.2, np.array(bw) / 1e12, 0.4, label="readable in a 20 ms step (fp8), T params")
 for name, m in (("DeepSeek-V3", "deepseek-v3"), ("Kimi K2", "kimi-k2")):
     ax.axhline(models.get(m).total_params / 1e12, ls=":", color="gray")
-    ax.text(len(sys_keys) - 0.5, models.get(m).total_params / 1e12, f" {name}", va="bottom", fontsize=8)
-ax.set_xticks(x, sys_keys, rotation=30, fontsize=8); ax.set_yscale("log"); ax.set_ylabel("total parameters (T)")
+    ax.text(len(sys_keys) - 0.6, models.get(m).total_params / 1e12, f"{name} ", va="bottom", ha="right", fontsize=8)
+ax.set_xticks(x, sys_keys, rotation=30, fontsize=9); ax.set_yscale("log"); ax.set_ylabel("total parameters (T)")
 ax.set_title("What one domain can hold, and what it can read per step"); ax.legend(fontsize=8)
 ax.grid(True, axis="y", alpha=0.3)
 plt.show()
@@ -414,7 +414,7 @@ ax.semilogy(years, [hardware.system(k).hbm_bytes_per_s_per_package / 1e12 for k 
 for k, yv in zip(nv, years):  # names beside each point, horizontal; GB200 to the left (GB300 shares its height)
     left = k == "gb200-nvl72"
     ax.annotate(k, (yv, hardware.system(k).hbm_bytes_per_s / 1e12), xytext=(-6 if left else 6, 0),
-                textcoords="offset points", fontsize=7, va="center", ha="right" if left else "left")
+                textcoords="offset points", fontsize=8, va="center", ha="right" if left else "left")
 ax.set_xlim(years[0] - 0.5, years[-1] + 2.2)
 ax.set_xlabel("year"); ax.set_ylabel("TB/s"); ax.set_title("NVIDIA scale-up domains: the domain outgrew the chip")
 ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8, loc="lower right")

@@ -272,11 +272,11 @@ for ax, (model, chip, kw, L, title) in zip(axes, (
     ax.axhline(hbm / 1e9, color="k", lw=1.5)
     ax.text(len(P) - 0.5, hbm / 1e9, f" {chip} HBM", va="bottom", ha="right", fontsize=8)
     for j in np.flatnonzero(~mem.fits):
-        ax.text(j, w[j] + kv[j], "does not fit", ha="center", va="bottom", fontsize=7, color="0.3")
+        ax.text(j, w[j] + kv[j], "does not fit", ha="center", va="bottom", fontsize=8, color="0.3")
     ax.set_xticks(range(len(P)), P.astype(str))
     ax.set_xlabel("pipeline stages P"); ax.set_ylabel("GB per GPU"); ax.set_title(title, fontsize=9)
     ax.bar([], [], color="C0", label="weights"); ax.bar([], [], color="C1", label="KV cache")
-    ax.bar([], [], color="0.85", hatch="//", edgecolor="0.4", label="does not fit"); ax.legend(fontsize=7)
+    ax.bar([], [], color="0.85", hatch="//", edgecolor="0.4", label="does not fit"); ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]

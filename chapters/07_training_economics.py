@@ -249,7 +249,7 @@ ax.axhline(1, color="gray", lw=1); ax.axvline(0.3, color="C3", ls=":", label="th
 ax.axvline(rho, color="C2", ls="--", label=f"DeepSeek-V3, published: {rho:.2f}")
 ax.axvline(mfu_gb200 / mfu_pre, color="C4", ls="--", label=f"DeepSeek-V3 decode on GB200 (SGLang): {mfu_gb200 / mfu_pre:.2f}")
 ax.set_xlabel("MFU of RL / inference relative to pre-training"); ax.set_ylabel("tokens for equal machine time")
-ax.set_title("Equal machine time, unequal tokens"); ax.grid(True, alpha=0.3); ax.legend(fontsize=7)
+ax.set_title("Equal machine time, unequal tokens"); ax.grid(True, alpha=0.3); ax.legend(fontsize=8)
 plt.show()
 
 # %%
@@ -291,7 +291,7 @@ ax.axhline(20, color="gray", ls=":", label="the rule: 20 tokens per parameter")
 C_chin = 6 * 70e9 * 1.4e12   # Chinchilla: 70B parameters on 1.4T tokens
 ax.axvline(C_chin, color="C3", lw=1, ls=":", label=f"Chinchilla's budget (70B x 1.4T = {C_chin:.2e} FLOPs)")
 ax.set_xlabel("training compute C (FLOPs)"); ax.set_ylabel("compute-optimal tokens per parameter")
-ax.set_title("Compute-optimal D / N from each published fit"); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=7)
+ax.set_title("Compute-optimal D / N from each published fit"); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
 plt.show()
 from llmmath.checks.ch07 import HOFFMANN_UNROUNDED
 for name, law in (("hoffmann", "hoffmann"), ("hoffmann, unrounded exponents", HOFFMANN_UNROUNDED), ("epoch", "epoch")):

@@ -48,7 +48,7 @@ from llmmath import _catalog, claims, hardware, kernels, models, plots, serving,
 
 # %% slideshow={"slide_type": "subslide"}
 T = np.unique(np.round(np.logspace(0, 5, 60)))
-fig, ax = plots.new_axes(width=5.5, height=4)
+fig, ax = plots.new_axes(width=8, height=6.2)
 for m, c, n in (("llama-3.1-70b", "h100-sxm", 8), ("llama-3.1-8b", "h100-sxm", 1)):
     pre = serving.prefill_step(m, c, T, n_chips=n)
     ax.loglog(T, pre.cost_chip_s_per_token, "-", label=f"{m}: prefill, prompt of T tokens")
@@ -63,7 +63,7 @@ for m, c, n in (("llama-3.1-70b", "h100-sxm", 8), ("llama-3.1-8b", "h100-sxm", 1
                       label=f"{m}: B={B} beyond {int(T[~fits][0]):,} tokens does not fit {n} x {c}")
 ax.set_xlabel("tokens T (prompt length, or decode context)"); ax.set_ylabel("chip-seconds per token")
 ax.set_title("Per token: prefill falls to the compute floor, decode does not"); ax.grid(True, which="both", alpha=0.3)
-ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the axes: every corner holds a curve
+ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14))  # below the axes: every corner holds a curve
 plt.show()
 
 # %%
@@ -157,7 +157,7 @@ ax.axhline(1, color="k", ls="--", lw=1); ax.axvline(1e6, color="gray", ls=":", l
 ax.text(1.1e6, 2e-3, "'millions'", color="gray", fontsize=8)
 ax.set_xlabel("context L (tokens)"); ax.set_ylabel("attention FLOPs / weight FLOPs, per token")
 ax.set_title("Where attention's FLOPs catch up with the weights'"); ax.grid(True, which="both", alpha=0.3)
-ax.legend(fontsize=7)
+ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
@@ -291,7 +291,6 @@ assert v35.verdict == "holds if"
 
 # %% slideshow={"slide_type": "subslide"}
 fig, (ax, ax2) = plots.new_axes(2, width=4.8, height=3.6)
-fig.subplots_adjust(wspace=0.35)
 nv = [hardware.get(k) for k in ("a100-80gb", "h100-sxm", "b200")]
 yrs = [c.year for c in nv]
 for vals, label, style in (([c.flops_per_s("bf16") for c in nv], "dense bf16 FLOP/s", "o-"),
@@ -304,11 +303,11 @@ ax.semilogy([nv[-1].year, rub.year], [nv[-1].hbm_bytes_per_s / nv[0].hbm_bytes_p
 ax.semilogy([nv[-1].year, rub.year], [nv[-1].hbm_bytes / nv[0].hbm_bytes, rub.hbm_bytes_per_package / nv[0].hbm_bytes],
             "^:", color="C2", mfc="none")
 for c in nv:
-    ax.annotate(c.key, (c.year, 1), xytext=(2, -12), textcoords="offset points", fontsize=7, ha="left")
+    ax.annotate(c.key, (c.year, 1), xytext=(2, -12), textcoords="offset points", fontsize=8, ha="left")
 ax.annotate("Rubin\n(announced)", (rub.year, rub.hbm_bytes_per_s_per_package / nv[0].hbm_bytes_per_s),
-            xytext=(-6, -2), textcoords="offset points", fontsize=7, ha="right", va="top")
+            xytext=(-6, -2), textcoords="offset points", fontsize=8, ha="right", va="top")
 ax.set_ylim(0.6, 20); ax.set_xlabel("year"); ax.set_ylabel("per GPU, relative to the A100")
-ax.set_title("NVIDIA per-GPU growth since 2020", fontsize=9); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=7)
+ax.set_title("NVIDIA per-GPU growth since 2020", fontsize=9); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
 colors = {"NVIDIA": "C0", "AMD": "C3", "Google": "C2"}
 by_year = {}
 for c in hardware.catalog().values():
@@ -317,11 +316,11 @@ for year, pts in by_year.items():  # within a year, alternate labels right and l
     for i, (fw, c) in enumerate(sorted(pts, key=lambda t: t[0])):
         ax2.plot(year, fw, "o", color=colors.get(c.vendor, "k"))
         ax2.annotate(c.key, (year, fw), xytext=(5 if i % 2 == 0 else -5, 0), textcoords="offset points",
-                     fontsize=6, va="center", ha="left" if i % 2 == 0 else "right")
+                     fontsize=8, va="center", ha="left" if i % 2 == 0 else "right")
 for vendor, col in colors.items():
     ax2.plot([], [], "o", color=col, label=vendor)
 ax2.set_xlim(2019.3, 2025.2); ax2.set_xlabel("year"); ax2.set_ylabel("F / W (bf16 FLOP per HBM byte)")
-ax2.set_title("The balance point F/W did not fall", fontsize=9); ax2.grid(True, alpha=0.3); ax2.legend(fontsize=7)
+ax2.set_title("The balance point F/W did not fall", fontsize=9); ax2.grid(True, alpha=0.3); ax2.legend(fontsize=8)
 plt.show()
 a, b = nv[0], nv[-1]
 print(f"{a.key} ({a.year}) -> {b.key} ({b.year}): dense bf16 x{b.flops_per_s('bf16') / a.flops_per_s('bf16'):.1f}, "
@@ -386,7 +385,7 @@ for task in ("aggregation", "retrieval"):
 ax.axhline(0.5, color="gray", lw=1); ax.text(1.1, 0.52, "chance", color="gray", fontsize=8)
 ax.set_xscale("log", base=2); ax.set_xlabel("tokens attended k (of 2,048)"); ax.set_ylabel("accuracy")
 ax.set_title("Top-k attention: quality falls when the budget or the selector falls short"); ax.grid(True, alpha=0.3)
-ax.legend(fontsize=7)
+ax.legend(fontsize=8)
 plt.show()
 print("aggregation, exact top-k, measured / predicted accuracy per k: " + ", ".join(
     f"k={k} {m:.2f}/{p:.2f}" for k, m, p in zip(ks, r_agg["accuracy"], pred_at_ks)))

@@ -211,3 +211,24 @@ def test_built_pdf_holds_the_book():
         if xobjects is not None:
             images += sum(1 for x in xobjects.get_object().values() if x.get_object().get("/Subtype") == "/Image")
     assert images >= 20, f"only {images} images in the PDF (the chapters' plots are missing?)"
+
+
+def test_worked_solutions_pages_are_titled_worked_solutions():
+    """The book lists solutions/ under "Worked solutions"; their pages must not read "Exercises" (issue 15)."""
+    import json
+
+    conf = _conf(False)
+    text = (ROOT / "solutions" / "01_batch_size.py").read_text(encoding="utf-8")
+    assert "# # Chapter 1 — Exercises: batch size" in text
+    assert conf["solution_title"](text).count("# # Chapter 1 — Worked solutions: batch size") == 1
+    nb = {"cells": [{"cell_type": "markdown", "source": ["# Chapter 1 — Exercises: batch size\n", "Seven problems"]},
+                    {"cell_type": "markdown", "source": "# Chapter 1 — Exercises: again"}]}
+    out = json.loads(conf["solution_title"](json.dumps(nb)))
+    assert out["cells"][0]["source"] == "# Chapter 1 — Worked solutions: batch size\nSeven problems"
+    assert out["cells"][1]["source"] == "# Chapter 1 — Exercises: again"
+    source = [json.dumps(nb)]
+    conf["_solutions_retitled"](None, "chapters/01_batch_size", source)
+    assert source == [json.dumps(nb)]  # chapters are left alone
+    assert "llmmath.css" in conf["html_css_files"]
+    css = (ROOT / "book" / "_static" / "llmmath.css").read_text()
+    assert "pre-wrap" in css  # long code lines wrap in the book

@@ -454,7 +454,7 @@ def plot(results: CollectiveResults, ax=None):
     ax.set_title(f"p = {results.n_ranks}, {results.mpi_library or 'MPI'}: alpha = {alpha * 1e6:.2f} us, "
                  f"beta = {beta / 1e9:.2f} GB/s (ping-pong fit)", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=8, ncol=2)
     return ax
 
 

@@ -1,7 +1,18 @@
-"""Standard figures: the roofline, and decode cost/latency against batch.
+"""Standard figures: the roofline, and decode cost/latency against batch; and the course's figure style.
 
 Plot functions draw on a Matplotlib ``Axes`` you pass in (or a new one) and
 return it; they call the library's pure functions and compute nothing themselves.
+
+**One figure style** (:data:`STYLE`, applied to Matplotlib's ``rcParams`` when
+this module is imported, which every chapter and explorer does): 80 dpi, text
+of 10 pt (tick labels and legends 9 pt), legends placed where they cover the
+fewest data (``loc="best"``) on a translucent frame, and constrained layout,
+which keeps titles, labels and legends inside the figure. A figure is no wider
+than the book's text column (:data:`BOOK_WIDTH_PX` pixels, 688 at a 1280-pixel
+window): :func:`new_axes` narrows wider requests, so the book never shrinks a
+figure and a point stays a point. Text is never smaller than :data:`MIN_FONT_PT`
+(8 pt) there, :data:`MIN_BASE_FONT_PT` (9 pt) for ticks, axis labels and titles;
+``tests/test_plot_legibility.py`` renders every chapter's figures and checks it.
 """
 
 from __future__ import annotations
@@ -10,13 +21,56 @@ import numpy as np
 
 from . import hardware, roofline, serving
 
-__all__ = ["new_axes", "roofline_plot", "decode_vs_batch_plot", "batch_sweep_plot"]
+__all__ = ["new_axes", "roofline_plot", "decode_vs_batch_plot", "batch_sweep_plot", "STYLE", "apply_style",
+           "fit_width", "BOOK_WIDTH_PX", "MAX_WIDTH_IN", "MIN_FONT_PT", "MIN_BASE_FONT_PT", "DPI"]
+
+DPI = 80
+BOOK_WIDTH_PX = 688  # the book's text column (sphinx-book-theme at a 1280-pixel window): wider figures are shrunk
+SAVE_PAD_IN = 0.1  # the inline backend saves the figure's tight box plus this margin on each side
+MAX_WIDTH_IN = BOOK_WIDTH_PX / DPI - 2 * SAVE_PAD_IN  # a figure this wide is shown at its own size in the book
+MIN_FONT_PT = 8  # no text smaller, as shown in the book (legends, annotations)
+MIN_BASE_FONT_PT = 9  # tick labels, axis labels and titles
+
+STYLE = {
+    "figure.dpi": DPI,
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 9,
+    "legend.title_fontsize": 9,
+    "legend.loc": "best",
+    "legend.framealpha": 0.85,
+    "figure.titlesize": 11,
+    "figure.constrained_layout.use": True,
+}
 
 
-def new_axes(ncols: int = 1, width: float = 6.0, height: float = 4.0, dpi: int = 80):
-    """A figure with ``ncols`` axes side by side; returns ``(fig, axes)``."""
+def apply_style() -> None:
+    """Set :data:`STYLE` in Matplotlib's ``rcParams`` (done on import of this module)."""
+    import matplotlib as mpl
+
+    mpl.rcParams.update(STYLE)
+
+
+def fit_width(width: float, ncols: int = 1, height: float | None = None) -> tuple[float, float | None]:
+    """Per-axes width (and height) in inches so that ``ncols`` axes fit the book's column.
+
+    A request wider than :data:`BOOK_WIDTH_PX` at :data:`DPI` is narrowed to it; the
+    height follows, but by no more than a quarter (so a row of panels keeps room)."""
+    total, limit = width * ncols, MAX_WIDTH_IN
+    if total <= limit:
+        return width, height
+    f = limit / total
+    return width * f, None if height is None else height * max(f, 0.75)
+
+
+def new_axes(ncols: int = 1, width: float = 6.0, height: float = 4.0, dpi: int = DPI):
+    """A figure with ``ncols`` axes side by side, at most the book's width (:func:`fit_width`); returns ``(fig, axes)``."""
     import matplotlib.pyplot as plt
 
+    width, height = fit_width(width, ncols, height)
     fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, height), dpi=dpi, squeeze=False)
     return fig, axes[0] if ncols > 1 else axes[0, 0]
 
@@ -39,12 +93,12 @@ def roofline_plot(chips, dtype: str = "bf16", ax=None, intensity=None, mark=None
         ax.plot([F / c.hbm_bytes_per_s], [F], "o", color=ax.lines[-1].get_color(), ms=4)
     for label, x in (mark or {}).items():
         ax.axvline(x, color="gray", ls=":", lw=1)
-        ax.text(x, ax.get_ylim()[0] * 1.5, f" {label}", rotation=90, va="bottom", fontsize=8, color="gray")
+        ax.text(x, ax.get_ylim()[0] * 1.5, f" {label}", rotation=90, va="bottom", fontsize=9, color="gray")
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel(f"attainable {dtype} FLOP/s")
-    ax.set_title("Roofline: min(F, intensity x W); dot = balance point F/W")
+    ax.set_title("Roofline: min(F, intensity x W)\ndot: balance point F/W")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend()
     return ax
 
 
@@ -71,9 +125,9 @@ def decode_vs_batch_plot(model, chip, context=0, n_chips=1, batch=None, ax_cost=
         ax.grid(True, which="both", alpha=0.3)
     ax_cost.set_ylabel("cost per token (chip-seconds)")
     ax_time.set_ylabel("decode step time (s)")
-    ax_cost.set_title("Cost per token; dotted = balance batch B*")
-    ax_time.set_title("Step time (latency per token); dashed = does not fit")
-    ax_cost.legend(fontsize=7)
+    ax_cost.set_title("Cost per token\ndotted: balance batch B*")
+    ax_time.set_title("Step time (latency per token)\ndashed: does not fit")
+    ax_cost.legend()
     return ax_cost, ax_time
 
 
@@ -87,7 +141,10 @@ def batch_sweep_plot(sweep, ax=None):
     ax.loglog(sweep.batch, sweep.compute_s, ":", color="tab:red", alpha=0.6, label="compute time (FLOPs / F)")
     ax.set_xlabel("batch B (rows of X)")
     ax.set_ylabel("time per product (s)")
-    ax.set_title(f"Y = X(Bx{sweep.d_model}) W({sweep.weight_shape[0]}x{sweep.weight_shape[1]}), {sweep.dtype}, {sweep.device}", fontsize=9)
+    ax.set_title(f"Y = X(Bx{sweep.d_model}) W({sweep.weight_shape[0]}x{sweep.weight_shape[1]}), {sweep.dtype}, {sweep.device}")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend()
     return ax
+
+
+apply_style()

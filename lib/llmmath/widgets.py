@@ -42,9 +42,12 @@ class Explorer:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
 
+        from . import plots  # the course's figure style (plots.STYLE), and its width limit
+
         self._draw = draw
         self.controls = controls
-        self.fig = Figure(figsize=(width * ncols, height), dpi=80, layout="constrained")
+        width, height = plots.fit_width(width, ncols, height)
+        self.fig = Figure(figsize=(width * ncols, height), dpi=plots.DPI, layout="constrained")
         self.fig.subplots(1, ncols)
         FigureCanvasAgg(self.fig)
         setup(self.fig)

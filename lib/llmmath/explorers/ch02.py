@@ -60,8 +60,8 @@ def _setup_context(fig):
     for a in (ax, ax2):
         log_axes(a, (_LC[0], _LC[-1]), (1e-4, 10) if a is ax else (0, 1.05), "context L (tokens)",
                  "step time floor (s)" if a is ax else "MFU", logy=a is ax)
-    ax.set_title("solid: step; dotted: compute alone; dashed: does not fit", fontsize=9)
-    ax2.set_title("grey: L* (slopes equal); dotted: this batch turns memory-bound", fontsize=9)
+    ax.set_title("solid: step; dotted: compute alone\ndashed: does not fit")
+    ax2.set_title("grey: L* (slopes equal)\ndotted: this batch turns memory-bound")
 
 
 def _draw_context(fig, model, chip, n_chips, log2_batch, log2_context):
@@ -110,7 +110,7 @@ def context_explorer(model: str = "llama-3.1-70b", chip: str = "h100-sxm", n_chi
 
 def _setup_sparse(fig):
     log_axes(fig.axes[0], (_LP[0], _LP[-1]), (1e4, 3e10), "context L (tokens)", "bytes per layer per step")
-    fig.axes[0].set_title("black: dense; blue: block top-k; green: the sqrt(L) envelope", fontsize=9)
+    fig.axes[0].set_title("bytes read per layer: dense vs block top-k")
 
 
 def _draw_sparse(fig, model, log2_block, top_k, log2_context, chip):
@@ -127,8 +127,11 @@ def _draw_sparse(fig, model, log2_block, top_k, log2_context, chip):
     dense_here = attention.dense_kv_bytes(L, beta)
     s_star, best = attention.block_topk_optimal(L, top_k, beta, sigma)
     t_sparse, t_dense = attention.kv_read_time_s(model, chip, [here, dense_here])
-    arts = [*ax.plot(_LP, dense, "k-", lw=1), *ax.plot(_LP, y, "C0-", lw=2), *ax.plot(_LP, opt, "C2--"),
-            *ax.plot([L], [here], "ko")]
+    arts = [*ax.plot(_LP, dense, "k-", lw=1, label="dense"),
+            *ax.plot(_LP, y, "C0-", lw=2, label=f"block {s:,.0f} x top-{top_k}"),
+            *ax.plot(_LP, opt, "C2--", label=f"best block at each L (~sqrt L), top-{top_k}"),
+            *ax.plot([L], [here], "ko", label=f"L = {L:,.0f}")]
+    arts.append(ax.legend(handles=arts[:4], fontsize=8, loc="upper left"))
     return arts, (f"{model} ({fmt_bytes(beta)} per token per layer): block {s:,.0f} tokens x top-{top_k}: "
                   f"<b>{fmt_bytes(here)}</b> per layer at L = {L:,.0f} against {fmt_bytes(dense_here)} dense; the best "
                   f"block there is {s_star:,.0f} tokens, {fmt_bytes(best)}.<br>On one {chip}, all layers, one "

@@ -206,7 +206,7 @@ def _setup_domain_params(fig):
     ax.set_title("what one scale-up domain can serve in one step", fontsize=10)
     for k in _PARAM_MODELS:
         m = models.get(k)
-        ax.annotate(k, (m.active_params, m.total_params), xytext=(5, 3), textcoords="offset points", fontsize=7)
+        ax.annotate(k, (m.active_params, m.total_params), xytext=(5, 3), textcoords="offset points", fontsize=8)
 
 
 def _draw_domain_params(fig, system, step_ms, log2_batch, context, weight_dtype):

@@ -101,7 +101,7 @@ def _setup_critical_batch(fig):
               label="E_min (1 + B / B_crit)")
     for ax in (a1, a2):
         ax.axvline(fit.B_crit, color="C3", ls=":", label=f"B_crit = {fit.B_crit:.0f}")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
     a1.set_title("systems side: steps fall with B", fontsize=9)
     a2.set_title("convergence side: examples rise with B", fontsize=9)
 
@@ -145,7 +145,7 @@ SPLIT_RUNS = {"DeepSeek-V3 on H800": "deepseek-v3", "Llama 3.1 405B on H100": "l
 def _setup_split(fig):
     a1, a2 = fig.axes
     log_axes(a1, (0.05, 1.0), (0.0, 3.2), "MFU of RL rollouts / inference relative to pre-training",
-             "tokens for machine time equal to pre-training's", logx=False, logy=False)
+             "tokens for machine time\nequal to pre-training's", logx=False, logy=False)
     a1.axhline(1, color="gray", lw=1)
     a1.axvline(0.3, color="C3", ls=":", lw=1, label="the speaker's 30%")
     a2.set_ylim(0, 1)
@@ -154,7 +154,7 @@ def _setup_split(fig):
     a2.set_ylabel("share of machine time, equal token counts")
     a2.axhline(1 / 3, color="k", ls="--", lw=1, label="a third each")
     a2.grid(True, axis="y", alpha=0.3)
-    a2.legend(fontsize=7, loc="upper right")
+    a2.legend(fontsize=8, loc="upper right")
     a1.set_title("claim 30: equal machine time, unequal tokens", fontsize=9)
     a2.set_title("claim 29: equal tokens, unequal machine time", fontsize=9)
 

@@ -48,7 +48,7 @@ def _draw_prefill_decode(fig, prompt_tokens, config, batch):
     arts += ax.plot([prompt_tokens], [float(p_here.cost_chip_s_per_token)], "o", color="C0", ms=8)
     arts += ax.plot([prompt_tokens], [float(d_here.cost_chip_s_per_token)], "s", ms=8,
                     color="C1" if fit_here else "0.6")
-    arts.append(ax.legend(handles=arts[:3], fontsize=7, loc="upper right"))
+    arts.append(ax.legend(handles=arts[:3], fontsize=8, loc="upper right"))
     bound = lambda s: "compute-bound" if bool(s.compute_bound) else "memory-bound"  # noqa: E731
     cap = "" if fit_here else (" <b style='color:#b00'>-- does not fit: weights + KV exceed the HBM of "
                                f"{n} x {chip}; drawn grey, a roofline only</b>")
@@ -150,7 +150,7 @@ def _setup_long(fig):
     from .. import _catalog
 
     a1, a2 = fig.axes
-    log_axes(a1, (_CTX[0], 1.1e6), (1e-5, 10.0), "context L (tokens)", "chip-s per token at the largest batch that fits")
+    log_axes(a1, (_CTX[0], 1.1e6), (1e-5, 10.0), "context L (tokens)", "chip-s per token\nat the largest batch that fits")
     log_axes(a2, (_CTX[0], 1.1e6), (0.5, 30.0), "prompt length (tokens)", "US$ per million input tokens",
              logy=False)
     a2.set_ylim(0, 6)
@@ -161,7 +161,7 @@ def _setup_long(fig):
     prices = _catalog.load("long_context_pricing.toml")["prices"]
     for i, k in enumerate(prices):
         a2.plot([], [], color=f"C{i}", label=k)
-    a2.legend(fontsize=6, loc="upper left")
+    a2.legend(fontsize=8, loc="upper left")
 
 
 def _draw_long(fig, context, config, price_sheet):
@@ -238,7 +238,7 @@ def _draw_hbm(fig, vendor):
     arts = [*a1.plot(t["years"], t["flops"], "o-", color="C0"), *a1.plot(t["years"], t["bandwidth"], "s-", color="C1"),
             *a1.plot(t["years"], t["capacity"], "^-", color="C2"), *a2.plot(t["years"], t["balance"], "o", color="C3")]
     for k, y, b in zip(t["keys"], t["years"], t["balance"]):
-        arts.append(a2.annotate(k, (y, b), xytext=(4, 0), textcoords="offset points", fontsize=6, va="center"))
+        arts.append(a2.annotate(k, (y, b), xytext=(4, 0), textcoords="offset points", fontsize=8, va="center"))
     g = t["growth"]
     return arts, (f"{vendor}, {t['keys'][0]} ({int(t['years'][0])}) to {t['keys'][-1]} ({int(t['years'][-1])}), "
                   f"per chip, fitted per year: dense bf16 FLOP/s x{g['flops']:.2f}, HBM bandwidth "
@@ -278,7 +278,7 @@ def _setup_topk(fig):
                     label=f"{task}, exact top-k: measured")
     ax.axhline(0.5, color="gray", lw=1)
     ax.axvline(32, color="C3", ls=":", lw=1, label="32 needles")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=8, loc="lower right")
     ax.set_title("aggregation needs all 32 votes; retrieval needs only its one", fontsize=9)
 
 

@@ -23,7 +23,7 @@ def _setup_adversarial(fig):
     a2.set_xticks(range(10))
     a2.set_xlabel("digit")
     a2.set_ylabel("probability")
-    a2.set_title("classifier output (grey: clean, colour: perturbed)", fontsize=9)
+    a2.set_title("classifier output\ngrey: clean, colour: perturbed")
 
 
 def _draw_adversarial(fig, index, eps, direction):
@@ -87,7 +87,7 @@ def _setup_reversible(fig):
         a2.loglog(reversible.DRIFT_DEPTHS, np.maximum(drift, 1e-18), "o-" if dt == "float32" else "s-", color="0.8",
                   lw=1, ms=3)
     a1.axhline(80, color="k", ls="--", lw=1)
-    a1.text(1.2, 95, "H100 HBM 80 GB", fontsize=7)
+    a1.text(1.2, 95, "H100 HBM 80 GB", fontsize=8)
     a1.set_title("kept for backward: stored vs recomputed", fontsize=9)
     a2.set_title("drift of going there and back (grey: all settings)", fontsize=9)
 
@@ -108,7 +108,7 @@ def _draw_reversible(fig, depth, precision, gain, scale):
         arts += a1.plot(_DEPTHS, curves[m], "-", color=c, label=m)
         arts += a1.plot(_DEPTHS[over], curves[m][over], "x", color="0.4")
         arts += a1.plot([depth], [here[m]], "o", color=c, ms=7)
-    arts.append(a1.legend(handles=arts[0::3], fontsize=7, loc="lower right"))
+    arts.append(a1.legend(handles=arts[0::3], fontsize=8, loc="lower right"))
     drift = reversible.drift_table()[(precision, gain)]
     i = list(reversible.DRIFT_DEPTHS).index(depth)
     arts += a2.loglog(reversible.DRIFT_DEPTHS, np.maximum(drift, 1e-18), "o-", color="C0", lw=2)
@@ -144,7 +144,7 @@ def _setup_tiers(fig):
     ax = fig.axes[0]
     names = list(memory.MEMORY_TIERS)
     log_axes(ax, (-0.6, len(names) - 0.4), (1e-9, 1e-1), "", "seconds per cached token", logx=False)
-    ax.set_xticks(range(len(names)), [n.split(" (")[0] for n in names], fontsize=8)
+    ax.set_xticks(range(len(names)), [n.split(" (")[0] for n in names], fontsize=9)
     ax.set_title("read one token's KV back from a tier, or recompute it", fontsize=9)
 
 

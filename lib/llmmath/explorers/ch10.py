@@ -56,7 +56,7 @@ def _draw_training(fig, model, chip, gpus, seq_len, global_batch_m_tokens, tp, c
         bottom += gb
     artists.append(a0.axhline(hbm_gb, color="k", ls="--", lw=1.2))
     artists.append(a0.text(0.0, min(hbm_gb, _MEM_MAX_GB) + 4, f"HBM {hbm_gb:.0f} GB", ha="center", fontsize=8))
-    artists.append(a0.legend(fontsize=7, loc="upper right"))
+    artists.append(a0.legend(fontsize=8, loc="upper right"))
     parts = {"compute": st.compute_s, "bubble": st.bubble_s, **st.exposed_comm_s}
     total, left = st.step_time_s, 0.0
     for kind, color in _TIME_KINDS:
@@ -64,7 +64,7 @@ def _draw_training(fig, model, chip, gpus, seq_len, global_batch_m_tokens, tp, c
         if w > 0:
             artists += list(a1.barh([0], [w], 0.6, left=left, color=color, label=kind))
             left += w
-    artists.append(a1.legend(fontsize=7, loc="upper right", ncol=4))
+    artists.append(a1.legend(fontsize=8, loc="upper right", ncol=4))
     verdict = ("fits" if st.fits else "<b style='color:#b00'>does not fit</b> (hatched: it would not run)")
     comm = ", ".join(f"{k.upper()} {v * 1e3:.0f} ms ({st.exposed_comm_s[k] * 1e3:.0f} exposed)"
                      for k, v in st.comm_s.items() if v > 0) or "none"
