@@ -488,7 +488,13 @@ for chip, color in (("h100-sxm", "C0"), ("b200", "C3")):
         mm = models.get(m)
         ax.loglog([mm.total_params], [serving.balance_batch(m, chip)], "o" if mm.is_moe else "s", color=color)
         if chip == "h100-sxm":
-            ax.annotate(m, (mm.total_params, serving.balance_batch(m, chip)), fontsize=8)
+            # labels above-right of their points; the largest models' (at the right edge) to the left, the
+            # 405B's below its square, clear of the 70B's
+            big, low = mm.total_params > 3e11, m == "llama-3.1-405b"
+            ax.annotate(m, (mm.total_params, serving.balance_batch(m, chip)), fontsize=8, textcoords="offset points",
+                        xytext=(-3 if big else 3, -6 if low else 3), ha="right" if big else "left",
+                        va="top" if low else "baseline")
+ax.set_ylim(bottom=150)
 ax.set_xlabel("total parameters N_tot"); ax.set_ylabel("B*, bf16, L = 0")
 ax.set_title(f"Size does not set B* (squares: dense, at R = {R['h100-sxm']:.0f} on H100 (blue), "
              f"{R['b200']:.0f} on B200 (red))", fontsize=9)

@@ -206,8 +206,9 @@ for i, (k, y, C, Wb) in enumerate(items):
     x, t_ms = y + offset.get(v, 0.0), C / Wb * 1e3
     ax.plot(x, t_ms, "o", color=color, mfc="none" if k.endswith("*") else color)
     crowded = any(abs(x - px) < 0.4 and abs(t_ms - py) < 2.0 for px, py in placed)
-    ax.annotate(k.replace(" *", ""), (x, t_ms), fontsize=8, xytext=(4, 10 if crowded else (i % 3 - 1) * 5),
-                textcoords="offset points", va="center")
+    last = y > max(it[1] for it in items) - 1.5  # the latest parts, at the right edge: labels to the left
+    ax.annotate(k.replace(" *", ""), (x, t_ms), fontsize=8, xytext=(-4 if last else 4, 10 if crowded else (i % 3 - 1) * 5),
+                textcoords="offset points", va="center", ha="right" if last else "left")
     placed.append((x, t_ms))
 ax.axhspan(20 / 1.5, 20 * 1.5, color="gold", alpha=0.3, label="within 1.5x of the claim's 20 ms")
 ax.axhline(20, color="k", lw=0.8)

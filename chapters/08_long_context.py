@@ -312,11 +312,12 @@ colors = {"NVIDIA": "C0", "AMD": "C3", "Google": "C2"}
 by_year = {}
 for c in hardware.catalog().values():
     by_year.setdefault(c.year, []).append((c.flops_per_s("bf16") / c.hbm_bytes_per_s, c))
-for year, pts in by_year.items():  # within a year, alternate labels right and left so close points stay legible
+for year, pts in by_year.items():  # alternate labels right and left (within a year, and from year to year)
     for i, (fw, c) in enumerate(sorted(pts, key=lambda t: t[0])):
         ax2.plot(year, fw, "o", color=colors.get(c.vendor, "k"))
-        ax2.annotate(c.key, (year, fw), xytext=(5 if i % 2 == 0 else -5, 0), textcoords="offset points",
-                     fontsize=8, va="center", ha="left" if i % 2 == 0 else "right")
+        right = (i + year) % 2 == 1 or year == min(by_year)  # the first year's labels stay inside the axes
+        ax2.annotate(c.key, (year, fw), xytext=(5 if right else -5, 0), textcoords="offset points",
+                     fontsize=8, va="center", ha="left" if right else "right")
 for vendor, col in colors.items():
     ax2.plot([], [], "o", color=col, label=vendor)
 ax2.set_xlim(2019.3, 2025.2); ax2.set_xlabel("year"); ax2.set_ylabel("F / W (bf16 FLOP per HBM byte)")

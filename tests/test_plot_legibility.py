@@ -6,7 +6,8 @@ each figure, each explorer checked on its first frame). A text fails if, as the
 book shows it (an image wider than the text column is shrunk), it is smaller
 than ``plots.MIN_BASE_FONT_PT`` (tick labels, axis labels, titles) or
 ``plots.MIN_FONT_PT`` (legends, annotations); if it or a legend lies outside
-the figure; or if an annotation placed in an axes runs outside that axes.
+the figure; if an annotation placed in an axes runs outside that axes; or if two
+annotations cover each other.
 
 The chapters run two at a time (one file runs on one xdist worker, so the file
 parallelizes itself), started once for the whole module; each chapter is its own
@@ -73,6 +74,37 @@ def test_the_style_is_applied_by_plots():
     assert fig.get_figwidth() * fig.dpi <= plots.BOOK_WIDTH_PX - 2 * plots.SAVE_PAD_IN * fig.dpi + 1e-6
     import matplotlib.pyplot as plt
 
+    plt.close(fig)
+
+
+def test_the_checker_catches_small_misplaced_and_overlapping_text():
+    import matplotlib.pyplot as plt
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import check_plots
+
+    from llmmath import plots
+
+    fig, ax = plots.new_axes(width=5, height=3)
+    ax.plot([0, 1], [0, 1], label="a line")
+    ax.text(0.1, 0.9, "tiny", fontsize=6)
+    ax.text(0.95, 0.3, "a label that runs past the right edge of its axes")
+    ax.text(0.3, 0.6, "one label")
+    ax.text(0.31, 0.6, "one label, again")
+    fig.set_layout_engine("none")  # else constrained layout would make room for the legend
+    ax.legend(loc="upper left", bbox_to_anchor=(1.6, 1.0))
+    problems, n = check_plots.check_figure(fig, "demo")
+    plt.close(fig)
+    assert n >= 8
+    text = "\n".join(problems)
+    assert "'tiny' is 6.0 pt" in text and "'a label that runs past the right edge of its axes' runs outside" in text, text
+    assert "cover each other" in text, text
+    assert "a legend ('a line') lies outside the figure" in text, text
+    fig, ax = plots.new_axes(width=5, height=3)
+    ax.plot([0, 1], [0, 1], label="a line")
+    ax.set_title("A title")
+    ax.legend()
+    assert check_plots.check_figure(fig, "fine")[0] == []
     plt.close(fig)
 
 

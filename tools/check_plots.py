@@ -15,7 +15,8 @@ check draws the figure and looks at every text that was drawn:
   least ``plots.MIN_FONT_PT`` for anything else (legends, annotations);
 * it lies inside the figure, and a text placed in an axes (an annotation, a
   label beside a line) lies inside that axes;
-* a legend lies inside the figure.
+* a legend lies inside the figure;
+* no two annotations cover each other (more than a fifth of the smaller one).
 
 A cell that fails its own check (``AssertionError``: a measurement on a busy
 machine) does not stop the run; any other exception does, and is reported.
@@ -35,6 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TOL_PX = 2.0  # how far (display pixels) a text may reach past its box: antialiasing, rounding
+OVERLAP = 0.2  # two annotations may share this fraction of the smaller one's box, no more
 
 
 def _classify(fig):
@@ -113,8 +115,17 @@ def check_figure(fig, where: str) -> tuple[list[str], int]:
         bb = t.get_window_extent(renderer)
         if outside(bb, fb):
             problems.append(f"{where}: {kind} text {label} runs outside the figure")
-        elif kind == "annotation" and t.axes is not None and t.get_clip_on() is False and outside(bb, t.axes.bbox):
+        elif kind == "annotation" and t.axes is not None and outside(bb, t.axes.bbox):  # past it, or clipped
             problems.append(f"{where}: text {label} runs outside its axes")
+    # two annotations (labels beside points or lines) that cover each other: neither can be read
+    notes = [(t, t.get_window_extent(renderer)) for t in drawn_texts
+             if kinds.get(id(t), "annotation") == "annotation" and t.get_text().strip()]
+    for i, (t, bb) in enumerate(notes):
+        for u, cc in notes[i + 1:]:
+            w = min(bb.x1, cc.x1) - max(bb.x0, cc.x0)
+            h = min(bb.y1, cc.y1) - max(bb.y0, cc.y0)
+            if w > 0 and h > 0 and w * h > OVERLAP * min(bb.width * bb.height, cc.width * cc.height):
+                problems.append(f"{where}: texts {t.get_text()[:40]!r} and {u.get_text()[:40]!r} cover each other")
     for leg in drawn_legends:
         if outside(leg.get_window_extent(renderer), fb):
             problems.append(f"{where}: a legend ({', '.join(repr(x.get_text()) for x in leg.get_texts()[:3])}) "

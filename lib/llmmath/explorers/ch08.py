@@ -237,8 +237,9 @@ def _draw_hbm(fig, vendor):
     t = long_context.vendor_trend(vendor)
     arts = [*a1.plot(t["years"], t["flops"], "o-", color="C0"), *a1.plot(t["years"], t["bandwidth"], "s-", color="C1"),
             *a1.plot(t["years"], t["capacity"], "^-", color="C2"), *a2.plot(t["years"], t["balance"], "o", color="C3")]
-    for k, y, b in zip(t["keys"], t["years"], t["balance"]):
-        arts.append(a2.annotate(k, (y, b), xytext=(4, 0), textcoords="offset points", fontsize=8, va="center"))
+    for i, (k, y, b) in enumerate(zip(t["keys"], t["years"], t["balance"])):  # alternate sides: same-year chips
+        arts.append(a2.annotate(k, (y, b), xytext=(4, 0) if i % 2 == 0 else (-4, 0), textcoords="offset points",
+                                fontsize=8, va="center", ha="left" if i % 2 == 0 else "right"))
     g = t["growth"]
     return arts, (f"{vendor}, {t['keys'][0]} ({int(t['years'][0])}) to {t['keys'][-1]} ({int(t['years'][-1])}), "
                   f"per chip, fitted per year: dense bf16 FLOP/s x{g['flops']:.2f}, HBM bandwidth "
