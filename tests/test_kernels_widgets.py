@@ -276,7 +276,7 @@ def test_blocked_weight_computes_the_product_and_plans_among_layouts():
         Y = bw.unblock(bw.product(X, kc, nc)())
         assert Y.shape == (3, 256) and np.abs(Y - ref).max() < 1e-3 * np.abs(ref).max()
         assert bw.packed(kc, nc).shape == (2000 // kc, 256 // nc, kc, nc)
-    label, fn = bw.plan(X, repeats=1)
+    label, fn = bw.plan(X, rounds=1)
     assert label in ("plain", "blocks 2000x32", "blocks 250x64") and fn() is not None
     with pytest.raises(ValueError, match="must divide"):
         bw.packed(300, 32)

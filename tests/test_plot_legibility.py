@@ -9,9 +9,11 @@ than ``plots.MIN_BASE_FONT_PT`` (tick labels, axis labels, titles) or
 the figure; if an annotation placed in an axes runs outside that axes; or if two
 annotations cover each other.
 
-The chapters run two at a time (one file runs on one xdist worker, so the file
-parallelizes itself), started once for the whole module; each chapter is its own
-test. A chapter's own failing check (an ``AssertionError``, e.g. a timing on a
+The chapters run one at a time in a background thread started once for the
+whole module (this file runs on one xdist worker; each chapter is its own test).
+Not two at a time: the chapters that time kernels would then run beside each other
+and beside the other worker's notebook, three programs on two cores competing for
+memory bandwidth, which is harsher than the suite's own checks allow for. A chapter's own failing check (an ``AssertionError``, e.g. a timing on a
 loaded machine) does not fail this test; any other error does.
 """
 
@@ -52,10 +54,10 @@ _futures: dict = {}
 
 @pytest.fixture(scope="module")
 def results():
-    """Start every chapter (two at a time); a test waits for its own."""
+    """Start every chapter (one at a time); a test waits for its own."""
     with _lock:
         if not _futures:
-            pool = ThreadPoolExecutor(max_workers=2)
+            pool = ThreadPoolExecutor(max_workers=1)
             for ch in CHAPTERS:
                 _futures[ch.name] = pool.submit(_run, ch)
             pool.shutdown(wait=False)

@@ -660,19 +660,21 @@ class BlockedWeight:
         npan, B, nc = Yb.shape
         return Yb.transpose(1, 0, 2).reshape(B, npan * nc)
 
-    def plan(self, X, repeats: int = 2):
+    def plan(self, X, rounds: int = 3):
         """``(label, fn)``: the fastest of the plain ``X @ W`` and each block layout for this ``X``, timed here.
 
-        ``label`` is ``"plain"`` or ``"blocks kc x nc"``; every candidate is timed
-        ``repeats`` times after one warm-up call and keeps its best.
+        ``label`` is ``"plain"`` or ``"blocks kc x nc"``. The candidates are timed
+        round-robin, ``rounds`` rounds after one warm-up call each (:func:`time_interleaved`),
+        and each keeps its best, so a burst of other work slows one sample of each
+        rather than every sample of one (which would pick the wrong layout).
         """
         xp = self.be.xp
         Y = xp.empty((X.shape[0], self.W.shape[1]), dtype=self.W.dtype)
         cands = {"plain": (lambda: xp.matmul(X, self.W, out=Y))}
         for kc, nc in self.blocks():
             cands[f"blocks {kc}x{nc}"] = self.product(X, kc, nc)
-        best = {k: time_fn(f, warmup=1, repeats=repeats, be=self.be).min_s for k, f in cands.items()}
-        label = min(best, key=best.get)
+        timed = time_interleaved(cands, rounds=rounds, warmup=1, be=self.be)
+        label = min(timed, key=lambda k: timed[k].min_s)
         return label, cands[label]
 
 
@@ -841,7 +843,7 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
             Y = be.xp.empty((int(B), n), dtype=W.dtype)
             label, fn = "plain", (lambda X=X, Y=Y: be.xp.matmul(X, W, out=Y))
             if blocked is not None and B <= 32:
-                label, fn = blocked.plan(X, repeats=1)
+                label, fn = blocked.plan(X)
             fns[int(B)] = fn
             forms.append(label)
         timings = time_interleaved(fns, rounds=repeats, warmup=1, probe=probe, be=be)
