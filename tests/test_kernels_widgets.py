@@ -276,8 +276,10 @@ def test_blocked_weight_computes_the_product_and_plans_among_layouts():
         Y = bw.unblock(bw.product(X, kc, nc)())
         assert Y.shape == (3, 256) and np.abs(Y - ref).max() < 1e-3 * np.abs(ref).max()
         assert bw.packed(kc, nc).shape == (2000 // kc, 256 // nc, kc, nc)
-    label, fn = bw.plan(X, rounds=1)
+    label, fn = bw.plan(X, rounds=1, every_block=True)
     assert label in ("plain", "blocks 2000x32", "blocks 250x64") and fn() is not None
+    # by hand: 2000 x 32 x rows <= 2^19 for rows <= 8; 250 x 64 x rows <= 2^19 for rows <= 32; then none
+    assert bw.block_for(8) == (2000, 32) and bw.block_for(9) == (250, 64) and bw.block_for(33) is None
     with pytest.raises(ValueError, match="must divide"):
         bw.packed(300, 32)
     assert kernels.BlockedWeight(rng.standard_normal((100, 30), dtype=np.float32)).blocks() == []

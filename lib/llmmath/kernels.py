@@ -574,7 +574,8 @@ def fit_overlap(measured_s, compute_s, memory_s) -> float:
 def default_sweep_sizes(be: Backend | None = None) -> tuple[int, str, list[int]]:
     """``(d_model, dtype, batches)`` for the batch sweep on this backend.
 
-    CPU: d = 8000 in fp32 (a 256 MB weight, beyond any CPU cache), B = 1..128. Not
+    CPU: d = 8000 in fp32 (a 256 MB weight, beyond any CPU cache), B = 1..64 (one BLAS
+    thread's knee is near B = 8, so 64 is 8x past it). Not
     8192: a power-of-two row stride makes the BLAS packing step alias in the CPU
     caches and run several times slower (measured: 150 ms vs 45 ms at B = 4).
     GPU: d = 16384 in fp16 (a 512 MiB weight, beyond the H200's 60 MB L2), B = 1..8192.
@@ -582,7 +583,7 @@ def default_sweep_sizes(be: Backend | None = None) -> tuple[int, str, list[int]]
     be = be or backend()
     if be.is_gpu:
         return 16384, "fp16", [2**i for i in range(14)]
-    return 8000, "fp32", [2**i for i in range(8)]
+    return 8000, "fp32", [2**i for i in range(7)]
 
 
 class BlockedWeight:
@@ -621,10 +622,20 @@ class BlockedWeight:
         self.W = W
         self._packed: dict = {}
 
+    #: rows x kc x nc of one block product at most this: half of the 100^3 up to which OpenBLAS's small-matrix
+    #: kernels are permitted (its sgemm_small_kernel_permit for SkylakeX-class CPUs)
+    SMALL_PRODUCT = 2**19
+
     def blocks(self):
         """The block shapes of :attr:`BLOCKS` that divide ``W``'s shape."""
         d, n = self.W.shape
         return [(kc, nc) for kc, nc in self.BLOCKS if d % kc == 0 and n % nc == 0]
+
+    def block_for(self, rows: int):
+        """The largest block shape (fewest block products) whose product with ``rows`` rows stays within
+        :attr:`SMALL_PRODUCT` multiply-adds, or ``None`` if none does."""
+        fit = [(kc, nc) for kc, nc in self.blocks() if rows * kc * nc <= self.SMALL_PRODUCT]
+        return max(fit, key=lambda b: b[0] * b[1]) if fit else None
 
     def packed(self, kc: int, nc: int):
         """``W`` as ``(d/kc, n/nc, kc, nc)`` contiguous blocks (made once, then cached)."""
@@ -660,9 +671,12 @@ class BlockedWeight:
         npan, B, nc = Yb.shape
         return Yb.transpose(1, 0, 2).reshape(B, npan * nc)
 
-    def plan(self, X, rounds: int = 3):
-        """``(label, fn)``: the fastest of the plain ``X @ W`` and each block layout for this ``X``, timed here.
+    def plan(self, X, rounds: int = 2, every_block: bool = False):
+        """``(label, fn)``: the faster of the plain ``X @ W`` and the block layout for this ``X``, timed here.
 
+        The block layout is :meth:`block_for` the rows of ``X`` (every shape of
+        :meth:`blocks` if ``every_block``); the plain product always competes, so a
+        BLAS without a small-matrix path keeps its plain product.
         ``label`` is ``"plain"`` or ``"blocks kc x nc"``. The candidates are timed
         round-robin, ``rounds`` rounds after one warm-up call each (:func:`time_interleaved`),
         and each keeps its best, so a burst of other work slows one sample of each
@@ -671,7 +685,8 @@ class BlockedWeight:
         xp = self.be.xp
         Y = xp.empty((X.shape[0], self.W.shape[1]), dtype=self.W.dtype)
         cands = {"plain": (lambda: xp.matmul(X, self.W, out=Y))}
-        for kc, nc in self.blocks():
+        shapes = self.blocks() if every_block else [b for b in [self.block_for(X.shape[0])] if b is not None]
+        for kc, nc in shapes:
             cands[f"blocks {kc}x{nc}"] = self.product(X, kc, nc)
         timed = time_interleaved(cands, rounds=rounds, warmup=1, be=self.be)
         label = min(timed, key=lambda k: timed[k].min_s)
