@@ -75,17 +75,18 @@ for m in ("llama-3.1-8b", "llama-3.1-70b"):
         print(f"  {m:<14} {c:<9} B = 1 / 64 / 256: " + " / ".join(f"{d / pre:,.0f}x" for d in dec))
 
 # %% [markdown]
-# **Measured.** The same weights, run for $T$ tokens at once (one product
-# $X_{T\times d}W_{d\times d}$) and one token at a time ($T$ products with a
-# single row), timed on this machine beside the roofline from its measured
-# ceilings: the read-only stream and the better of one large square product and
-# this product's own largest batch, sampled between the sweep's rounds. Where a
+# **Measured.** The same weights (an $8000 \times 6400$ fp32 layer, 205 MB, beyond
+# any CPU cache), run for $T$ tokens at once (one product $X_{T\times d}W$) and one
+# token at a time ($T$ products with a single row), timed on this machine beside
+# the roofline from its measured ceilings: the read-only stream and the better of
+# one large square product and this product's own best rate, sampled between the
+# sweep's rounds; few-row products use chapter 1's blocked layouts. Where a
 # point leaves the roofline, the line printed under the plot says by how much and
 # why on this run (BLAS switches from a matrix–vector to a matrix–matrix routine
 # between one row and two; the latter packs the weight first).
 
 # %% slideshow={"slide_type": "subslide"}
-sweep = kernels.batch_sweep()
+sweep = kernels.batch_sweep([1, 2, 4, 8, 16, 32], d_out=6400, repeats=2)   # an 8000 x 6400 layer (205 MB)
 print(sweep.departures())
 T_meas = sweep.batch
 per_token_prefill = sweep.measured_s / T_meas
@@ -95,7 +96,8 @@ ax.loglog(T_meas, per_token_prefill, "o-", label="prefill: one product of T rows
 ax.loglog(T_meas, np.full_like(T_meas, per_token_decode), "s-", label="decode: the T = 1 time, drawn flat (T one-row products, not measured separately)")
 ax.loglog(T_meas, sweep.predicted_s / T_meas, "k--", label="roofline, prefill")
 ax.set_xlabel("tokens T"); ax.set_ylabel("seconds per token"); ax.grid(True, which="both", alpha=0.3)
-ax.set_title(f"Prefill vs decode through one {sweep.d_model}x{sweep.d_model} {sweep.dtype} layer ({kernels.backend().name})")
+ax.set_title(f"Prefill vs decode through one {sweep.weight_shape[0]}x{sweep.weight_shape[1]} {sweep.dtype} layer "
+             f"({kernels.backend().name})")
 ax.legend(fontsize=8)
 plt.show()
 gain = per_token_decode / per_token_prefill[-3:].min()   # best of the three longest prompts: one slow call cannot flip it
