@@ -234,6 +234,14 @@ def test_read_vs_recompute_predictions_by_hand_and_bad_sizes():
         kernels.read_vs_recompute(rounds=0)
 
 
+def test_probe_rounds_its_arrays_to_whole_blocks():
+    # 10^6 bytes = 250,000 floats: rounded down to 7 blocks of 32,768 (the read streams view it as 1,024 x 32 blocks)
+    assert kernels.CeilingProbe((), array_bytes=1e6).array_elements == 7 * 32768
+    assert kernels.CeilingProbe((), array_bytes=100).array_elements == 32768       # at least one block
+    with pytest.raises(ValueError, match="array_bytes must be > 0"):
+        kernels.CeilingProbe((), array_bytes=-1)
+
+
 def test_probe_read_ceiling_is_its_read_stream():
     probe = kernels.CeilingProbe((), array_bytes=2**20)
     probe.sample()

@@ -219,7 +219,8 @@ class CeilingProbe:
     of its samples, like the kernels' times beside it, so a burst of load slows
     a sample of each rather than all of one.
 
-    Memory: five streaming kernels over arrays of ``array_bytes`` each (default
+    Memory: five streaming kernels over arrays of ``array_bytes`` each (rounded down to whole
+    128 KiB blocks; default
     128 MiB on a CPU, 4x a 32 MiB L3; 2 GiB on a GPU, 34x the H200's L2), counted as
     STREAM counts them (McCalpin, "STREAM: Sustainable Memory Bandwidth in High
     Performance Computers"; bytes the program reads and writes, not the extra
@@ -249,7 +250,10 @@ class CeilingProbe:
             if dt not in _NP_DTYPES:
                 raise KeyError(f"dtypes must be among {list(_NP_DTYPES)}, got {dt!r}")
         array_bytes = array_bytes or (2 * 2**30 if self.be.is_gpu else 128 * 2**20)
-        self.array_elements = int(array_bytes // 4)
+        if not array_bytes > 0:
+            raise ValueError(f"array_bytes must be > 0, got {array_bytes!r}")
+        # a whole number of 1,024 x 32 blocks (the read streams view the array as rows and blocks), at least one
+        self.array_elements = max(1, int(array_bytes // 4) // 32768) * 32768
         self.matmul_n = int(matmul_n or (8192 if self.be.is_gpu else 2048))
         self._a = _random(self.be, (self.array_elements,), "fp32", 5)
         self._b = _random(self.be, (self.array_elements,), "fp32", 6)
