@@ -161,20 +161,9 @@ def _notebook(lab, browser, chapter: str, shot: str):
     the chapter's file was not rewritten."""
     base, token = lab
     before = (ROOT / chapter).read_bytes()
-    outside = []
-    page = browser.new_page()
-    page.set_default_timeout(60_000)
-
-    def only_loopback(route):
-        if route.request.url.startswith(base):
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
+    page, outside = _loopback_page(lab, browser)
     SHOTS.mkdir(parents=True, exist_ok=True)
     try:
-        page.route("**/*", only_loopback)
         # a workspace per test: nothing another test opened is restored beside this chapter
         page.goto(f"{base}/lab/workspaces/{shot}/tree/{chapter}?token={token}", wait_until="domcontentloaded")
         # Jupytext opens the .py as a notebook: a notebook panel with its cells.

@@ -277,6 +277,30 @@ def local_reduce_bytes_per_s(n_bytes: int, repeats: int = 7) -> float:
     return 4.0 * n / float(np.median(times))
 
 
+def mpi_world(worker: str, expect_ranks, max_ranks: int | None = None, limits: str = ""):
+    """``(MPI, comm, rank, size, library)`` for an MPI worker, or ``None`` after saying why it cannot run.
+
+    It cannot with fewer than 2 ranks, not ``expect_ranks`` of them (if given), or more than
+    ``max_ranks`` (a worker's own limit, described by ``limits``, e.g. "at most --layers (8)").
+    Rank 0 prints the reason to stderr: usually a launcher of another MPI than mpi4py's, which starts
+    every process alone. mpi4py is imported here, so a worker module (and its --help) needs no MPI.
+    """
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    rank, p = comm.Get_rank(), comm.Get_size()
+    library = " ".join(MPI.Get_library_version().strip().splitlines()[0].split())
+    if p < 2 or (expect_ranks is not None and p != expect_ranks) or (max_ranks is not None and p > max_ranks):
+        if rank == 0:
+            want = expect_ranks if expect_ranks is not None else ">= 2"
+            print(f"llmmath.{worker}: started with {p} rank(s), need {want}{', ' + limits if limits else ''}. "
+                  f"If you asked for more, the launcher belongs to a different MPI than the one mpi4py uses "
+                  f"({library}): every process then runs alone. Use that library's mpiexec (for the pip "
+                  "'mpich' wheel: the mpiexec next to python in the venv).", file=sys.stderr, flush=True)
+        return None
+    return MPI, comm, rank, p, library
+
+
 def write_json(doc: dict, path: str) -> None:
     """Write ``doc`` to ``path`` whole or not at all (a temporary file, then a rename)."""
     tmp = path + ".tmp"
@@ -287,19 +311,10 @@ def write_json(doc: dict, path: str) -> None:
 
 def main(argv=None) -> int:
     a = _parse(argv)
-    from mpi4py import MPI  # imported here: the module itself (and --help) needs no MPI
-
-    comm = MPI.COMM_WORLD
-    rank, p = comm.Get_rank(), comm.Get_size()
-    library = " ".join(MPI.Get_library_version().strip().splitlines()[0].split())
-    if p < 2 or (a.expect_ranks is not None and p != a.expect_ranks):
-        if rank == 0:
-            want = a.expect_ranks if a.expect_ranks is not None else ">= 2"
-            print(f"llmmath.mpi_collectives: started with {p} rank(s), need {want}. If you asked for more, "
-                  f"the launcher belongs to a different MPI than the one mpi4py uses ({library}): every "
-                  "process then runs alone. Use that library's mpiexec (for the pip 'mpich' wheel: the "
-                  "mpiexec next to python in the venv).", file=sys.stderr, flush=True)
+    world = mpi_world("mpi_collectives", a.expect_ranks)
+    if world is None:
         return 2
+    MPI, comm, rank, p, library = world
     hostnames = comm.gather(MPI.Get_processor_name(), root=0)
     if rank == 0 and not a.quiet:
         print(f"llmmath.mpi_collectives: {p} ranks on {len(set(hostnames))} host(s), {library}", flush=True)

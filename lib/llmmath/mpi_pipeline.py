@@ -38,7 +38,7 @@ import time
 
 import numpy as np
 
-from .mpi_collectives import write_json
+from .mpi_collectives import mpi_world, write_json
 
 _SEED = 20240612
 
@@ -224,17 +224,10 @@ def _parse(argv):
 
 def main(argv=None) -> int:
     a = _parse(argv)
-    from mpi4py import MPI
-
-    comm = MPI.COMM_WORLD
-    rank, p = comm.Get_rank(), comm.Get_size()
-    library = " ".join(MPI.Get_library_version().strip().splitlines()[0].split())
-    if p < 2 or (a.expect_ranks is not None and p != a.expect_ranks) or a.layers < p:
-        if rank == 0:
-            print(f"llmmath.mpi_pipeline: started with {p} rank(s), need {a.expect_ranks or '>= 2'} and "
-                  f"at most --layers ({a.layers}); a launcher of another MPI than mpi4py's ({library}) "
-                  "starts every process alone", file=sys.stderr, flush=True)
+    world = mpi_world("mpi_pipeline", a.expect_ranks, a.layers, f"at most --layers ({a.layers})")
+    if world is None:
         return 2
+    MPI, comm, rank, p, library = world
     doc = measure(comm, MPI, a.layers, a.d_model, a.batch, a.micro_batches, a.rounds, a.hop_repeats)
     if not doc:
         if rank == p - 1:

@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 
-from .mpi_collectives import write_json
+from .mpi_collectives import mpi_world, write_json
 from .mpi_pipeline import _idle_barrier
 from .parallelism import pipeline_orders
 
@@ -338,17 +338,11 @@ def _parse(argv):
 
 def main(argv=None) -> int:
     a = _parse(argv)
-    from mpi4py import MPI
-
-    comm = MPI.COMM_WORLD
-    rank, p = comm.Get_rank(), comm.Get_size()
-    library = " ".join(MPI.Get_library_version().strip().splitlines()[0].split())
-    if p < 2 or (a.expect_ranks is not None and p != a.expect_ranks) or a.layers < p or a.batch < p:
-        if rank == 0:
-            print(f"llmmath.mpi_train: started with {p} rank(s), need {a.expect_ranks or '>= 2'}, at most "
-                  f"--layers ({a.layers}) and --batch ({a.batch}); a launcher of another MPI than mpi4py's "
-                  f"({library}) starts every process alone", file=sys.stderr, flush=True)
+    world = mpi_world("mpi_train", a.expect_ranks, min(a.layers, a.batch),
+                      f"at most --layers ({a.layers}) and --batch ({a.batch})")
+    if world is None:
         return 2
+    MPI, comm, rank, p, library = world
     _forward(np.zeros((4, a.d_model), np.float32), _weights(1, a.d_model))  # warm up BLAS
     doc = _dp(comm, MPI, a.layers, a.d_model, a.batch, a.rounds)
     if not doc["grads_match"]:
