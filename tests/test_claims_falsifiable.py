@@ -87,6 +87,7 @@ SLIPS = [
     # hardware.toml: FLOP/s, bandwidth and capacity read the wrong way off a datasheet
     ("H100 datasheet's with-sparsity tensor FLOP/s taken as dense", "hardware.toml", _sparse_as_dense(["h100-sxm"])),
     ("GB200's with-sparsity tensor FLOP/s taken as dense", "hardware.toml", _sparse_as_dense(["gb200"])),
+    ("B200's with-sparsity tensor FLOP/s taken as dense", "hardware.toml", _sparse_as_dense(["b200"])),
     ("every chip's with-sparsity tensor FLOP/s taken as dense", "hardware.toml", _sparse_as_dense(None)),
     ("fp8 FLOP/s copied from the bf16 column (no fp8 speed-up)", "hardware.toml", _fp8_without_speedup),
     ("H100 NVLink's 900 GB/s bidirectional taken per direction", "hardware.toml",
@@ -273,6 +274,7 @@ SECOND_CHIP_OR_MODEL = [
     ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", 40),               # read vs recompute on a B200
     ("GB200's with-sparsity tensor FLOP/s taken as dense", 29),                    # SGLang's GB200 decode MFU
     ("GB200's with-sparsity tensor FLOP/s taken as dense", 30),
+    ("B200's with-sparsity tensor FLOP/s taken as dense", 28),                     # serving on B200 fp8, by hand
 ]
 
 
