@@ -189,6 +189,45 @@ def test_block_sparse_with_all_blocks_is_dense_and_subset_is_exact(block_size):
             assert np.allclose(out[b, 4 * h:4 * h + 4], r[0], atol=1e-5)
 
 
+@pytest.mark.parametrize("B,Hq,Hkv,L,D,ctx", [(1, 32, 8, 1024, 128, 1024), (2, 8, 2, 768, 64, 512),
+                                               (1, 4, 4, 512, 128, 256), (1, 16, 2, 256, 192, 256)])
+def test_paged_cache_matches_reference(B, Hq, Hkv, L, D, ctx):
+    q, k, v = AK.random_cache(B, Hq, Hkv, L, D, seed=L + D, be=kernels._cpu_backend())
+    paged = AK.PagedKV(k, v)
+    # the pages hold the same numbers: K page j, column t is token 64 j + t
+    assert np.array_equal(paged.kt[0, 0, 1, :, 5], k[0, 0, 64 + 5])
+    if L >= 512 and D >= 128:   # V block (page 1, columns 64..127), row 3 is token 259
+        assert np.array_equal(paged.vb[0, 0, 1, 1, 3], v[0, 0, 256 + 3, 64:128])
+    ref = AK.reference_decode_attention(q, k[:, :, :ctx], v[:, :, :ctx])
+    out = paged.attend(q, ctx)
+    assert out.dtype == np.float32 and out.shape == (B, Hq, D)
+    assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max() + 1e-6
+    # scores far apart (a query 30x larger) stay finite: the softmax subtracts each row's own max
+    big = paged.attend(q * 30, ctx)
+    assert np.isfinite(big).all()
+    assert np.allclose(big, AK.reference_decode_attention(q * 30, k[:, :, :ctx], v[:, :, :ctx]), atol=1e-4)
+
+
+def test_paged_cache_bad_input_is_refused():
+    q, k, v = AK.random_cache(1, 8, 2, 512, 64, be=kernels._cpu_backend())
+    with pytest.raises(ValueError, match="multiple of 256"):
+        AK.PagedKV(k[:, :, :300], v[:, :, :300])
+    with pytest.raises(ValueError, match="D a multiple of 64"):
+        AK.PagedKV(k[..., :32], v[..., :32])
+    with pytest.raises(ValueError, match="float32 or float64"):
+        AK.PagedKV(k.astype(np.float16), v.astype(np.float16))
+    with pytest.raises(ValueError, match="both be"):
+        AK.PagedKV(k, v[:, :1])
+    paged = AK.PagedKV(k, v)
+    for bad in (0, 300, 1024):
+        with pytest.raises(ValueError, match="context must be a multiple of 256"):
+            paged.attend(q, bad)
+    with pytest.raises(ValueError, match="q must be"):
+        paged.attend(q[:, :7])
+    with pytest.raises(ValueError, match="layout must be"):
+        AK.context_sweep(contexts=[512], layout="tiled", bytes_per_s=1e10, be=kernels._cpu_backend())
+
+
 def test_kernel_bad_input_is_refused():
     q, k, v = AK.random_cache(1, 8, 2, 64, 32, be=kernels._cpu_backend())
     with pytest.raises(ValueError, match="multiple of H_kv"):
@@ -271,6 +310,9 @@ def test_context_sweep_runs_small_on_cpu():
                          bytes_per_s=1e10, repeats=1, method="numpy", be=kernels._cpu_backend())
     assert s.dense_s.shape == (2,) and np.all(s.dense_s > 0)
     assert s.dense_bytes[1] == 2 * s.dense_bytes[0]
-    assert "dense" in s.table()
+    assert "dense" in s.table() and s.method == "numpy"          # 256 tokens of D = 32: no whole V column block
+    p = AK.context_sweep(contexts=[256, 512], batch=1, q_heads=4, kv_heads=2, head_dim=64, block_size=16, top_k=4,
+                         bytes_per_s=1e10, repeats=1, be=kernels._cpu_backend())
+    assert p.method == "numpy-paged" and np.all(p.dense_s > 0)
     with pytest.raises(ValueError, match="top_k \\* block_size"):
         AK.context_sweep(contexts=[32], block_size=16, top_k=4, bytes_per_s=1e10, be=kernels._cpu_backend())
