@@ -177,13 +177,49 @@ def test_grouped_expert_matmul_matches_float64_reference(method):
     assert np.max(np.abs(y - ref)) / np.max(np.abs(ref)) < 1e-5
 
 
+def test_blocked_experts_match_the_reference_on_both_sides_of_max_rows():
+    rng = np.random.default_rng(1)
+    E, k, d, f = 4, 2, 96, 64
+    wu = rng.standard_normal((E, d, f)).astype(np.float32)
+    wd = rng.standard_normal((E, f, d)).astype(np.float32)
+    bl = moe.BlockedExperts(wu, wd)
+    # the blocks hold the same numbers: block j of expert e's W_up is its columns 32 j .. 32 j + 31
+    assert np.array_equal(bl.up[2, 1], wu[2][:, 32:64]) and np.array_equal(bl.down[3, 2], wd[3][:, 64:96])
+    # one expert by hand: relu(x W_up) W_down
+    x = rng.standard_normal((3, d)).astype(np.float32)
+    assert np.allclose(bl.ffn(1, x), np.maximum(x @ wu[1], 0) @ wd[1], rtol=1e-5, atol=1e-4)
+    for B in (1, 7, 150):        # at B = 150 every expert gets ~75 tokens > max_rows: the plain product
+        x = rng.standard_normal((B, d)).astype(np.float32)
+        a = moe.route_uniform(B, E, k, seed=B)
+        y = moe.grouped_expert_matmul(x, a, wu, wd, "loop", blocked=bl)
+        ref = moe.moe_reference(x, a, wu, wd)
+        assert np.max(np.abs(y - ref)) / np.max(np.abs(ref)) < 1e-5
+
+
+def test_blocked_experts_bad_input_is_refused():
+    wu, wd = np.zeros((2, 64, 32), np.float32), np.zeros((2, 32, 64), np.float32)
+    with pytest.raises(ValueError, match="multiples of 32"):
+        moe.BlockedExperts(np.zeros((2, 60, 32)), np.zeros((2, 32, 60)))
+    with pytest.raises(ValueError, match="need w_up"):
+        moe.BlockedExperts(wu, wd[:, :, :10])
+    x, a = np.zeros((3, 64), np.float32), np.zeros((3, 1), int)
+    with pytest.raises(ValueError, match="BlockedExperts of these"):
+        moe.grouped_expert_matmul(x, a, wu, wd, "loop", blocked=moe.BlockedExperts(wu[:1], wd[:1]))
+    with pytest.raises(ValueError, match="method='loop'"):
+        moe.grouped_expert_matmul(x, a, wu, wd, "padded", blocked=moe.BlockedExperts(wu, wd))
+    with pytest.raises(ValueError, match="layout must be"):
+        moe.moe_sweep(layout="tiled", progress=False)
+
+
 def test_moe_sweep_small_runs_and_predicts():
     s = moe.moe_sweep(batches=[1, 64], n_experts=8, top_k=2, d_model=64, d_ff=32, repeats=1, progress=False,
                       flops_per_s=1e11, bytes_per_s=1e10)
     assert s.measured_s.shape == (2,) and np.all(s.measured_s > 0)
     assert s.touched[0] == 2 and s.touched[1] == 8
     assert s.knee_batch == pytest.approx(1e11 * 4 / (2 * 1e10) * 8 / 2)
-    assert "tok/expert" in s.table()
+    assert "tok/expert" in s.table() and s.layout == "blocked"     # d = 64, f = 32: whole blocks of 32
+    assert moe.moe_sweep(batches=[1], n_experts=8, top_k=2, d_model=60, d_ff=30, repeats=1, progress=False,
+                         flops_per_s=1e11, bytes_per_s=1e10).layout == "plain"
 
 
 def test_moe_fitted_knee_uses_only_batches_that_read_every_expert():
