@@ -318,3 +318,14 @@ def test_hbm_period_from_datasheets():
     assert schedule.hbm_period_s("h200") == pytest.approx(141e9 / 4.8e12)
     from llmmath import hardware
     assert schedule.hbm_period_s(hardware.system("vera-rubin-nvl72")) == pytest.approx(288e9 / 22e12)
+
+
+def test_expert_in_cache_time_grows_with_tokens_and_refuses_bad_input():
+    t = moe.expert_in_cache_s([1, 64], d_model=512, d_ff=256, repeats=5)
+    assert t.shape == (2,) and np.all(t > 0)
+    # 64 tokens are 64x the multiply-adds of one; even a fixed cost per call cannot hide all of it
+    assert t[1] > t[0]
+    with pytest.raises(ValueError, match="tokens"):
+        moe.expert_in_cache_s([0])
+    with pytest.raises(ValueError, match="d_model"):
+        moe.expert_in_cache_s([1], d_model=0)
