@@ -208,6 +208,22 @@ def test_paged_cache_matches_reference(B, Hq, Hkv, L, D, ctx):
     assert np.allclose(big, AK.reference_decode_attention(q * 30, k[:, :, :ctx], v[:, :, :ctx]), atol=1e-4)
 
 
+def test_paged_block_sparse_matches_the_gathering_path():
+    q, k, v = AK.random_cache(2, 8, 2, 1024, 128, seed=3, be=kernels._cpu_backend())
+    paged = AK.PagedKV(k, v)
+    blocks = AK.select_blocks(q, AK.block_summaries(k, 64), 5)
+    kt, vg = paged.gather(blocks)
+    # page blocks[1, 0, 2] of K, token 7 / of V, token 7, columns 64..127
+    j = int(blocks[1, 0, 2])
+    assert np.array_equal(kt[1, 0, 2, :, 7], k[1, 0, 64 * j + 7]) and np.array_equal(vg[1, 0, 2, 1, 7], v[1, 0, 64 * j + 7, 64:])
+    ref = AK.block_sparse_decode_attention(q, k, v, 64, 5, blocks=blocks, method="numpy")
+    assert np.abs(paged.attend_blocks(q, blocks) - ref).max() <= 1e-5 * np.abs(ref).max()
+    with pytest.raises(ValueError, match="blocks must be whole page indices"):
+        paged.gather(blocks[:, :1])
+    with pytest.raises(ValueError, match="pages 0..15"):
+        paged.gather(blocks + 16)
+
+
 def test_paged_cache_bad_input_is_refused():
     q, k, v = AK.random_cache(1, 8, 2, 512, 64, be=kernels._cpu_backend())
     with pytest.raises(ValueError, match="multiple of 256"):
@@ -314,5 +330,9 @@ def test_context_sweep_runs_small_on_cpu():
     p = AK.context_sweep(contexts=[256, 512], batch=1, q_heads=4, kv_heads=2, head_dim=64, block_size=16, top_k=4,
                          bytes_per_s=1e10, repeats=1, be=kernels._cpu_backend())
     assert p.method == "numpy-paged" and np.all(p.dense_s > 0)
+    assert p.sparse_gather_s is None and "gather" not in p.table()   # blocks of 16, not whole pages: no paged sparse
+    g = AK.context_sweep(contexts=[1024, 2048], batch=1, q_heads=4, kv_heads=2, head_dim=64, block_size=64, top_k=4,
+                         bytes_per_s=1e10, repeats=1, be=kernels._cpu_backend())
+    assert g.sparse_gather_s.shape == (2,) and "of it gather" in g.table()
     with pytest.raises(ValueError, match="top_k \\* block_size"):
         AK.context_sweep(contexts=[32], block_size=16, top_k=4, bytes_per_s=1e10, be=kernels._cpu_backend())

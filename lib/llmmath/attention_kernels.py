@@ -224,6 +224,53 @@ class PagedKV:
         o = o.swapaxes(2, 3).reshape(B, H, G, D) / denom[..., None]
         return o.reshape(B, H * G, D).astype(np.float32, copy=False)
 
+    def gather(self, blocks):
+        """Copies of the kept 64-token pages: K ``(B, H_kv, top_k, D, 64)``, V ``(B, H_kv, top_k, D/64, 64, 64)``.
+
+        ``blocks``: ``(B, H_kv, top_k)`` page indices (:func:`select_blocks` with
+        ``block_size`` = :attr:`K_PAGE`). NumPy cannot multiply pages scattered through
+        memory in one call, so the block-sparse path copies them first (each kept byte
+        read from memory and written once more).
+
+        Raises:
+            ValueError: ``blocks`` of the wrong shape or pointing past the cache.
+        """
+        B, H, L, D = self.shape
+        blocks = np.asarray(blocks)
+        if blocks.ndim != 3 or blocks.shape[:2] != (B, H) or blocks.dtype.kind not in "iu":
+            raise ValueError(f"blocks must be whole page indices of shape (B={B}, H_kv={H}, top_k), got "
+                             f"{blocks.shape} {blocks.dtype}")
+        if blocks.size and (blocks.min() < 0 or blocks.max() >= L // self.K_PAGE):
+            raise ValueError(f"blocks must index pages 0..{L // self.K_PAGE - 1}")
+        bi, hi = np.arange(B)[:, None, None], np.arange(H)[None, :, None]
+        r = self.V_PAGE // self.K_PAGE
+        vpages = self.vb.reshape(B, H, L // self.V_PAGE, D // self.V_COLS, r, self.K_PAGE, self.V_COLS)
+        return self.kt[bi, hi, blocks], vpages[bi, hi, blocks // r, :, blocks % r]
+
+    def attend_blocks(self, q, blocks, scale: float | None = None, gathered=None) -> np.ndarray:
+        """Block-sparse decode attention over the kept pages ``blocks`` (see :meth:`gather`); float32 ``(B, H_q, D)``.
+
+        The same two products as :meth:`attend`, on the gathered pages (``gathered``: a
+        :meth:`gather` result to reuse). Equals :func:`block_sparse_decode_attention`
+        with ``block_size = 64``.
+        """
+        B, H, L, D = self.shape
+        kt, vg = self.gather(blocks) if gathered is None else gathered
+        q = np.asarray(q)
+        if q.ndim != 3 or q.shape[0] != B or q.shape[2] != D or q.shape[1] % H:
+            raise ValueError(f"q must be (B={B}, a multiple of H_kv={H}, D={D}), got {q.shape}")
+        G, n, P = q.shape[1] // H, kt.shape[2], self.K_PAGE
+        scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+        qg = (q.reshape(B, H, 1, G, D) * (scale * _LOG2E)).astype(kt.dtype)
+        s = np.empty((B, H, G, n * P), dtype=kt.dtype)
+        np.matmul(qg, kt, out=s.reshape(B, H, G, n, P).swapaxes(2, 3))
+        s -= s.max(-1, keepdims=True)
+        np.exp2(s, out=s)
+        denom = s.sum(-1)
+        o = np.matmul(s.reshape(B, H, G, n, P).swapaxes(2, 3)[:, :, :, None], vg).sum(2)   # (B, H, D/64, G, 64)
+        o = o.swapaxes(2, 3).reshape(B, H, G, D) / denom[..., None]
+        return o.reshape(B, H * G, D).astype(np.float32, copy=False)
+
 
 # ---------------------------------------------------------------------------
 # The fused CUDA kernel
@@ -801,6 +848,7 @@ class ContextSweep:
     method: str
     shape: dict
     device: str
+    sparse_gather_s: np.ndarray | None = None   # of sparse_s: copying the kept pages (paged CPU path only)
 
     @property
     def dense_predicted_s(self):
@@ -816,13 +864,15 @@ class ContextSweep:
         return self.dense_predicted_s / self.dense_s
 
     def table(self) -> str:
+        g = self.sparse_gather_s
         rows = [f"{'L':>7} {'dense':>10} {'bytes/W':>10} {'ratio':>6} {'%ceil':>6} | "
-                f"{'sparse':>10} {'bytes/W':>10} {'ratio':>6}"]
+                f"{'sparse':>10} {'bytes/W':>10} {'ratio':>6}" + ("" if g is None else f" {'of it gather':>12}")]
         for i, L in enumerate(self.context):
             rows.append(f"{int(L):>7} {self.dense_s[i] * 1e3:>8.3f}ms {self.dense_predicted_s[i] * 1e3:>8.3f}ms "
                         f"{self.dense_s[i] / self.dense_predicted_s[i]:>6.2f} {self.dense_fraction_of_ceiling[i]:>6.0%} | "
                         f"{self.sparse_s[i] * 1e3:>8.3f}ms {self.sparse_predicted_s[i] * 1e3:>8.3f}ms "
-                        f"{self.sparse_s[i] / self.sparse_predicted_s[i]:>6.2f}")
+                        f"{self.sparse_s[i] / self.sparse_predicted_s[i]:>6.2f}"
+                        + ("" if g is None else f" {g[i] * 1e3:>10.3f}ms"))
         return "\n".join(rows)
 
 
@@ -868,7 +918,7 @@ def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_d
             and all(PagedKV.fits(L, head_dim) for L in contexts)):
         paged = PagedKV(k, v)
     with kernels.one_blas_thread(meth == "numpy"):
-        dense, sparse = _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe, paged)
+        dense, sparse, gather = _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe, paged)
     meth = "numpy-paged" if paged is not None else meth
     bytes_per_s = bytes_per_s or probe.read_bytes_per_s
     ctx = np.asarray(contexts, float)
@@ -877,7 +927,8 @@ def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_d
     sb = np.array([2.0 * batch * kv_heads * min(top_k * block_size, L) * head_dim * elem for L in contexts])
     return ContextSweep(ctx, np.asarray(dense), np.asarray(sparse), db, sb, float(bytes_per_s), meth,
                         dict(batch=batch, q_heads=q_heads, kv_heads=kv_heads, head_dim=head_dim, dtype=dtype,
-                             block_size=block_size, top_k=top_k), be.device_name)
+                             block_size=block_size, top_k=top_k), be.device_name,
+                        None if gather is None else np.asarray(gather))
 
 
 def _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe=None, paged=None):
@@ -892,7 +943,13 @@ def _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe=None, 
         blocks = select_blocks(q, block_summaries(kl, block_size), top_k)
         fns[("dense", L)] = (lambda kl=kl, vl=vl: decode_attention(q, kl, vl, method=meth)) if paged is None \
             else (lambda L=L: paged.attend(q, L))
-        fns[("sparse", L)] = (lambda kl=kl, vl=vl, blocks=blocks:
-                              block_sparse_decode_attention(q, kl, vl, block_size, top_k, blocks=blocks, method=meth))
+        if paged is not None and block_size == paged.K_PAGE:
+            fns[("sparse", L)] = lambda blocks=blocks: paged.attend_blocks(q, blocks)
+            fns[("gather", L)] = lambda blocks=blocks: paged.gather(blocks)
+        else:
+            fns[("sparse", L)] = (lambda kl=kl, vl=vl, blocks=blocks:
+                                  block_sparse_decode_attention(q, kl, vl, block_size, top_k, blocks=blocks,
+                                                                method=meth))
     t = kernels.time_interleaved(fns, rounds=repeats, warmup=1, probe=probe, be=be)
-    return [t[("dense", L)].min_s for L in contexts], [t[("sparse", L)].min_s for L in contexts]
+    gather = [t[("gather", L)].min_s for L in contexts] if ("gather", contexts[0]) in t else None
+    return [t[("dense", L)].min_s for L in contexts], [t[("sparse", L)].min_s for L in contexts], gather
