@@ -615,11 +615,13 @@ class BlockedWeight:
         ValueError: a block shape that does not divide ``W``'s.
     """
 
-    # (kc, nc) tried by plan() where they divide W; on the 2-core EPYC VM (OpenBLAS, one thread, d = n = 8000)
-    # the fastest were 2000x32 (or 1000x64, within a few %) for B <= 8 and 250x64 (or 500x64) at B = 16 and 32,
-    # 1.4-2.1x faster than the plain product there; none at B = 64. Each layout costs a re-laid copy of W (0.5 s
-    # for 256 MB), so two are tried.
-    BLOCKS = ((2000, 32), (250, 64))
+    # (kc, nc) tried by plan() where they divide W; on the 2-core EPYC VM (OpenBLAS 0.3.31, one thread,
+    # d = n = 8000, timed round-robin) the fastest were 2000x32 at B = 1 (2000x64 1.25x slower), 2000x64 at
+    # B = 4 (0.96-0.99 of the roofline against 1.29-1.31 for 2000x32), 2000x32 again at B = 8 (2000x64 is past
+    # the small-product limit there: 3.4x) and 250x64 at B = 16 and 32, 1.4-2.1x faster than the plain
+    # product; none at B = 64. No one shape wins every batch, so plan() races those that fit. Each layout costs
+    # a re-laid copy of W (0.3-0.5 s for 256 MB), made on first use.
+    BLOCKS = ((2000, 64), (2000, 32), (250, 64))
 
     def __init__(self, W, be: Backend | None = None):
         self.be = be or backend()
@@ -635,10 +637,14 @@ class BlockedWeight:
         d, n = self.W.shape
         return [(kc, nc) for kc, nc in self.BLOCKS if d % kc == 0 and n % nc == 0]
 
+    def blocks_for(self, rows: int):
+        """The block shapes of :meth:`blocks` whose product with ``rows`` rows stays within
+        :attr:`SMALL_PRODUCT` multiply-adds (beyond it the BLAS packs each block again)."""
+        return [(kc, nc) for kc, nc in self.blocks() if rows * kc * nc <= self.SMALL_PRODUCT]
+
     def block_for(self, rows: int):
-        """The largest block shape (fewest block products) whose product with ``rows`` rows stays within
-        :attr:`SMALL_PRODUCT` multiply-adds, or ``None`` if none does."""
-        fit = [(kc, nc) for kc, nc in self.blocks() if rows * kc * nc <= self.SMALL_PRODUCT]
+        """The largest of :meth:`blocks_for` ``rows`` (fewest block products), or ``None`` if none fits."""
+        fit = self.blocks_for(rows)
         return max(fit, key=lambda b: b[0] * b[1]) if fit else None
 
     def packed(self, kc: int, nc: int):
@@ -678,7 +684,7 @@ class BlockedWeight:
     def plan(self, X, rounds: int = 2, every_block: bool = False):
         """``(label, fn)``: the faster of the plain ``X @ W`` and the block layout for this ``X``, timed here.
 
-        The block layout is :meth:`block_for` the rows of ``X`` (every shape of
+        The block layouts are :meth:`blocks_for` the rows of ``X`` (every shape of
         :meth:`blocks` if ``every_block``); the plain product always competes, so a
         BLAS without a small-matrix path keeps its plain product.
         ``label`` is ``"plain"`` or ``"blocks kc x nc"``. The candidates are timed
@@ -689,7 +695,7 @@ class BlockedWeight:
         xp = self.be.xp
         Y = xp.empty((X.shape[0], self.W.shape[1]), dtype=self.W.dtype)
         cands = {"plain": (lambda: xp.matmul(X, self.W, out=Y))}
-        shapes = self.blocks() if every_block else [b for b in [self.block_for(X.shape[0])] if b is not None]
+        shapes = self.blocks() if every_block else self.blocks_for(X.shape[0])
         for kc, nc in shapes:
             cands[f"blocks {kc}x{nc}"] = self.product(X, kc, nc)
         timed = time_interleaved(cands, rounds=rounds, warmup=1, be=self.be)
@@ -712,6 +718,7 @@ class BatchSweep:
     device: str
     d_out: int | None = None       # columns of W; None: square (d_model)
     formulation: tuple = ()        # per batch: "plain" (X @ W) or "blocks kc x nc" (BlockedWeight)
+    copy_bytes_per_s: float | None = None   # the probe's copy stream (read + write), when it ran
 
     @property
     def weight_shape(self) -> tuple[int, int]:
@@ -767,7 +774,9 @@ class BatchSweep:
         cost: it packs ``W`` into cache-sized panels and multiplies whole register tiles
         of rows whether they are filled or not (its time in reads of ``W`` is printed).
         A compute-bound batch over ``high`` reaches only a share of ``F``, the best rate
-        the product reached at any batch (printed).
+        the product reached at any batch (printed); for a plain product the time it
+        took beyond its compute floor is set beside one copy of ``W`` at the probe's copy
+        bandwidth, what the BLAS's packing of ``W`` costs if it overlaps nothing.
         """
         r = self.measured_over_predicted
         forms = self.formulation or ("plain",) * len(self.batch)
@@ -789,8 +798,13 @@ class BatchSweep:
             elif mem:
                 lines.append(f"B = {B} reached {w_bytes / self.measured_s[i] / self.bytes_per_s:.0%} of the read ceiling")
             else:
-                lines.append(f"B = {B} ({forms[i]}) ran at {self.achieved_flops_per_s[i] / self.flops_per_s:.0%} of F, "
-                             f"the best rate this product reached")
+                text = (f"B = {B} ({forms[i]}) ran at {self.achieved_flops_per_s[i] / self.flops_per_s:.0%} of F, "
+                        f"the best rate this product reached")
+                if forms[i] == "plain" and self.copy_bytes_per_s:
+                    text += (f"; its {(self.measured_s[i] - self.compute_s[i]) * 1e3:.1f} ms beyond the compute floor "
+                             f"compare with {2 * w_bytes / self.copy_bytes_per_s * 1e3:.1f} ms to copy W once at the "
+                             f"measured copy bandwidth (the BLAS packs W before multiplying)")
+                lines.append(text)
         return "; ".join(lines)
 
 
@@ -877,4 +891,4 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
     memory = (d * n + batches * (d + n)) * b / bytes_per_s
     return BatchSweep(batches.astype(float), measured, compute, memory, d, dtype,
                       float(flops_per_s), float(bytes_per_s), be.device_name, None if d_out is None else n,
-                      tuple(forms))
+                      tuple(forms), None if probe is None else probe.copy_bytes_per_s)
