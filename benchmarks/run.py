@@ -11,7 +11,9 @@ Measures:
 4. the time the chapter-1 widget takes to answer a slider move, recompute and
    redraw included (target <= 50 ms);
 5. one summary table over every measured demo (batch sweep, prefill vs decode, the
-   MoE layer, decode attention, read vs recompute): measured / predicted overall and
+   MoE layer, decode attention dense and block-sparse, read vs recompute, the
+   reversible network's memory and time), after the MoE and attention tables per
+   point: measured / predicted overall and
    where memory-bound, the share of the measured ceiling reached, against the
    targets 0.8-1.25 where memory-bound and within 1.5x everywhere.
 
@@ -112,10 +114,11 @@ def sweep_fidelity(lines: list[str]):
 def _row(name, ratio, mem_mask, frac_of_ceiling, target_note):
     r_all = f"{np.min(ratio):.2f}..{np.max(ratio):.2f}"
     r_mem = f"{np.min(ratio[mem_mask]):.2f}..{np.max(ratio[mem_mask]):.2f}" if np.any(mem_mask) else "n/a"
-    ok_mem = np.any(mem_mask) and np.min(ratio[mem_mask]) >= 0.8 and np.max(ratio[mem_mask]) <= 1.25
+    ok_mem = ("n/a" if not np.any(mem_mask) else
+              "yes" if np.min(ratio[mem_mask]) >= 0.8 and np.max(ratio[mem_mask]) <= 1.25 else "NO")
     ok_all = np.max(ratio) <= 1.5 and np.min(ratio) >= 1 / 1.5
     frac = f"{np.min(frac_of_ceiling):.0%}..{np.max(frac_of_ceiling):.0%}" if np.size(frac_of_ceiling) else "n/a"
-    return (f"{name:<34} {r_all:>12} {r_mem:>12} {frac:>12}  {'yes' if ok_mem else 'NO':>4} {'yes' if ok_all else 'NO':>4}"
+    return (f"{name:<40} {r_all:>12} {r_mem:>12} {frac:>12}  {ok_mem:>8} {'yes' if ok_all else 'NO':>6}"
             f"  {target_note}")
 
 
@@ -126,7 +129,7 @@ def fidelity_summary(lines: list[str], sweep) -> None:
     from llmmath import attention_kernels, moe
 
     be = kernels.backend()
-    head = (f"{'demo':<34} {'meas/pred':>12} {'mem-bound':>12} {'of ceiling':>12}  {'0.8-1.25':>8} {'<=1.5x':>6}")
+    head = (f"{'demo':<40} {'meas/pred':>12} {'mem-bound':>12} {'of ceiling':>12}  {'0.8-1.25':>8} {'<=1.5x':>6}")
     rows = []
     mem = sweep.memory_s >= sweep.compute_s
     rows.append(_row(f"batch sweep Y = XW (d={sweep.d_model})", sweep.measured_over_predicted, mem,
@@ -137,16 +140,30 @@ def fidelity_summary(lines: list[str], sweep) -> None:
     ms = moe.moe_sweep(progress=True)
     mmask = ms.memory_s >= ms.compute_s
     rows.append(_row(f"MoE layer (E={ms.n_experts}, k={ms.top_k})", ms.measured_over_predicted, mmask,
-                     (ms.predicted_s / ms.measured_s)[mmask], "ch 3"))
+                     (ms.predicted_s / ms.measured_s)[mmask], f"ch 3 ({ms.layout} experts)"))
+    tables = [f"## MoE layer (chapter 3), {ms.layout} experts; F {fmt_flops_per_s(ms.flops_per_s)}, "
+              f"W {fmt_bytes_per_s(ms.bytes_per_s)}", ms.table()]
     cs = attention_kernels.context_sweep()
     big = cs.dense_bytes >= 64 * 2**20 if not be.is_gpu else np.ones_like(cs.context, bool)
     rows.append(_row(f"decode attention, dense ({cs.method})", cs.dense_s / cs.dense_predicted_s, big,
                      cs.dense_fraction_of_ceiling[big], "ch 2 (caches beyond 64 MiB)"))
+    rows.append(_row("decode attention, block-sparse", cs.sparse_s / cs.sparse_predicted_s,
+                     np.zeros_like(big), np.array([]), "ch 2 (fixed costs; the gather timed in its table)"))
+    tables += [f"## decode attention (chapter 2), {cs.method}; read-only stream {fmt_bytes_per_s(cs.bytes_per_s)}",
+               cs.table()]
     rv = kernels.read_vs_recompute()
     rows.append(_row("read cached K,V (gather)", np.array([rv.read_over_predicted]), np.array([True]),
                      np.array([1 / rv.read_over_predicted]), "ch 9"))
     rows.append(_row("recompute K,V (256-row products)", np.array([rv.recompute_over_predicted]), np.array([False]),
                      np.array([]), "ch 9 (compute-bound)"))
+    from llmmath import adversarial, reversible
+    _, _, X, y = adversarial.digits_split()
+    ds = reversible.depth_sweep(np.tile(X, (3, 1))[:1024], np.tile(y, 3)[:1024])
+    rows.append(_row("reversible net: bytes per stored block", np.array([ds.stored_bytes_per_block /
+                     ds.predicted_bytes_per_block]), np.array([False]), np.array([]), "ch 9 (tracemalloc's peak)"))
+    rows.append(_row("reversible net: recompute / store time", np.array([ds.recompute_over_store_s /
+                     ds.PREDICTED_TIME_RATIO]), np.array([False]), np.array([]), "ch 9 (predicted 4/3)"))
+    lines.extend(tables)
     lines.append("## measured / predicted, every demo (targets: 0.8-1.25 where memory-bound, within 1.5x everywhere)")
     lines.append(head)
     lines.extend(rows)

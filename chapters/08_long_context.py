@@ -80,13 +80,13 @@ for m in ("llama-3.1-8b", "llama-3.1-70b"):
 # token at a time ($T$ products with a single row), timed on this machine beside
 # the roofline from its measured ceilings: the read-only stream and the better of
 # one large square product and this product's own best rate, sampled between the
-# sweep's rounds; few-row products use chapter 1's blocked layouts. Where a
-# point leaves the roofline, the line printed under the plot says by how much and
-# why on this run (BLAS switches from a matrix–vector to a matrix–matrix routine
-# between one row and two; the latter packs the weight first).
+# sweep's rounds; few-row products use chapter 1's blocked layouts. The table
+# gives measured ÷ predicted per prompt length; where a point leaves 0.8–1.25×,
+# the line under it says by how much and the cause measured on this run.
 
 # %% slideshow={"slide_type": "subslide"}
 sweep = kernels.batch_sweep([1, 2, 4, 8, 16, 32], d_out=6400, repeats=2)   # an 8000 x 6400 layer (205 MB)
+print(sweep.table())
 print(sweep.departures())
 T_meas = sweep.batch
 per_token_prefill = sweep.measured_s / T_meas

@@ -29,7 +29,6 @@
 
 # %%
 import time
-import tracemalloc
 
 import numpy as np
 import matplotlib.pyplot as plt
@@ -285,17 +284,8 @@ assert np.mean(losses[-10:]) < 0.5 * losses[0] and test_acc > 0.85
 # %% slideshow={"slide_type": "subslide"}
 xb = np.tile(X, (3, 1))[:1024]
 yb = np.tile(y, 3)[:1024]
-depths = [2, 4, 8, 16, 32]
-peak = {m: [] for m in ("store", "recompute", "checkpoint")}
-secs = {m: [] for m in peak}
-for d in depths:
-    n_ = reversible.init_revnet(64, d, seed=4)
-    for mode in peak:
-        tracemalloc.start()
-        reversible.loss_and_grads(n_, xb, yb, mode)
-        peak[mode].append(tracemalloc.get_traced_memory()[1])
-        tracemalloc.stop()
-        secs[mode].append(kernels.time_fn(lambda: reversible.loss_and_grads(n_, xb, yb, mode), warmup=1, repeats=3).min_s)
+ds = reversible.depth_sweep(xb, yb, depths=(2, 4, 8, 16, 32))
+depths, peak, secs = ds.depths, ds.peak_bytes, ds.seconds
 fig, (ax1, ax2) = plots.new_axes(2, width=5.0)
 for mode in peak:
     ax1.plot(depths, np.array(peak[mode]) / 1e6, "o-", label=mode)
@@ -305,12 +295,13 @@ ax2.set_xlabel("blocks"); ax2.set_ylabel("time (ms)"); ax2.set_title("Time of fo
 for ax in (ax1, ax2):
     ax.grid(True, alpha=0.3); ax.legend(fontsize=8)
 plt.show()
-act = 1024 * 64 * 8  # one block's input (both halves), float64
-slope = (peak["store"][-1] - peak["store"][0]) / (depths[-1] - depths[0])
-print(f"stored: {slope / 1e6:.2f} MB more per block (predicted: inputs + two tanh outputs = {2 * act / 1e6:.2f} MB); "
+print(f"stored: {ds.stored_bytes_per_block / 1e6:.2f} MB more per block (predicted: inputs + two tanh outputs = "
+      f"{ds.predicted_bytes_per_block / 1e6:.2f} MB; measured / predicted "
+      f"{ds.stored_bytes_per_block / ds.predicted_bytes_per_block:.2f}); "
       f"recomputed: {peak['recompute'][0] / 1e6:.1f} -> {peak['recompute'][-1] / 1e6:.1f} MB")
-print(f"time at {depths[-1]} blocks, recompute / store: {secs['recompute'][-1] / secs['store'][-1]:.2f} "
-      f"(predicted ~1.33: one extra forward on top of forward + backward = 2 + 4 matmuls per block)")
+print(f"time at {depths[-1]:.0f} blocks, recompute / store: {ds.recompute_over_store_s:.2f} "
+      f"(predicted {ds.PREDICTED_TIME_RATIO:.2f}: one extra forward on top of forward + backward = 2 + 4 matmuls "
+      f"per block; measured / predicted {ds.recompute_over_store_s / ds.PREDICTED_TIME_RATIO:.2f})")
 assert peak["recompute"][-1] < 1.3 * peak["recompute"][0], "recomputation should keep memory flat"
 assert peak["store"][-1] > 3 * peak["store"][0], "stored activations should grow with depth"
 

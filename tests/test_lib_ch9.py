@@ -165,3 +165,22 @@ def test_mla_recompute_uses_the_prefill_form():
     # a dense model has one form
     g = models.get("llama-3.1-8b")
     assert float(g.attention_flops_per_token(4096, absorbed=False)) == float(g.attention_flops_per_token(4096))
+
+
+def test_depth_sweep_memory_per_stored_block_matches_a_hand_count():
+    from llmmath import reversible
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((256, 16)), rng.integers(0, 10, 256)
+    ds = reversible.depth_sweep(x, y, depths=(2, 10), repeats=1)
+    # by hand: a stored block keeps its input (256 x 16 values) and its two tanh outputs (256 x 8 each), float64
+    assert ds.predicted_bytes_per_block == 2 * 256 * 16 * 8
+    assert abs(ds.stored_bytes_per_block / (2 * 256 * 16 * 8) - 1) < 0.1
+    # recomputation keeps memory flat: the deeper network's peak within 30% of the shallow one's
+    assert ds.peak_bytes["recompute"][1] < 1.3 * ds.peak_bytes["recompute"][0]
+    assert set(ds.seconds) == {"store", "recompute", "checkpoint"} and np.all(ds.seconds["store"] > 0)
+    with pytest.raises(ValueError, match="increasing"):
+        reversible.depth_sweep(x, y, depths=(4, 2))
+    with pytest.raises(ValueError, match="even width"):
+        reversible.depth_sweep(x[:, :15], y)
+    with pytest.raises(ValueError):
+        reversible.depth_sweep(x, y, depths=(0, 2))

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import tracemalloc
 
 import numpy as np
 
 from ._validate import positive_int
 
 __all__ = ["RevNet", "init_revnet", "reconstruction_error", "loss_and_grads", "activation_bytes", "drift_table",
-           "DRIFT_DEPTHS"]
+           "DRIFT_DEPTHS", "DepthSweep", "depth_sweep"]
 
 
 @dataclasses.dataclass
@@ -234,3 +235,73 @@ def drift_table(n_images: int = 256) -> dict:
             out[(np.dtype(dt).name, gain)] = np.array(
                 [reconstruction_error(init_revnet(64, d, gain=gain, dtype=dt), xs.astype(dt)) for d in DRIFT_DEPTHS])
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class DepthSweep:
+    """Result of :func:`depth_sweep`: peak bytes and seconds of one forward + backward pass per depth and mode."""
+
+    depths: np.ndarray
+    peak_bytes: dict        # mode -> array over depths (tracemalloc's peak)
+    seconds: dict           # mode -> array over depths (best of the repeats, untraced)
+    batch: int
+    width: int
+
+    @property
+    def stored_bytes_per_block(self) -> float:
+        """Measured: the growth of the ``"store"`` peak per block, first to last depth (bytes)."""
+        p = self.peak_bytes["store"]
+        return float((p[-1] - p[0]) / (self.depths[-1] - self.depths[0]))
+
+    @property
+    def predicted_bytes_per_block(self) -> float:
+        """Predicted: a block's input (both halves) and its two tanh outputs, ``2 x batch x width`` float64 values."""
+        return 2.0 * self.batch * self.width * 8.0
+
+    @property
+    def recompute_over_store_s(self) -> float:
+        """Measured time of ``"recompute"`` over ``"store"`` at the deepest depth."""
+        return float(self.seconds["recompute"][-1] / self.seconds["store"][-1])
+
+    #: Predicted time ratio: per block the forward is 2 products and the backward 4; recomputing adds a
+    #: forward (the inverse: 2 products), so (2 + 4 + 2) / (2 + 4).
+    PREDICTED_TIME_RATIO = 4.0 / 3.0
+
+
+def depth_sweep(x, y, depths=(2, 4, 8, 16, 32), repeats: int = 3, seed: int = 4) -> DepthSweep:
+    """Peak memory and time of one forward + backward pass against depth, for each backward mode.
+
+    ``x`` ``(batch, width)`` float64 inputs (``width`` even), ``y`` ``(batch,)`` class ids
+    0..9. For each depth a random network (:func:`init_revnet`, ``seed``) runs
+    :func:`loss_and_grads` once under Python's ``tracemalloc`` (which sees NumPy's
+    allocations: the peak counts every array alive at once), then ``repeats`` times
+    untraced for its time (the best is kept).
+
+    Raises:
+        ValueError: an empty or non-increasing ``depths``, a depth < 1, or mismatched ``x`` and ``y``.
+    """
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y)
+    if x.ndim != 2 or x.shape[1] % 2 or y.shape != (x.shape[0],):
+        raise ValueError(f"need x (batch, even width) and y (batch,), got {x.shape} and {y.shape}")
+    depths = [positive_int("depth", d) for d in depths]
+    if len(depths) < 2 or any(b <= a for a, b in zip(depths, depths[1:])):
+        raise ValueError(f"depths must be at least two increasing whole numbers, got {depths}")
+    repeats = positive_int("repeats", repeats)
+    from . import kernels
+
+    modes = ("store", "recompute", "checkpoint")
+    peak = {m: [] for m in modes}
+    secs = {m: [] for m in modes}
+    for d in depths:
+        net = init_revnet(x.shape[1], d, seed=seed)
+        for mode in modes:
+            tracemalloc.start()
+            try:
+                loss_and_grads(net, x, y, mode)
+                peak[mode].append(tracemalloc.get_traced_memory()[1])
+            finally:
+                tracemalloc.stop()
+            secs[mode].append(kernels.time_fn(lambda: loss_and_grads(net, x, y, mode), warmup=1,
+                                              repeats=repeats).min_s)
+    return DepthSweep(np.asarray(depths, float), {m: np.asarray(v, float) for m, v in peak.items()},
+                      {m: np.asarray(v, float) for m, v in secs.items()}, int(x.shape[0]), int(x.shape[1]))
