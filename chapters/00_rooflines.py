@@ -147,8 +147,10 @@ roof_explorer.widget
 # during one and not the other), so the two kernels are timed *round-robin* with
 # the ceilings (`kernels.time_interleaved` with a `kernels.CeilingProbe`): every
 # round samples the ceilings and then each kernel, and each reports its best round.
-# The memory roof is the best of four streaming kernels — a copy, a read-only sum,
-# `c = a + b` and the in-place `c += b` — over arrays as large as the kernel's:
+# The memory roof is the best of six streaming kernels — a copy, three that only
+# read (NumPy's sum, a BLAS matrix–vector product, and one row times blocks of the
+# array, the way chapter 1's few-row products stream a weight), `c = a + b` and the
+# in-place `c += b` — over arrays as large as the kernel's:
 # which pattern streams fastest differs from machine to machine (on the 2-core
 # VM this course is tested on, a lone core's in-place update moves 1.5–3× the
 # bytes per second of its copy), and a roof must be the best the memory can do.

@@ -310,7 +310,7 @@ class CeilingProbe:
 
     @property
     def memory_bytes_per_s(self) -> float:
-        """The memory roof: the best of the copy, read, add and update streams, bytes/s."""
+        """The memory roof: the best of all :attr:`STREAMS` (copy, the three reads, add, update), bytes/s."""
         return max(self.stream_bytes_per_s.values())
 
     def flops_per_s(self, dtype: str = "fp32") -> float:
@@ -328,7 +328,7 @@ class CeilingProbe:
         """How the ceilings were measured, in words (for a chapter's printout)."""
         n = len(self.stream_samples_s["copy"])
         mm = (f" and {self.matmul_n}^3 products ({', '.join(self.matmul_samples_s)})" if self.matmul_samples_s else "")
-        return (f"best of {n} samples of copy, read, add and update streams over {4 * self.array_elements / 2**20:.0f} MiB "
+        return (f"best of {n} samples of {', '.join(self.STREAMS)} streams over {4 * self.array_elements / 2**20:.0f} MiB "
                 f"arrays{mm}, taken between the kernels' rounds")
 
 
