@@ -194,6 +194,18 @@ def test_blocked_experts_match_the_reference_on_both_sides_of_max_rows():
         y = moe.grouped_expert_matmul(x, a, wu, wd, "loop", blocked=bl)
         ref = moe.moe_reference(x, a, wu, wd)
         assert np.max(np.abs(y - ref)) / np.max(np.abs(ref)) < 1e-5
+    # d = 96 is no multiple of 64: one width only, nothing to plan
+    assert set(bl.layouts) == {32} and bl.plan() == {}
+    # d = 128, f = 64: both widths; the plan picks one per token count, and either computes the same layer
+    wu2 = rng.standard_normal((E, 128, 64)).astype(np.float32)
+    wd2 = rng.standard_normal((E, 64, 128)).astype(np.float32)
+    bl2 = moe.BlockedExperts(wu2, wd2)
+    plan = bl2.plan(rows=[1, 2, 3], rounds=1)
+    assert set(plan) == {1, 2, 3} and set(plan.values()) <= {32, 64}
+    x = rng.standard_normal((3, 128)).astype(np.float32)
+    for nc in (32, 64):
+        bl2.width_for[3] = nc
+        assert np.allclose(bl2.ffn(0, x), np.maximum(x @ wu2[0], 0) @ wd2[0], rtol=1e-5, atol=1e-4)
 
 
 def test_blocked_experts_bad_input_is_refused():

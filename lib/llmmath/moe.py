@@ -185,19 +185,28 @@ class BlockedExperts:
     Stored as ``(d x 32)`` column blocks (``W_up[e]`` as ``(f/32, d, 32)``,
     ``W_down[e]`` as ``(d/32, f, 32)``), an expert's product is one stacked
     ``matmul`` of ``T x d`` rows by each block, small enough for the BLAS to
-    multiply as the block streams in: 1.0-1.3x its roofline for every ``T`` up to
-    48 in the same measurement (the layout :class:`llmmath.kernels.BlockedWeight`
+    multiply as the block streams in: 1.0-1.8x its roofline for every ``T`` up to
+    48 in the same measurement, against 1.8-4.5x plain (the layout :class:`llmmath.kernels.BlockedWeight`
     uses for a dense layer, with ``kc = d``). At ``T = 64`` the plain product caught
     up, so experts with more than :attr:`max_rows` tokens keep it.
 
+    Which block width is fastest depends on the token count, in a pattern set by the
+    BLAS's register tiles rather than by anything a roofline sees (same VM, all 32
+    experts streamed, ratio to the roofline at T = 1..6: 32 columns 1.1, 1.1, 1.5,
+    1.5, 1.8, 1.2; 64 columns 1.4, 1.0, 1.4, 1.1, 1.4, 1.4). So :meth:`plan` times
+    both widths for each small ``T`` on this machine and keeps the faster; until it
+    runs (and for ``T`` it did not time) 32 columns are used.
+
     Shapes: ``w_up`` ``(E, d, f)``, ``w_down`` ``(E, f, d)`` NumPy float arrays with
-    ``d`` and ``f`` multiples of :attr:`NC`. Memory: a second copy of every expert.
+    ``d`` and ``f`` multiples of :attr:`NC`. Memory: a second copy of every expert
+    (:attr:`up`, :attr:`down`), and a third at 64 columns where they divide.
 
     Raises:
         ValueError: shapes that do not match or do not divide into blocks.
     """
 
-    NC = 32          # columns per block
+    NC = 32          # columns per block (the default width)
+    WIDTHS = (32, 64)  # widths plan() chooses between
     max_rows = 48    # experts with more tokens use the plain product
 
     def __init__(self, w_up, w_down):
@@ -207,23 +216,55 @@ class BlockedExperts:
         E, d, f = w_up.shape
         if d % self.NC or f % self.NC:
             raise ValueError(f"BlockedExperts needs d and f multiples of {self.NC}, got d = {d}, f = {f}")
-        nc = self.NC
         self.shape = (E, d, f)
-        self.up = np.ascontiguousarray(w_up.reshape(E, d, f // nc, nc).transpose(0, 2, 1, 3))      # (E, f/32, d, 32)
-        self.down = np.ascontiguousarray(w_down.reshape(E, f, d // nc, nc).transpose(0, 2, 1, 3))  # (E, d/32, f, 32)
+        self.layouts = {nc: (np.ascontiguousarray(w_up.reshape(E, d, f // nc, nc).transpose(0, 2, 1, 3)),   # (E, f/nc, d, nc)
+                             np.ascontiguousarray(w_down.reshape(E, f, d // nc, nc).transpose(0, 2, 1, 3)))  # (E, d/nc, f, nc)
+                        for nc in self.WIDTHS if d % nc == 0 and f % nc == 0}
+        self.up, self.down = self.layouts[self.NC]
+        self.width_for: dict = {}    # tokens -> block width, filled by plan()
 
     def ffn(self, e: int, x, out=None):
         """``relu(x W_up[e]) W_down[e]`` for ``x`` of shape ``(T, d)``; written into ``out`` ``(T, d)`` if given."""
         E, d, f = self.shape
-        T, nc = x.shape[0], self.NC
-        h = np.empty((T, f), dtype=self.up.dtype)
-        # block j of the product is columns 32 j .. 32 j + 31 of h: the BLAS writes it there (a strided output)
-        np.matmul(x, self.up[e], out=h.reshape(T, f // nc, nc).swapaxes(0, 1))
+        T = x.shape[0]
+        nc = self.width_for.get(T, self.NC)
+        up, down = self.layouts[nc]
+        h = np.empty((T, f), dtype=up.dtype)
+        # block j of the product is columns nc j .. nc (j + 1) - 1 of h: the BLAS writes it there (a strided output)
+        np.matmul(x, up[e], out=h.reshape(T, f // nc, nc).swapaxes(0, 1))
         np.maximum(h, 0, out=h)
         if out is None:
-            out = np.empty((T, d), dtype=self.up.dtype)
-        np.matmul(h, self.down[e], out=out.reshape(T, d // nc, nc).swapaxes(0, 1))
+            out = np.empty((T, d), dtype=up.dtype)
+        np.matmul(h, down[e], out=out.reshape(T, d // nc, nc).swapaxes(0, 1))
         return out
+
+    def plan(self, rows=range(1, 9), rounds: int = 2, seed: int = 0) -> dict:
+        """Time every width for each token count in ``rows`` (all experts in turn, so their weights stream from
+        memory as in the layer), keep the faster in :attr:`width_for`, and return it.
+
+        The candidates are timed round-robin, ``rounds`` rounds after one warm-up
+        (:func:`llmmath.kernels.time_interleaved`), each keeping its best, so a burst of
+        other work slows one sample of each rather than every sample of one.
+        """
+        rows = [positive_int("rows", T) for T in rows]
+        if len(self.layouts) < 2:
+            return self.width_for
+        E, d, _ = self.shape
+        rng = np.random.default_rng(seed)
+        fns = {}
+        for T in rows:
+            x = rng.standard_normal((T, d)).astype(self.up.dtype)
+            out = np.empty((T, d), dtype=self.up.dtype)
+            for nc in self.layouts:
+                def run(x=x, out=out, nc=nc):
+                    self.width_for[x.shape[0]] = nc
+                    for e in range(E):
+                        self.ffn(e, x, out)
+                fns[(T, nc)] = run
+        t = kernels.time_interleaved(fns, rounds=positive_int("rounds", rounds), warmup=1)
+        for T in rows:
+            self.width_for[T] = min(self.layouts, key=lambda nc: t[(T, nc)].min_s)
+        return self.width_for
 
 
 def grouped_expert_matmul(x, assign, w_up, w_down, method: str = "loop", blocked: "BlockedExperts | None" = None):
@@ -521,6 +562,8 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     if layout == "auto" and method == "loop" and not be.is_gpu and d % BlockedExperts.NC == 0 \
             and f % BlockedExperts.NC == 0:
         blocked = BlockedExperts(w_up, w_down)
+        with kernels.one_blas_thread():
+            blocked.plan()
     cases, counts_all = [], []
     for i, B in enumerate(batches):
         B = int(B)
