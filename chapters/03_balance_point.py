@@ -171,8 +171,10 @@ plt.show()
 
 # %% [markdown]
 # On a CPU an expert with few tokens is multiplied through `moe.BlockedExperts`: its
-# two matrices stored a second time as column blocks of 32, so the product is a
-# stack of small ones the BLAS runs straight from each block as it streams in.
+# two matrices stored again as column blocks (32 or 64 columns wide: which is faster
+# depends on the token count, so the sweep times both for 1–8 tokens and keeps the
+# faster), and the product is a stack of small ones the BLAS runs straight from
+# each block as it streams in.
 # The plain `x @ W` with a handful of rows first copies ("packs") the whole weight
 # into cache-sized panels, and with one row it takes a matrix–vector routine that
 # reads slower than the memory can deliver; chapter 1 measures both on a dense layer.
