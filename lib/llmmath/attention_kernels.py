@@ -10,7 +10,10 @@ Methods (``method=``):
 
 * ``"numpy"`` -- the CPU path: two batched matrix products over the cache
   (scores ``q K^T``, then ``softmax . V``), each reading K or V once. NumPy has no
-  fast fp16 arithmetic, so the CPU demo stores the cache in fp32.
+  fast fp16 arithmetic, so the CPU demo stores the cache in fp32. A BLAS runs these
+  skinny products several times slower than the bytes allow; :class:`PagedKV` lays
+  the cache out in pages that it multiplies at the byte floor (what
+  :func:`context_sweep` times on a CPU).
 * ``"cupy"`` -- a fused CUDA kernel (CuPy ``RawKernel``), flash-decoding style
   (Dao, Haziza, Massa, Sizov, "Flash-Decoding for long-context inference", 2023):
   each thread block takes one (sequence, K/V head) pair and a contiguous share of
@@ -193,6 +196,13 @@ class PagedKV:
         self.vb = np.ascontiguousarray(
             v.reshape(B, H, L // self.V_PAGE, self.V_PAGE, D // self.V_COLS, self.V_COLS).swapaxes(3, 4))
 
+    def _check_q(self, q):
+        B, H, _, D = self.shape
+        q = np.asarray(q)
+        if q.ndim != 3 or q.shape[0] != B or q.shape[2] != D or q.shape[1] % H:
+            raise ValueError(f"q must be (B={B}, a multiple of H_kv={H}, D={D}), got {q.shape}")
+        return q
+
     def attend(self, q, context: int | None = None, scale: float | None = None) -> np.ndarray:
         """Decode attention of ``q`` over the first ``context`` tokens (default all); float32 ``(B, H_q, D)``.
 
@@ -200,29 +210,12 @@ class PagedKV:
             ValueError: ``q`` of the wrong shape, or ``context`` not a positive multiple of
                 :attr:`V_PAGE` within the cache.
         """
-        B, H, Lmax, D = self.shape
+        Lmax = self.shape[2]
         L = Lmax if context is None else int(context)
         if L <= 0 or L > Lmax or L % self.V_PAGE:
             raise ValueError(f"context must be a multiple of {self.V_PAGE} in {self.V_PAGE}..{Lmax}, got {context}")
-        q = np.asarray(q)
-        if q.ndim != 3 or q.shape[0] != B or q.shape[2] != D or q.shape[1] % H:
-            raise ValueError(f"q must be (B={B}, a multiple of H_kv={H}, D={D}), got {q.shape}")
-        G = q.shape[1] // H
-        scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-        dt = self.kt.dtype
-        n, m = L // self.K_PAGE, L // self.V_PAGE
-        qg = (q.reshape(B, H, 1, G, D) * (scale * _LOG2E)).astype(dt)      # scores in base 2: exp2 is cheaper
-        # scores of page j land in columns 64 j .. 64 j + 63 of one row of L per query (a strided output
-        # the BLAS writes directly), so the softmax runs along contiguous rows with no copy
-        s = np.empty((B, H, G, L), dtype=dt)
-        np.matmul(qg, self.kt[:, :, :n], out=s.reshape(B, H, G, n, self.K_PAGE).swapaxes(2, 3))   # reads K once
-        s -= s.max(-1, keepdims=True)
-        np.exp2(s, out=s)
-        denom = s.sum(-1)                                                    # (B, H, G)
-        p = s.reshape(B, H, G, m, self.V_PAGE).swapaxes(2, 3)[:, :, :, None]   # (B, H, m, 1, G, 256), a view
-        o = np.matmul(p, self.vb[:, :, :m]).sum(2)                           # (B, H, D/64, G, 64): reads V once
-        o = o.swapaxes(2, 3).reshape(B, H, G, D) / denom[..., None]
-        return o.reshape(B, H * G, D).astype(np.float32, copy=False)
+        q = self._check_q(q)
+        return _attend_pages(q, self.kt[:, :, :L // self.K_PAGE], self.vb[:, :, :L // self.V_PAGE], scale)
 
     def gather(self, blocks):
         """Copies of the kept 64-token pages: K ``(B, H_kv, top_k, D, 64)``, V ``(B, H_kv, top_k, D/64, 64, 64)``.
@@ -247,29 +240,37 @@ class PagedKV:
         vpages = self.vb.reshape(B, H, L // self.V_PAGE, D // self.V_COLS, r, self.K_PAGE, self.V_COLS)
         return self.kt[bi, hi, blocks], vpages[bi, hi, blocks // r, :, blocks % r]
 
-    def attend_blocks(self, q, blocks, scale: float | None = None, gathered=None) -> np.ndarray:
+    def attend_blocks(self, q, blocks, scale: float | None = None) -> np.ndarray:
         """Block-sparse decode attention over the kept pages ``blocks`` (see :meth:`gather`); float32 ``(B, H_q, D)``.
 
-        The same two products as :meth:`attend`, on the gathered pages (``gathered``: a
-        :meth:`gather` result to reuse). Equals :func:`block_sparse_decode_attention`
-        with ``block_size = 64``.
+        The same two products as :meth:`attend`, on the gathered pages. Equals
+        :func:`block_sparse_decode_attention` with ``block_size = 64``.
+
+        Raises:
+            ValueError: ``q`` or ``blocks`` of the wrong shape, or ``blocks`` past the cache.
         """
-        B, H, L, D = self.shape
-        kt, vg = self.gather(blocks) if gathered is None else gathered
-        q = np.asarray(q)
-        if q.ndim != 3 or q.shape[0] != B or q.shape[2] != D or q.shape[1] % H:
-            raise ValueError(f"q must be (B={B}, a multiple of H_kv={H}, D={D}), got {q.shape}")
-        G, n, P = q.shape[1] // H, kt.shape[2], self.K_PAGE
-        scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
-        qg = (q.reshape(B, H, 1, G, D) * (scale * _LOG2E)).astype(kt.dtype)
-        s = np.empty((B, H, G, n * P), dtype=kt.dtype)
-        np.matmul(qg, kt, out=s.reshape(B, H, G, n, P).swapaxes(2, 3))
-        s -= s.max(-1, keepdims=True)
-        np.exp2(s, out=s)
-        denom = s.sum(-1)
-        o = np.matmul(s.reshape(B, H, G, n, P).swapaxes(2, 3)[:, :, :, None], vg).sum(2)   # (B, H, D/64, G, 64)
-        o = o.swapaxes(2, 3).reshape(B, H, G, D) / denom[..., None]
-        return o.reshape(B, H * G, D).astype(np.float32, copy=False)
+        q = self._check_q(q)
+        return _attend_pages(q, *self.gather(blocks), scale)
+
+
+def _attend_pages(q, kt, vb, scale):
+    """Softmax(q K^T) V over K pages ``kt`` (B, H, n, D, P) and V blocks ``vb`` (B, H, m, D/C, L/m, C), ``n P = L``."""
+    B, H, n, D, P = kt.shape
+    m, C = vb.shape[2], vb.shape[-1]
+    L, G = n * P, q.shape[1] // H
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    qg = (q.reshape(B, H, 1, G, D) * (scale * _LOG2E)).astype(kt.dtype)     # scores in base 2: exp2 is cheaper
+    # the scores of page j land in columns P j .. P (j + 1) - 1 of one row of L per query (a strided output
+    # the BLAS writes directly), so the softmax runs along contiguous rows with no copy
+    s = np.empty((B, H, G, L), dtype=kt.dtype)
+    np.matmul(qg, kt, out=s.reshape(B, H, G, n, P).swapaxes(2, 3))          # reads K once
+    s -= s.max(-1, keepdims=True)
+    np.exp2(s, out=s)
+    denom = s.sum(-1)                                                       # (B, H, G)
+    p = s.reshape(B, H, G, m, L // m).swapaxes(2, 3)[:, :, :, None]          # (B, H, m, 1, G, L/m), a view
+    o = np.matmul(p, vb).sum(2)                                             # (B, H, D/C, G, C): reads V once
+    o = o.swapaxes(2, 3).reshape(B, H, G, D) / denom[..., None]
+    return o.reshape(B, H * G, D).astype(np.float32, copy=False)
 
 
 # ---------------------------------------------------------------------------
