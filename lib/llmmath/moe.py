@@ -247,7 +247,7 @@ class BlockedExperts:
         other work slows one sample of each rather than every sample of one.
         """
         rows = [positive_int("rows", T) for T in rows]
-        if len(self.layouts) < 2:
+        if len(self.layouts) < 2 or not rows:
             return self.width_for
         E, d, _ = self.shape
         rng = np.random.default_rng(seed)
@@ -374,7 +374,7 @@ def expert_in_cache_s(tokens: Sequence[int], d_model: int | None = None, d_ff: i
     """Seconds one expert's ``relu(x W_up) W_down`` takes for ``T`` tokens with its weights already cached (CPU).
 
     The same product the CPU sweep runs (:class:`BlockedExperts` where ``T`` allows and
-    the sizes divide, else plain), called ``repeats`` times on one expert so its
+    the sizes divide, its width planned per ``T`` as the sweep plans it, else plain), called ``repeats`` times on one expert so its
     ``2 d f`` weights stay in the cache (5.3 MB at the default sizes: inside a 32 MiB
     L3, not a 1 MiB L2); the best call is returned. It is the layer's time per expert
     when memory costs nothing: set beside the read floor ``2 d f b / W`` it shows how
@@ -398,6 +398,8 @@ def expert_in_cache_s(tokens: Sequence[int], d_model: int | None = None, d_ff: i
     blocked = BlockedExperts(w_up, w_down) if np_ok else None
     out = []
     with kernels.one_blas_thread(not be.is_gpu):
+        if blocked is not None:     # the block width the sweep would pick, chosen the same way (here in cache)
+            blocked.plan(rows=sorted({int(T) for T in tokens if T <= 8}), rounds=2)
         for i, T in enumerate(tokens.astype(int)):
             x = kernels._random(be, (int(T), d), "fp32", 23 + i)
             assign = be.xp.zeros((int(T), 1), dtype=be.xp.int64)
