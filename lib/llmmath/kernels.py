@@ -812,9 +812,9 @@ class BatchSweep:
                 text = (f"B = {B} ({forms[i]}) ran at {self.achieved_flops_per_s[i] / self.flops_per_s:.0%} of F, "
                         f"the best rate this product reached")
                 if forms[i] == "plain" and self.copy_bytes_per_s:
-                    text += (f"; its {(self.measured_s[i] - self.compute_s[i]) * 1e3:.1f} ms beyond the compute floor "
-                             f"compare with {2 * w_bytes / self.copy_bytes_per_s * 1e3:.1f} ms to copy W once at the "
-                             f"measured copy bandwidth (the BLAS packs W before multiplying)")
+                    text += (f"; it took {(self.measured_s[i] - self.compute_s[i]) * 1e3:.1f} ms more than its compute "
+                             f"floor, and copying W once at the measured copy bandwidth takes "
+                             f"{2 * w_bytes / self.copy_bytes_per_s * 1e3:.1f} ms (the BLAS packs W before multiplying)")
                 lines.append(text)
         return "; ".join(lines)
 
