@@ -515,8 +515,10 @@ ratio = sweep.measured_over_predicted
 span = sweep.batch[-1] / sweep.batch[0]
 amortization = span ** -kernels.loglog_slope(sweep.batch, sweep.measured_s / sweep.batch)  # fitted fall of cost per row
 amortization_pred = span ** -kernels.loglog_slope(sweep.batch, sweep.predicted_s / sweep.batch)  # same fit, roofline
-print(f"measured / predicted: {ratio.min():.2f} .. {ratio.max():.2f}; cost per row falls {amortization:.0f}x "
-      f"(roofline from the same rounds' ceilings: {amortization_pred:.0f}x)")
+print(f"measured / predicted: {ratio.min():.2f} .. {ratio.max():.2f}; cost per row falls {amortization:.0f}x over "
+      f"the span by a robust fit through every batch (first to last batch: "
+      f"{sweep.measured_s[0] / sweep.batch[0] / (sweep.measured_s[-1] / sweep.batch[-1]):.1f}x; "
+      f"roofline from the same rounds' ceilings, same fit: {amortization_pred:.0f}x)")
 assert ratio.min() > 0.3, (f"a product ran {1 / ratio.min():.1f}x faster than its roofline floor "
                            f"(F = {sweep.flops_per_s:.3g} FLOP/s, W = {sweep.bytes_per_s:.3g} B/s): ceilings mismeasured")
 assert amortization > 2, (
@@ -525,9 +527,9 @@ flat_region = sweep.batch <= sweep.knee_batch
 linear_region = sweep.batch >= 2 * sweep.knee_batch
 flatness = sweep.measured_s[flat_region].max() / sweep.measured_s[flat_region].min()
 slope_above = kernels.loglog_slope(sweep.batch[linear_region], sweep.measured_s[linear_region])
-print(f"flat region B <= {sweep.knee_batch:.0f}: slowest / fastest {flatness:.2f} "
+print(f"flat region (B up to the knee, {sweep.knee_batch:.1f}): slowest / fastest {flatness:.2f} "
       f"(proportional: {sweep.batch[flat_region].max() / sweep.batch[flat_region].min():.0f}x); "
-      f"slope above B = {2 * sweep.knee_batch:.0f}: {slope_above:.2f}")
+      f"slope from twice the knee ({2 * sweep.knee_batch:.1f}) on: {slope_above:.2f}")
 assert flat_region.sum() >= 2 and flatness < 2, f"time should be flat up to the knee; it varied {flatness:.2f}x"
 assert 0.7 < slope_above < 1.6, f"time should grow as B past the knee; log-log slope {slope_above:.2f}"
 

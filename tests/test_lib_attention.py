@@ -333,6 +333,6 @@ def test_context_sweep_runs_small_on_cpu():
     assert p.sparse_gather_s is None and "gather" not in p.table()   # blocks of 16, not whole pages: no paged sparse
     g = AK.context_sweep(contexts=[1024, 2048], batch=1, q_heads=4, kv_heads=2, head_dim=64, block_size=64, top_k=4,
                          bytes_per_s=1e10, repeats=1, be=kernels._cpu_backend())
-    assert g.sparse_gather_s.shape == (2,) and "of it gather" in g.table()
+    assert g.sparse_gather_s.shape == (2,) and "its gather" in g.table()
     with pytest.raises(ValueError, match="top_k \\* block_size"):
         AK.context_sweep(contexts=[32], block_size=16, top_k=4, bytes_per_s=1e10, be=kernels._cpu_backend())

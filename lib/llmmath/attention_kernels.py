@@ -867,7 +867,7 @@ class ContextSweep:
     def table(self) -> str:
         g = self.sparse_gather_s
         rows = [f"{'L':>7} {'dense':>10} {'bytes/W':>10} {'ratio':>6} {'%ceil':>6} | "
-                f"{'sparse':>10} {'bytes/W':>10} {'ratio':>6}" + ("" if g is None else f" {'of it gather':>12}")]
+                f"{'sparse':>10} {'bytes/W':>10} {'ratio':>6}" + ("" if g is None else f" {'its gather':>12}")]
         for i, L in enumerate(self.context):
             rows.append(f"{int(L):>7} {self.dense_s[i] * 1e3:>8.3f}ms {self.dense_predicted_s[i] * 1e3:>8.3f}ms "
                         f"{self.dense_s[i] / self.dense_predicted_s[i]:>6.2f} {self.dense_fraction_of_ceiling[i]:>6.0%} | "

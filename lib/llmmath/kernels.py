@@ -809,8 +809,8 @@ class BatchSweep:
             elif mem:
                 lines.append(f"B = {B} reached {w_bytes / self.measured_s[i] / self.bytes_per_s:.0%} of the read ceiling")
             else:
-                text = (f"B = {B} ({forms[i]}) ran at {self.achieved_flops_per_s[i] / self.flops_per_s:.0%} of F, "
-                        f"the best rate this product reached")
+                text = (f"B = {B} ({forms[i]}) ran at {self.achieved_flops_per_s[i] / self.flops_per_s:.0%} of F "
+                        f"(F: the best rate this product reached at any batch, or the probe's, if higher)")
                 if forms[i] == "plain" and self.copy_bytes_per_s:
                     text += (f"; it took {(self.measured_s[i] - self.compute_s[i]) * 1e3:.1f} ms more than its compute "
                              f"floor, and copying W once at the measured copy bandwidth takes "
