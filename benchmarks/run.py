@@ -97,6 +97,12 @@ def sweep_fidelity(lines: list[str]):
     frac = s.achieved_bytes_per_s[mem] / s.bytes_per_s
     lines.append(f"memory-bound region (B <= {int(s.batch[mem].max())}): weight streaming at "
                  f"{frac.min():.0%} .. {frac.max():.0%} of the read-only ceiling (median {np.median(frac):.0%})")
+    few = s.batch <= 8
+    lines.append("weight streaming for B <= 8 (issue 14's target >= 80%): " + ", ".join(
+        f"B = {int(B)} {r:.0%}" + ("" if m else " (past this machine's knee: its compute floor "
+                                               f"{c * 1e3:.1f} ms > read floor {w * 1e3:.1f} ms)")
+        for B, r, m, c, w in zip(s.batch[few], s.achieved_bytes_per_s[few] / s.bytes_per_s, mem[few],
+                                 s.compute_s[few], s.memory_s[few])))
     lines.append(f"measured / predicted over all B: {s.measured_over_predicted.min():.2f} .. "
                  f"{s.measured_over_predicted.max():.2f}")
     # Chapter 8 (claim 32) reads the same sweep as prefill vs decode: a prompt of T tokens is one
