@@ -536,6 +536,10 @@ slope_above = kernels.loglog_slope(sweep.batch[linear_region], sweep.measured_s[
 print(f"flat region (B up to the knee, {sweep.knee_batch:.1f}): log-log slope {slope_flat:.2f}, slowest / fastest "
       f"{flatness:.2f} (proportional: slope 1, {sweep.batch[flat_region].max() / sweep.batch[flat_region].min():.0f}x); "
       f"slope from twice the knee ({2 * sweep.knee_batch:.1f}) on: {slope_above:.2f}")
+in_plain = np.isin(plain.batch, sweep.batch[flat_region])   # the plain products of the cell above, same batches
+if in_plain.sum() >= 2:
+    print(f"the same slope through the plain product at B = {plain.batch[in_plain].astype(int).tolist()}: "
+          f"{kernels.loglog_slope(plain.batch[in_plain], plain.measured_s[in_plain]):.2f} (what the check guards against)")
 assert flat_region.sum() >= 2, f"need two batches up to the knee ({sweep.knee_batch:.1f}) to test flatness"
 if flat_region.sum() >= 3:
     assert slope_flat < 0.6, f"time should be flat up to the knee; log-log slope {slope_flat:.2f} (proportional: 1)"

@@ -204,8 +204,7 @@ def test_blocked_experts_match_the_reference_on_both_sides_of_max_rows():
     assert set(plan) == {1, 2, 3} and set(plan.values()) <= {32, 64}
     x = rng.standard_normal((3, 128)).astype(np.float32)
     for nc in (32, 64):
-        bl2.width_for[3] = nc
-        assert np.allclose(bl2.ffn(0, x), np.maximum(x @ wu2[0], 0) @ wd2[0], rtol=1e-5, atol=1e-4)
+        assert np.allclose(bl2.ffn(0, x, width=nc), np.maximum(x @ wu2[0], 0) @ wd2[0], rtol=1e-5, atol=1e-4)
 
 
 def test_blocked_experts_bad_input_is_refused():

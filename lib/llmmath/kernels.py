@@ -219,7 +219,7 @@ class CeilingProbe:
     of its samples, like the kernels' times beside it, so a burst of load slows
     a sample of each rather than all of one.
 
-    Memory: five streaming kernels over arrays of ``array_bytes`` each (rounded down to whole
+    Memory: six streaming kernels over arrays of ``array_bytes`` each (rounded down to whole
     128 KiB blocks; default
     128 MiB on a CPU, 4x a 32 MiB L3; 2 GiB on a GPU, 34x the H200's L2), counted as
     STREAM counts them (McCalpin, "STREAM: Sustainable Memory Bandwidth in High
@@ -692,8 +692,8 @@ class BlockedWeight:
         npan, B, nc = Yb.shape
         return Yb.transpose(1, 0, 2).reshape(B, npan * nc)
 
-    def plan(self, X, rounds: int = 2, every_block: bool = False):
-        """``(label, fn)``: the faster of the plain ``X @ W`` and the block layout for this ``X``, timed here.
+    def plan(self, X, rounds: int = 3, every_block: bool = False):
+        """``(label, fn)``: the fastest of the plain ``X @ W`` and the block layouts for this ``X``, timed here.
 
         The block layouts are :meth:`blocks_for` the rows of ``X`` (every shape of
         :meth:`blocks` if ``every_block``); the plain product always competes, so a
@@ -887,7 +887,7 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
             Y = be.xp.empty((int(B), n), dtype=W.dtype)
             label, fn = "plain", (lambda X=X, Y=Y: be.xp.matmul(X, W, out=Y))
             if blocked is not None and B <= 32:
-                label, fn = blocked.plan(X, rounds=3)   # best of 3: one slow sample cannot pick the layout
+                label, fn = blocked.plan(X)
             fns[int(B)] = fn
             forms.append(label)
         timings = time_interleaved(fns, rounds=repeats, warmup=1, probe=probe, be=be)

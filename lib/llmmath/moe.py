@@ -223,11 +223,14 @@ class BlockedExperts:
         self.up, self.down = self.layouts[self.NC]
         self.width_for: dict = {}    # tokens -> block width, filled by plan()
 
-    def ffn(self, e: int, x, out=None):
-        """``relu(x W_up[e]) W_down[e]`` for ``x`` of shape ``(T, d)``; written into ``out`` ``(T, d)`` if given."""
+    def ffn(self, e: int, x, out=None, width: int | None = None):
+        """``relu(x W_up[e]) W_down[e]`` for ``x`` of shape ``(T, d)``; written into ``out`` ``(T, d)`` if given.
+
+        ``width``: the block width to use (one of :attr:`layouts`); default the planned one for ``T``.
+        """
         E, d, f = self.shape
         T = x.shape[0]
-        nc = self.width_for.get(T, self.NC)
+        nc = width or self.width_for.get(T, self.NC)
         up, down = self.layouts[nc]
         h = np.empty((T, f), dtype=up.dtype)
         # block j of the product is columns nc j .. nc (j + 1) - 1 of h: the BLAS writes it there (a strided output)
@@ -257,9 +260,8 @@ class BlockedExperts:
             out = np.empty((T, d), dtype=self.up.dtype)
             for nc in self.layouts:
                 def run(x=x, out=out, nc=nc):
-                    self.width_for[x.shape[0]] = nc
                     for e in range(E):
-                        self.ffn(e, x, out)
+                        self.ffn(e, x, out, width=nc)
                 fns[(T, nc)] = run
         t = kernels.time_interleaved(fns, rounds=positive_int("rounds", rounds), warmup=1)
         for T in rows:

@@ -22,6 +22,7 @@ import tracemalloc
 
 import numpy as np
 
+from . import kernels
 from ._validate import positive_int
 
 __all__ = ["RevNet", "init_revnet", "reconstruction_error", "loss_and_grads", "activation_bytes", "drift_table",
@@ -287,8 +288,6 @@ def depth_sweep(x, y, depths=(2, 4, 8, 16, 32), repeats: int = 3, seed: int = 4)
     if len(depths) < 2 or any(b <= a for a, b in zip(depths, depths[1:])):
         raise ValueError(f"depths must be at least two increasing whole numbers, got {depths}")
     repeats = positive_int("repeats", repeats)
-    from . import kernels
-
     modes = ("store", "recompute", "checkpoint")
     peak = {m: [] for m in modes}
     secs = {m: [] for m in modes}
