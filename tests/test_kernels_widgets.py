@@ -159,6 +159,37 @@ def test_ceiling_probe_samples_between_rounds_and_refuses_misuse():
         kernels.time_interleaved({})
 
 
+def test_time_interleaved_evicts_before_every_timed_call_only(monkeypatch):
+    calls = []
+    kernels.time_interleaved({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+                             rounds=2, warmup=1, evict=lambda: calls.append("evict"))
+    # the warm-up calls are not preceded by an eviction; every timed call is
+    assert calls == ["a", "b"] + ["evict", "a", "evict", "b"] * 2
+    seen = []
+    monkeypatch.setattr(kernels, "evict_caches", lambda be=None: seen.append("sweep"))
+    kernels.time_interleaved({"a": lambda: None}, rounds=3, warmup=0, evict=True)
+    assert seen == ["sweep"] * 3
+    kernels.time_interleaved({"a": lambda: None}, rounds=3, warmup=0)
+    assert seen == ["sweep"] * 3          # off by default
+    with pytest.raises(TypeError, match="evict must be"):
+        kernels.time_interleaved({"a": lambda: None}, evict="yes")
+
+
+def test_last_level_cache_is_read_from_sysfs_in_its_units(tmp_path):
+    # sysfs as Linux writes it for a core with 32 KiB L1d/L1i, a 1 MiB L2 and a 32 MiB L3
+    for index, size in (("index0", "32K"), ("index1", "32K"), ("index2", "1024K"), ("index3", "32768K")):
+        (tmp_path / index).mkdir()
+        (tmp_path / index / "size").write_text(size + "\n")
+    assert kernels._cpu_llc_bytes(str(tmp_path)) == 32 * 2**20          # the largest, in KiB = 1024 bytes
+    (tmp_path / "index3" / "size").write_text("96M\n")
+    assert kernels._cpu_llc_bytes.__wrapped__(str(tmp_path)) == 96 * 2**20
+    assert kernels._cpu_llc_bytes.__wrapped__(str(tmp_path / "absent")) == 32 * 2**20   # no sysfs: the default
+    llc = kernels.last_level_cache_bytes(kernels._cpu_backend())
+    assert 2**20 <= llc <= 2**31
+    kernels.evict_caches(kernels._cpu_backend())
+    assert kernels._EVICT["numpy"].nbytes >= max(64 * 2**20, 2 * llc)
+
+
 def test_explorer_redraws_only_what_changes_and_reports_errors_as_text():
     import ipywidgets as W
 

@@ -22,7 +22,7 @@ import numpy as np
 
 __all__ = [
     "Backend", "backend", "Timing", "time_fn", "measure_copy_bandwidth",
-    "measure_matmul_flops", "CeilingProbe", "time_interleaved", "one_blas_thread", "local_chip",
+    "measure_matmul_flops", "CeilingProbe", "time_interleaved", "last_level_cache_bytes", "evict_caches", "one_blas_thread", "local_chip",
     "BatchSweep", "batch_sweep", "default_sweep_sizes", "loglog_slope", "fit_knee", "fit_overlap",
 ]
 
@@ -178,8 +178,8 @@ def _random(be: Backend, shape, dtype: str, seed: int = 0):
 def measure_copy_bandwidth(n_bytes: float | None = None, be: Backend | None = None) -> float:
     """Achieved memory bandwidth, bytes/s, of a large copy (bytes read + bytes written), best of the repeats.
 
-    Size defaults to 128 MiB on the CPU (2.7x a 48 MB L3) and 2 GiB on a GPU (34x
-    the H200's 60 MB L2), far beyond any cache.
+    Size defaults to 128 MiB on the CPU (2.7x a 48 MB L3) and 2 GiB on a GPU (43x
+    the H200's 50 MB L2), far beyond any cache.
     """
     be = be or backend()
     n_bytes = n_bytes or (2 * 2**30 if be.is_gpu else 128 * 2**20)
@@ -221,7 +221,7 @@ class CeilingProbe:
 
     Memory: six streaming kernels over arrays of ``array_bytes`` each (rounded down to whole
     128 KiB blocks; default
-    128 MiB on a CPU, 4x a 32 MiB L3; 2 GiB on a GPU, 34x the H200's L2), counted as
+    128 MiB on a CPU, 4x a 32 MiB L3; 2 GiB on a GPU, 43x the H200's 50 MB L2), counted as
     STREAM counts them (McCalpin, "STREAM: Sustainable Memory Bandwidth in High
     Performance Computers"; bytes the program reads and writes, not the extra
     line reads a cache may make before a write): ``copy`` c = a (2 arrays' bytes),
@@ -358,12 +358,76 @@ class one_blas_thread:
         return False
 
 
+def last_level_cache_bytes(be: Backend | None = None) -> int:
+    """Size of the cache in front of memory, bytes: the CPU's L3 (Linux ``sysfs``) or the GPU's L2.
+
+    CPU: the largest ``/sys/devices/system/cpu/cpu0/cache/index*/size`` (the L3 one
+    core sees; 32 MiB on the 2-core EPYC VM); 32 MiB where ``sysfs`` has no answer
+    (macOS, Windows, some containers). GPU: the device's ``l2CacheSize`` (50 MB on an
+    H100 or H200 SXM: 50 of the GH100 die's 60 MB enabled, NVIDIA's Hopper architecture
+    blog), 64 MiB if CuPy does not say.
+    """
+    be = be or backend()
+    if be.is_gpu:
+        try:
+            props = be.xp.cuda.runtime.getDeviceProperties(be.xp.cuda.Device().id)
+            return int(props["l2CacheSize"]) or 64 * 2**20
+        except Exception:  # noqa: BLE001 - an older CuPy without the field
+            return 64 * 2**20
+    return _cpu_llc_bytes()
+
+
+@lru_cache(maxsize=None)
+def _cpu_llc_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
+    """The largest ``index*/size`` under ``root`` (sysfs writes ``32768K``), bytes; 32 MiB if none can be read."""
+    sizes = []
+    try:
+        for entry in os.listdir(root):
+            if entry.startswith("index"):
+                with open(os.path.join(root, entry, "size")) as f:
+                    text = f.read().strip().upper()
+                mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+                sizes.append(int(text.rstrip("KMG")) * mult)
+    except (OSError, ValueError):
+        pass
+    return max(sizes) if sizes else 32 * 2**20
+
+
+_EVICT: dict = {}
+
+
+def evict_caches(be: Backend | None = None) -> None:
+    """Leave the caches holding nothing a kernel will read and nothing dirty: one read-only sweep.
+
+    Reads (sums) a buffer of twice :func:`last_level_cache_bytes`, at least 64 MiB,
+    allocated once per backend. Reading rather than writing matters: a sweep that
+    writes leaves the cache full of modified lines, and the next kernel then pays
+    for their write-back while it reads (measured on the 2-core EPYC VM: decode
+    attention over an 8 MiB cache ran at 1.1x its byte floor after a read sweep
+    and 1.5x after a copy; 2.2x right after a probe's update stream). This is the
+    state a roofline's byte floor assumes: every byte from memory, no other traffic.
+    """
+    be = be or backend()
+    buf = _EVICT.get(be.name)
+    if buf is None:
+        n = max(64 * 2**20, 2 * last_level_cache_bytes(be)) // 4
+        buf = _EVICT[be.name] = be.xp.ones(n, dtype=be.xp.float32)
+    buf.sum()
+    be.sync()
+
+
 def time_interleaved(fns: dict, *, rounds: int = 5, warmup: int = 1, probe: CeilingProbe | None = None,
-                     be: Backend | None = None) -> dict:
+                     be: Backend | None = None, evict: bool | Callable[[], object] = False) -> dict:
     """Time several functions round-robin, so every one of them sees the same load.
 
     Round r calls ``probe.sample()`` (if a probe is given), then each function once.
-    Before the first round each function gets ``warmup`` untimed calls. Returns
+    Before the first round each function gets ``warmup`` untimed calls. With
+    ``evict``, every timed call is preceded by an untimed :func:`evict_caches` (or,
+    if ``evict`` is a function, by a call of it: say the same kernel on another
+    layer's data, which evicts the data but keeps the code cached), so each starts
+    from the same cold, clean cache whatever ran before it (a kernel whose data is a
+    few times the cache otherwise gains from what the call before left cached, or
+    pays for what it left dirty). Returns
     ``{name: Timing}`` with ``rounds`` samples each; compare their ``min_s`` (or
     ``median_s``) with ceilings from the same probe.
 
@@ -373,6 +437,8 @@ def time_interleaved(fns: dict, *, rounds: int = 5, warmup: int = 1, probe: Ceil
     be = be or backend()
     if not fns:
         raise ValueError("fns must name at least one function to time")
+    if not (isinstance(evict, bool) or callable(evict)):
+        raise TypeError(f"evict must be True, False or a function to call before each timed call, got {evict!r}")
     if rounds < 1 or warmup < 0:
         raise ValueError(f"need rounds >= 1 and warmup >= 0, got rounds={rounds}, warmup={warmup}")
     for fn in fns.values():
@@ -383,6 +449,10 @@ def time_interleaved(fns: dict, *, rounds: int = 5, warmup: int = 1, probe: Ceil
         if probe is not None:
             probe.sample()
         for name, fn in fns.items():
+            if callable(evict):
+                evict()
+            elif evict:
+                evict_caches(be)
             samples[name].append(time_fn(fn, warmup=0, repeats=1, be=be).samples_s[0])
     return {name: Timing(tuple(v)) for name, v in samples.items()}
 
@@ -593,7 +663,7 @@ def default_sweep_sizes(be: Backend | None = None) -> tuple[int, str, list[int]]
     thread's knee is near B = 8: four batches at least twice past it, for the slope). Not
     8192: a power-of-two row stride makes the BLAS packing step alias in the CPU
     caches and run several times slower (measured: 150 ms vs 45 ms at B = 4).
-    GPU: d = 16384 in fp16 (a 512 MiB weight, beyond the H200's 60 MB L2), B = 1..8192.
+    GPU: d = 16384 in fp16 (a 512 MiB weight, beyond the H200's 50 MB L2), B = 1..8192.
     """
     be = be or backend()
     if be.is_gpu:
@@ -890,7 +960,7 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
                 label, fn = blocked.plan(X)
             fns[int(B)] = fn
             forms.append(label)
-        timings = time_interleaved(fns, rounds=repeats, warmup=1, probe=probe, be=be)
+        timings = time_interleaved(fns, rounds=repeats, warmup=1, probe=probe, be=be, evict=True)
     if progress:
         print(f"\r  batch sweep on {be.name}: {len(batches)} batches done." + " " * 20, file=sys.stdout, flush=True)
     measured = np.array([timings[int(B)].min_s for B in batches])
