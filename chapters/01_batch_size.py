@@ -465,8 +465,11 @@ assert v8.verdict == "holds"
 # The ceilings are measured the way the kernel uses the machine, between the
 # sweep's rounds: $W$ as the best of three *read-only* streams (a copy's rate
 # counts a write beside every read), $F$ as the better of a square product and
-# the best rate this product reached. The line under the table lists any batch
-# outside 0.8–1.25× of its prediction and the measured cause.
+# the best rate this product reached. Every timed call starts from a cold cache
+# (`kernels.evict_caches`: a read-only sweep over twice the last-level cache just
+# before it), the state the floor assumes: every byte of $W$ from memory, and no
+# other kernel's modified data to write back on the way. The line under the table
+# lists any batch outside 0.8–1.25× of its prediction and the measured cause.
 
 # %%
 sweep = kernels.batch_sweep()

@@ -143,6 +143,11 @@ assert v9.verdict == "holds if"
 # the mean expert's batch $Bk/E$ reaches this machine's $R$, i.e. $B = R\,E/k$.
 # Below it, time per token falls as $1/B$ (first more experts get touched, then
 # every expert's read is shared); above it, time per token is flat.
+#
+# Each timed call starts the way a layer does in a real decode step: its experts'
+# weights cold (every other layer's have streamed through the caches since), the
+# code that multiplies them warm. So the call before it, untimed, is the same layer
+# on another layer's experts, twice the last-level cache of them.
 
 # %%
 sweep = moe.moe_sweep()

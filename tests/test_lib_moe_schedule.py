@@ -233,6 +233,27 @@ def test_moe_sweep_small_runs_and_predicts():
                          flops_per_s=1e11, bytes_per_s=1e10).layout == "plain"
 
 
+def test_moe_sweep_runs_another_layer_before_every_timed_call(monkeypatch):
+    from llmmath import kernels
+
+    monkeypatch.setattr(kernels, "last_level_cache_bytes", lambda be=None: 2**20)   # a 1 MiB cache: a small layer
+    built = []
+    real = moe._previous_layer
+
+    def spy(*args):
+        fn = real(*args)
+        calls = []
+        built.append(calls)
+        return lambda: (calls.append(1), fn())[1]
+    monkeypatch.setattr(moe, "_previous_layer", spy)
+    moe.moe_sweep(batches=[1, 8, 64], n_experts=8, top_k=2, d_model=64, d_ff=32, repeats=2, progress=False,
+                  flops_per_s=1e11, bytes_per_s=1e10)
+    assert len(built) == 1 and len(built[0]) == 3 * 2        # once before each timed call: 3 batches x 2 rounds
+    # the other layer: twice the (patched) cache in experts of 2 d f fp32 weights, each with k tokens
+    fn = real(8, 2, 64, 32, "fp32", "loop", None, kernels._cpu_backend())
+    assert fn().shape == (-(-2 * 2**20 // (2 * 64 * 32 * 4)), 64)
+
+
 def test_moe_fitted_knee_uses_only_batches_that_read_every_expert():
     s = moe.moe_sweep(batches=[1, 64], n_experts=8, top_k=2, d_model=64, d_ff=32, repeats=1, progress=False,
                       flops_per_s=1e11, bytes_per_s=1e10)

@@ -502,6 +502,26 @@ class MoESweep:
         return "\n".join(rows)
 
 
+def _previous_layer(E, k, d, f, dtype, method, blocked, be):
+    """What runs (untimed) before each timed call of :func:`moe_sweep`: on the NumPy loop path the same
+    layer on another layer's experts, twice the last-level cache of them, every one with k tokens (it
+    evicts this layer's weights and leaves the code that multiplies them cached, as a real decode step
+    does); elsewhere :func:`llmmath.kernels.evict_caches`."""
+    if be.is_gpu or method != "loop":
+        return lambda: kernels.evict_caches(be)
+    b = 4.0 if dtype == "fp32" else 2.0
+    n = max(k, -(-int(2 * kernels.last_level_cache_bytes(be)) // int(2 * d * f * b)))
+    w_up = kernels._random(be, (n, d, f), dtype, 21) * np.float32(1.0 / np.sqrt(d))
+    w_down = kernels._random(be, (n, f, d), dtype, 22) * np.float32(1.0 / np.sqrt(f))
+    other = None
+    if blocked is not None:
+        other = BlockedExperts(w_up, w_down)
+        other.width_for = blocked.width_for   # the same planned widths
+    x = kernels._random(be, (n, d), dtype, 23)
+    assign = (np.arange(n)[:, None] + np.arange(k)[None, :]) % n
+    return lambda: grouped_expert_matmul(x, assign, w_up, w_down, method, other)
+
+
 def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None, top_k: int | None = None,
               d_model: int | None = None, d_ff: int | None = None, dtype: str | None = None,
               flops_per_s: float | None = None, bytes_per_s: float | None = None, repeats: int | None = None,
@@ -521,7 +541,11 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     blocks (the result's ``layout`` then reads ``"blocked"``); ``"plain"`` never does.
     The batches are timed round-robin, ``repeats`` rounds (default 3 on a CPU, 10 on
     a GPU) after one warm-up each, and each batch reports its best, as each ceiling
-    does: a busy machine only ever slows a call down, and it slows both alike.
+    does: a busy machine only ever slows a call down, and it slows both alike. Each
+    timed call starts from a cold cache, as in a real decode step where the other
+    layers' weights have streamed through since: on a CPU the call before it is the
+    same layer on another layer's experts (twice the last-level cache of them), on a
+    GPU :func:`llmmath.kernels.evict_caches`.
 
     Raises:
         ValueError: a batch < 1, k > E, a size < 1, an unknown dtype or method.
@@ -570,6 +594,7 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
         blocked = BlockedExperts(w_up, w_down)
         with kernels.one_blas_thread():
             blocked.plan()
+    evict = _previous_layer(E, k, d, f, dtype, method, blocked, be)
     cases, counts_all = [], []
     for i, B in enumerate(batches):
         B = int(B)
@@ -590,8 +615,11 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
             if probe is not None:
                 probe.sample()
             for i, (x, assign) in enumerate(cases):
-                t = kernels.time_fn(lambda: grouped_expert_matmul(x, assign, w_up, w_down, method, blocked),
-                                    warmup=1 if rnd == 0 else 0, repeats=1, be=be)
+                layer = lambda: grouped_expert_matmul(x, assign, w_up, w_down, method, blocked)  # noqa: E731
+                if rnd == 0:
+                    layer()                    # warm-up: first-touch page faults, the BLAS's buffers
+                evict()                        # every timed call from a cold cache, as in a real decode step
+                t = kernels.time_fn(layer, warmup=0, repeats=1, be=be)
                 best[i] = min(best[i], t.min_s)
             if progress:
                 print(f"\r  MoE sweep on {be.name}: round {rnd + 1}/{repeats} over {len(cases)} batches ...", end="",
