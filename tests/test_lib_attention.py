@@ -224,6 +224,40 @@ def test_paged_block_sparse_matches_the_gathering_path():
         paged.gather(blocks + 16)
 
 
+@pytest.mark.parametrize("block_size, top_k", [(256, 3), (512, 2), (1024, 2)])
+def test_paged_block_sparse_reads_large_blocks_in_place(block_size, top_k):
+    import tracemalloc
+
+    q, k, v = AK.random_cache(2, 8, 2, 2048, 128, seed=block_size, be=kernels._cpu_backend())
+    paged = AK.PagedKV(k, v)
+    blocks = AK.select_blocks(q, AK.block_summaries(k, block_size), top_k)
+    blocks[0, 1, -1] = 2048 // block_size - 1          # the last block of the cache, kept
+    blocks = np.sort(blocks, axis=-1)
+    ref = AK.block_sparse_decode_attention(q, k, v, block_size, top_k, blocks=blocks, method="numpy")
+    # the float64 reference over the kept tokens only, written out here (not the library's own gather)
+    for b_ in range(2):
+        for h in range(2):
+            tok = np.concatenate([np.arange(j * block_size, (j + 1) * block_size) for j in blocks[b_, h]])
+            qs = q[b_, 4 * h:4 * h + 4].astype(np.float64)
+            sc = qs @ k[b_, h, tok].T.astype(np.float64) / np.sqrt(128)
+            p_ = np.exp(sc - sc.max(-1, keepdims=True))
+            ref_bh = (p_ / p_.sum(-1, keepdims=True)) @ v[b_, h, tok]
+            assert np.allclose(ref[b_, 4 * h:4 * h + 4], ref_bh, rtol=1e-4, atol=1e-5)
+    tracemalloc.start()
+    out = paged.attend_blocks(q, blocks, block_size)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
+    kept_bytes = 2 * 2 * 2 * top_k * block_size * 128 * 4          # K and V of the kept tokens, B = 2, H_kv = 2
+    assert peak < kept_bytes / 4, f"{peak} bytes allocated: the kept blocks were copied, not read in place"
+    with pytest.raises(ValueError, match="64 or a multiple of 256"):
+        paged.attend_blocks(q, blocks, 128)
+    with pytest.raises(ValueError, match="whole blocks of"):
+        paged.attend_blocks(q, blocks + 2048 // block_size, block_size)
+    with pytest.raises(ValueError, match="blocks must be whole block indices"):
+        paged.attend_blocks(q, blocks[:1], block_size)
+
+
 def test_paged_cache_bad_input_is_refused():
     q, k, v = AK.random_cache(1, 8, 2, 512, 64, be=kernels._cpu_backend())
     with pytest.raises(ValueError, match="multiple of 256"):
@@ -321,7 +355,7 @@ def test_fused_kernel_compiles_for_hopper_without_spills(D, G):
     assert rep.latency_hidden_s(132, 4.8e12) > 1e-6
 
 
-def test_context_sweep_runs_small_on_cpu():
+def test_context_sweep_runs_small_on_cpu(monkeypatch):
     s = AK.context_sweep(contexts=[256, 512], batch=1, q_heads=4, kv_heads=2, head_dim=32, block_size=16, top_k=4,
                          bytes_per_s=1e10, repeats=1, method="numpy", be=kernels._cpu_backend())
     assert s.dense_s.shape == (2,) and np.all(s.dense_s > 0)
@@ -334,5 +368,18 @@ def test_context_sweep_runs_small_on_cpu():
     g = AK.context_sweep(contexts=[1024, 2048], batch=1, q_heads=4, kv_heads=2, head_dim=64, block_size=64, top_k=4,
                          bytes_per_s=1e10, repeats=1, be=kernels._cpu_backend())
     assert g.sparse_gather_s.shape == (2,) and "its gather" in g.table()
+    # every timed call of the paged sweep follows the same attention over another layer's cache
+    seen = {}
+    real = kernels.time_interleaved
+
+    def spy(fns, **kw):
+        seen.update(kw)
+        return real(fns, **kw)
+    monkeypatch.setattr(kernels, "time_interleaved", spy)
+    monkeypatch.setattr(kernels, "last_level_cache_bytes", lambda be=None: 2**20)
+    v_ = AK.context_sweep(contexts=[1024, 2048], batch=1, q_heads=4, kv_heads=2, head_dim=64, block_size=256,
+                          top_k=2, bytes_per_s=1e10, repeats=1, be=kernels._cpu_backend())
+    assert v_.method == "numpy-paged" and v_.sparse_gather_s is None and np.all(v_.sparse_s > 0)
+    assert callable(seen["evict"]) and seen["evict"]().shape == (1, 4, 64)   # an attention output: another layer
     with pytest.raises(ValueError, match="top_k \\* block_size"):
         AK.context_sweep(contexts=[32], block_size=16, top_k=4, bytes_per_s=1e10, be=kernels._cpu_backend())

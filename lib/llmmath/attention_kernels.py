@@ -240,17 +240,38 @@ class PagedKV:
         vpages = self.vb.reshape(B, H, L // self.V_PAGE, D // self.V_COLS, r, self.K_PAGE, self.V_COLS)
         return self.kt[bi, hi, blocks], vpages[bi, hi, blocks // r, :, blocks % r]
 
-    def attend_blocks(self, q, blocks, scale: float | None = None) -> np.ndarray:
-        """Block-sparse decode attention over the kept pages ``blocks`` (see :meth:`gather`); float32 ``(B, H_q, D)``.
+    def attend_blocks(self, q, blocks, block_size: int = 64, scale: float | None = None) -> np.ndarray:
+        """Block-sparse decode attention over the kept blocks ``blocks``; float32 ``(B, H_q, D)``.
 
-        The same two products as :meth:`attend`, on the gathered pages. Equals
-        :func:`block_sparse_decode_attention` with ``block_size = 64``.
+        ``blocks``: ``(B, H_kv, top_k)`` indices of blocks of ``block_size`` tokens
+        (:func:`select_blocks`). Equals :func:`block_sparse_decode_attention` with the
+        same ``block_size``. Two ways, by block size:
+
+        * ``block_size`` = :attr:`K_PAGE` (64): the kept pages are copied first
+          (:meth:`gather`), then multiplied as :meth:`attend` multiplies the whole cache;
+        * ``block_size`` a multiple of :attr:`V_PAGE` (256): each kept block is a run of
+          whole K pages and V blocks, so it is multiplied where it lies (a view, no
+          copy), one product for its K pages and one for its V blocks per K/V head.
+          The cost is two NumPy calls per kept block and head (a few microseconds each),
+          which large blocks amortize.
 
         Raises:
-            ValueError: ``q`` or ``blocks`` of the wrong shape, or ``blocks`` past the cache.
+            ValueError: ``q`` or ``blocks`` of the wrong shape, ``blocks`` past the cache, or a
+                ``block_size`` other than 64 or a multiple of 256.
         """
         q = self._check_q(q)
-        return _attend_pages(q, *self.gather(blocks), scale)
+        if block_size == self.K_PAGE:
+            return _attend_pages(q, *self.gather(blocks), scale)
+        if int(block_size) != block_size or block_size < self.V_PAGE or block_size % self.V_PAGE:
+            raise ValueError(f"block_size must be {self.K_PAGE} or a multiple of {self.V_PAGE}, got {block_size!r}")
+        B, H, L, D = self.shape
+        blocks = np.asarray(blocks)
+        if blocks.ndim != 3 or blocks.shape[:2] != (B, H) or blocks.dtype.kind not in "iu":
+            raise ValueError(f"blocks must be whole block indices of shape (B={B}, H_kv={H}, top_k), got "
+                             f"{blocks.shape} {blocks.dtype}")
+        if blocks.size and (blocks.min() < 0 or (blocks.max() + 1) * block_size > L):
+            raise ValueError(f"blocks must index whole blocks of {block_size} tokens in 0..{L // block_size - 1}")
+        return _attend_block_views(q, self.kt, self.vb, blocks, int(block_size), scale)
 
 
 def _attend_pages(q, kt, vb, scale):
@@ -270,6 +291,42 @@ def _attend_pages(q, kt, vb, scale):
     p = s.reshape(B, H, G, m, L // m).swapaxes(2, 3)[:, :, :, None]          # (B, H, m, 1, G, L/m), a view
     o = np.matmul(p, vb).sum(2)                                             # (B, H, D/C, G, C): reads V once
     o = o.swapaxes(2, 3).reshape(B, H, G, D) / denom[..., None]
+    return o.reshape(B, H * G, D).astype(np.float32, copy=False)
+
+
+def _attend_block_views(q, kt, vb, blocks, block_size, scale):
+    """Softmax(q K^T) V over the kept blocks, each read in place from the pages (``block_size`` a multiple of 256)."""
+    B, H, n, D, P = kt.shape
+    m, C, Vp = vb.shape[2], vb.shape[-1], vb.shape[-2]
+    BH, top, G = B * H, blocks.shape[-1], q.shape[1] // H
+    kp, vp = block_size // P, block_size // Vp
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    qg = (q.reshape(BH, G, D) * (scale * _LOG2E)).astype(kt.dtype)
+    kt2, vb2 = kt.reshape(BH * n, D, P), vb.reshape(BH * m, D // C, Vp, C)       # views: pages of every head in a row
+    head = np.arange(BH).reshape(B, H, 1)
+    k_first = (head * n + blocks * kp).ravel().tolist()                         # first K page of each kept block
+    v_first = (head * m + blocks * vp).ravel().tolist()                         # first V block of each kept block
+    s = np.empty((BH, G, top * block_size), dtype=kt.dtype)
+    s_pages = s.reshape(BH, G, top, kp, P).transpose(0, 2, 3, 1, 4)              # (BH, top, kp, G, P): a view
+    i = 0
+    for bh in range(BH):
+        qh, sh = qg[bh], s_pages[bh]
+        for j in range(top):
+            np.matmul(qh, kt2[k_first[i]:k_first[i] + kp], out=sh[j])           # reads the block's K pages in place
+            i += 1
+    s -= s.max(-1, keepdims=True)
+    np.exp2(s, out=s)
+    denom = s.sum(-1)                                                           # (BH, G)
+    p = s.reshape(BH, G, top * vp, Vp).swapaxes(1, 2)[:, :, None]              # (BH, top vp, 1, G, Vp): a view
+    prod = np.empty((BH, top * vp, D // C, G, C), dtype=kt.dtype)
+    i = 0
+    for bh in range(BH):
+        ph, oh = p[bh], prod[bh]
+        for j in range(top):
+            first = v_first[i]
+            np.matmul(ph[j * vp:(j + 1) * vp], vb2[first:first + vp], out=oh[j * vp:(j + 1) * vp])   # V in place
+            i += 1
+    o = prod.sum(1).swapaxes(1, 2).reshape(BH, G, D) / denom[..., None]
     return o.reshape(B, H * G, D).astype(np.float32, copy=False)
 
 
@@ -824,16 +881,19 @@ def default_sweep_shape(be=None) -> dict:
     """Sizes for :func:`context_sweep` on this backend.
 
     CPU: one sequence, 8 K/V heads x group 4 (Llama-3.1-8B's layer), D = 128, fp32
-    cache, L = 1K .. 16K (128 MiB of K+V at the top: beyond any CPU cache; about a
-    second in all). GPU: batch 16, 8 K/V heads x group 8 (a Llama-3.1-70B layer),
-    fp16, L = 2K .. 128K (8.6 GB of K+V at the top); sparse: top-32 blocks of 64.
+    cache, L = 4K .. 32K (32 MiB of K+V at the bottom, the size of a large L3; 256 MiB
+    at the top; about two seconds in all); sparse: top-4 blocks of 1,024 tokens
+    (large blocks, so that NumPy's two calls per kept block and head are amortized:
+    :meth:`PagedKV.attend_blocks`). GPU: batch 16, 8 K/V heads x group 8 (a
+    Llama-3.1-70B layer), fp16, L = 2K .. 128K (8.6 GB of K+V at the top); sparse:
+    top-32 blocks of 64 (the fused kernel reads any block in place).
     """
     be = be or kernels.backend()
     if be.is_gpu:
         return dict(batch=16, q_heads=64, kv_heads=8, head_dim=128, dtype="fp16",
                     contexts=[2**i for i in range(11, 18)], block_size=64, top_k=32)
     return dict(batch=1, q_heads=32, kv_heads=8, head_dim=128, dtype="fp32",
-                contexts=[2**i for i in range(10, 15)], block_size=64, top_k=16)
+                contexts=[2**i for i in range(12, 16)], block_size=1024, top_k=4)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -891,6 +951,13 @@ def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_d
     ceiling and kernel see the same load. Sizes default to :func:`default_sweep_shape`.
     The calls are timed round-robin, ``repeats`` rounds; each time is the best of its
     rounds (like the bandwidth it is compared with: on a shared machine the median wanders).
+    Each timed call starts from a cold cache, as a layer's cache is in a real decode
+    step (the other layers have read theirs since): on the paged CPU path the call
+    before it is the same attention over another layer's cache of twice the
+    last-level cache (so the kernel's code stays cached, as it would), elsewhere
+    :func:`llmmath.kernels.evict_caches`. Without this, a context's call could find
+    the previous call's pages still cached (seen: 1.05x instead of 1.3-1.4x at 32 MiB),
+    or pay for the write-back of what the ceiling probe left dirty (2.2x at 8 MiB).
     ``layout``: on the CPU path, ``"auto"`` times the dense call on a :class:`PagedKV`
     copy of the cache where every context fits its pages (``method`` then reads
     ``"numpy-paged"``), ``"plain"`` on the cache as given.
@@ -914,12 +981,19 @@ def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_d
     elem = 2 if dtype == "fp16" else 4
     q, k, v = random_cache(batch, q_heads, kv_heads, max(contexts), head_dim, dtype, be=be)
     meth = _resolve_method(method, q, k)
-    paged = None
+    paged, evict = None, True
     if (meth == "numpy" and layout == "auto" and k.dtype == np.float32
             and all(PagedKV.fits(L, head_dim) for L in contexts)):
         paged = PagedKV(k, v)
+        # "the previous layer": the same call on another cache of at least twice the last-level cache
+        per_token = 2.0 * batch * kv_heads * head_dim * elem
+        L_other = PagedKV.V_PAGE * -(-int(2 * kernels.last_level_cache_bytes(be) / per_token) // PagedKV.V_PAGE)
+        q_o, k_o, v_o = random_cache(batch, q_heads, kv_heads, L_other, head_dim, dtype, seed=7, be=be)
+        other = PagedKV(k_o, v_o)
+        del k_o, v_o
+        evict = lambda: other.attend(q_o)   # noqa: E731
     with kernels.one_blas_thread(meth == "numpy"):
-        dense, sparse, gather = _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe, paged)
+        dense, sparse, gather = _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe, paged, evict)
     meth = "numpy-paged" if paged is not None else meth
     bytes_per_s = bytes_per_s or probe.read_bytes_per_s
     ctx = np.asarray(contexts, float)
@@ -932,10 +1006,11 @@ def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_d
                         None if gather is None else np.asarray(gather))
 
 
-def _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe=None, paged=None):
+def _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe=None, paged=None, evict=True):
     """Best-of-``repeats`` times of the dense and sparse calls per context, timed round-robin
     (``probe``, if given, samples the ceilings at the start of every round; ``paged``, if given,
-    a :class:`PagedKV` of the same cache that the dense calls read instead)."""
+    a :class:`PagedKV` of the same cache that the dense and sparse calls read instead; ``evict``
+    as :func:`llmmath.kernels.time_interleaved` takes it)."""
     fns = {}
     for L in contexts:
         kl, vl = k[:, :, :L], v[:, :, :L]
@@ -947,10 +1022,12 @@ def _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe=None, 
         if paged is not None and block_size == paged.K_PAGE:
             fns[("sparse", L)] = lambda blocks=blocks: paged.attend_blocks(q, blocks)
             fns[("gather", L)] = lambda blocks=blocks: paged.gather(blocks)
+        elif paged is not None and block_size % paged.V_PAGE == 0:
+            fns[("sparse", L)] = lambda blocks=blocks: paged.attend_blocks(q, blocks, block_size)
         else:
             fns[("sparse", L)] = (lambda kl=kl, vl=vl, blocks=blocks:
                                   block_sparse_decode_attention(q, kl, vl, block_size, top_k, blocks=blocks,
                                                                 method=meth))
-    t = kernels.time_interleaved(fns, rounds=repeats, warmup=1, probe=probe, be=be)
+    t = kernels.time_interleaved(fns, rounds=repeats, warmup=1, probe=probe, be=be, evict=evict)
     gather = [t[("gather", L)].min_s for L in contexts] if ("gather", contexts[0]) in t else None
     return [t[("dense", L)].min_s for L in contexts], [t[("sparse", L)].min_s for L in contexts], gather
