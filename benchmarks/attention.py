@@ -4,7 +4,7 @@
 
 Uses :func:`llmmath.attention_kernels.context_sweep` with its default sizes for
 the backend (CPU: one sequence, 8 K/V heads x group 4, D = 128, fp32 cache,
-L = 1K..32K; GPU: see ``benchmarks/gpu_attention.py``, which also checks
+L = 4K..32K, top-4 blocks of 1,024; GPU: see ``benchmarks/gpu_attention.py``, which also checks
 correctness). Also times a 10^6-point sweep of the byte models, to show they
 stay cheap enough for widgets.
 """
