@@ -519,6 +519,16 @@ if paged is not None and not kernels.backend().is_gpu:
     for name, t in t_state.items():
         print(f"L = {L0} ({sweep.dense_bytes[0] / 2**20:.0f} MiB of K+V) {name:>20}: median {t.median_s * 1e3:5.2f} ms "
               f"= {t.median_s / floor0_s:.2f} x the byte floor")
+    # where the time of the longest context's call goes, stage by stage, each call read cold
+    with kernels.one_blas_thread():
+        stage_s = paged.time_stages(qa, L_long, before=lambda: other.attend(qo))
+    half_floor_s = floor_s / 2                           # K or V alone: half the cache's bytes
+    total_s = sum(stage_s.values())
+    print(f"L = {L_long}, stage by stage (medians of 5 cold calls, {total_s * 1e3:.2f} ms in all):")
+    print(f"  scores  q K^T (reads K): {stage_s['scores'] * 1e3:6.2f} ms = {stage_s['scores'] / half_floor_s:.2f} x K's bytes / W")
+    print(f"  softmax (3 passes over {sweep.shape['q_heads'] * L_long:,} scores): {stage_s['softmax'] * 1e3:6.2f} ms "
+          f"= {stage_s['softmax'] / total_s:.0%} of the call")
+    print(f"  values  P V   (reads V): {stage_s['values'] * 1e3:6.2f} ms = {stage_s['values'] / half_floor_s:.2f} x V's bytes / W")
     del ko, vo, other, src, dst, paged
 # the sparse call at the shortest context keeps every block: the dense call's bytes, in many more NumPy calls
 if sweep.shape["top_k"] * sweep.shape["block_size"] == int(sweep.context[0]) and sweep.method == "numpy-paged":
@@ -534,9 +544,12 @@ if sweep.shape["top_k"] * sweep.shape["block_size"] == int(sweep.context[0]) and
 # column); the cell above shows how much of that depends on the cache's state before
 # the call. After itself, part of its pages may still be cached and the call can beat
 # the DRAM floor; after a copy it also pays for writing another kernel's data back to
-# memory. What remains above the floor in the sweep is the softmax's three passes
-# over the scores and the products' own arithmetic, which one core must issue while
-# it waits for memory. The sparse call reads the same bytes at every context. Its
+# memory. The stage-by-stage lines split the longest context's call into its three stages,
+# each call read cold: each product takes somewhat longer than its half of the bytes
+# at the best read rate measured (the BLAS's small products do not stream quite as
+# fast as the best of the probe's read kernels on one core), and the softmax's three
+# passes over the scores, which a GPU kernel fuses into the products, add the rest.
+# The sparse call reads the same bytes at every context. Its
 # blocks are large (the sizes printed with the table), each a run of whole pages that
 # is multiplied where it lies: two NumPy calls per kept block and K/V head. Between
 # two calls the core spends a few microseconds in Python with no memory request in

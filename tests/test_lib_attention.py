@@ -258,6 +258,20 @@ def test_paged_block_sparse_reads_large_blocks_in_place(block_size, top_k):
         paged.attend_blocks(q, blocks[:1], block_size)
 
 
+def test_paged_attention_reports_its_stages_without_changing_the_result():
+    q, k, v = AK.random_cache(1, 8, 2, 1024, 128, seed=5, be=kernels._cpu_backend())
+    paged = AK.PagedKV(k, v)
+    stage_s = {}
+    out = paged.attend(q, 512, stage_s=stage_s)
+    assert np.array_equal(out, paged.attend(q, 512))
+    assert set(stage_s) == {"scores", "softmax", "values"} and all(t > 0 for t in stage_s.values())
+    before = []
+    med = paged.time_stages(q, 512, before=lambda: before.append(1), rounds=3)
+    assert set(med) == set(stage_s) and len(before) == 3          # called before every timed call
+    with pytest.raises(ValueError, match="rounds must be"):
+        paged.time_stages(q, rounds=0)
+
+
 def test_paged_cache_bad_input_is_refused():
     q, k, v = AK.random_cache(1, 8, 2, 512, 64, be=kernels._cpu_backend())
     with pytest.raises(ValueError, match="multiple of 256"):

@@ -44,6 +44,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import time
 from functools import lru_cache
 
 import numpy as np
@@ -203,8 +204,13 @@ class PagedKV:
             raise ValueError(f"q must be (B={B}, a multiple of H_kv={H}, D={D}), got {q.shape}")
         return q
 
-    def attend(self, q, context: int | None = None, scale: float | None = None) -> np.ndarray:
+    def attend(self, q, context: int | None = None, scale: float | None = None,
+               stage_s: dict | None = None) -> np.ndarray:
         """Decode attention of ``q`` over the first ``context`` tokens (default all); float32 ``(B, H_q, D)``.
+
+        ``stage_s``: a dict to fill with the seconds each stage took in this call:
+        ``"scores"`` (``q K^T``, reads K), ``"softmax"`` (three passes over the
+        ``G L`` scores) and ``"values"`` (``P V``, reads V; with the final division).
 
         Raises:
             ValueError: ``q`` of the wrong shape, or ``context`` not a positive multiple of
@@ -215,7 +221,27 @@ class PagedKV:
         if L <= 0 or L > Lmax or L % self.V_PAGE:
             raise ValueError(f"context must be a multiple of {self.V_PAGE} in {self.V_PAGE}..{Lmax}, got {context}")
         q = self._check_q(q)
-        return _attend_pages(q, self.kt[:, :, :L // self.K_PAGE], self.vb[:, :, :L // self.V_PAGE], scale)
+        return _attend_pages(q, self.kt[:, :, :L // self.K_PAGE], self.vb[:, :, :L // self.V_PAGE], scale, stage_s)
+
+    def time_stages(self, q, context: int | None = None, before=None, rounds: int = 5) -> dict:
+        """Median seconds of each stage of :meth:`attend` (``stage_s``'s keys), over ``rounds`` calls.
+
+        ``before``: called (untimed) before every call, e.g. the same attention over another
+        layer's cache so that this one is read cold, as :func:`context_sweep` does.
+
+        Raises:
+            ValueError: ``rounds`` < 1, or what :meth:`attend` raises.
+        """
+        if int(rounds) != rounds or rounds < 1:
+            raise ValueError(f"rounds must be a whole number >= 1, got {rounds!r}")
+        self.attend(q, context)                                   # warm-up: page faults, BLAS buffers
+        runs = []
+        for _ in range(int(rounds)):
+            if before is not None:
+                before()
+            runs.append({})
+            self.attend(q, context, stage_s=runs[-1])
+        return {name: float(np.median([r[name] for r in runs])) for name in runs[0]}
 
     def gather(self, blocks):
         """Copies of the kept 64-token pages: K ``(B, H_kv, top_k, D, 64)``, V ``(B, H_kv, top_k, D/64, 64, 64)``.
@@ -274,8 +300,10 @@ class PagedKV:
         return _attend_block_views(q, self.kt, self.vb, blocks, int(block_size), scale)
 
 
-def _attend_pages(q, kt, vb, scale):
-    """Softmax(q K^T) V over K pages ``kt`` (B, H, n, D, P) and V blocks ``vb`` (B, H, m, D/C, L/m, C), ``n P = L``."""
+def _attend_pages(q, kt, vb, scale, stage_s=None):
+    """Softmax(q K^T) V over K pages ``kt`` (B, H, n, D, P) and V blocks ``vb`` (B, H, m, D/C, L/m, C), ``n P = L``
+    (``stage_s``: as :meth:`PagedKV.attend` takes it)."""
+    t0 = time.perf_counter() if stage_s is not None else 0.0
     B, H, n, D, P = kt.shape
     m, C = vb.shape[2], vb.shape[-1]
     L, G = n * P, q.shape[1] // H
@@ -285,12 +313,16 @@ def _attend_pages(q, kt, vb, scale):
     # the BLAS writes directly), so the softmax runs along contiguous rows with no copy
     s = np.empty((B, H, G, L), dtype=kt.dtype)
     np.matmul(qg, kt, out=s.reshape(B, H, G, n, P).swapaxes(2, 3))          # reads K once
+    t1 = time.perf_counter() if stage_s is not None else 0.0
     s -= s.max(-1, keepdims=True)
     np.exp2(s, out=s)
     denom = s.sum(-1)                                                       # (B, H, G)
+    t2 = time.perf_counter() if stage_s is not None else 0.0
     p = s.reshape(B, H, G, m, L // m).swapaxes(2, 3)[:, :, :, None]          # (B, H, m, 1, G, L/m), a view
     o = np.matmul(p, vb).sum(2)                                             # (B, H, D/C, G, C): reads V once
     o = o.swapaxes(2, 3).reshape(B, H, G, D) / denom[..., None]
+    if stage_s is not None:
+        stage_s.update(scores=t1 - t0, softmax=t2 - t1, values=time.perf_counter() - t2)
     return o.reshape(B, H * G, D).astype(np.float32, copy=False)
 
 
