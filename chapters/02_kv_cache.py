@@ -441,9 +441,10 @@ assert v7.verdict == "holds if"
 # read-only stream (the calls read the cache), sampled at the start of every round
 # of the sweep (the calls are timed round-robin), so the floor and the kernel see the same load.
 # Each timed call starts from a cold cache, as in a real decode step where every other
-# layer has read its own cache since this one was last touched: the call before it is
-# the same attention over another layer's cache (the cell after the layout comparison
-# shows why that matters).
+# layer has read its own cache since this one was last touched: on a CPU the call
+# before it is the same attention over another layer's cache (the cell after the
+# layout comparison shows why that matters); on a GPU, a read-only sweep over twice
+# its L2 (`kernels.evict_caches`).
 
 # %%
 sweep = attention_kernels.context_sweep()
@@ -478,8 +479,9 @@ plt.show()
 L_long = int(sweep.context[-1])
 qa, ka, va = attention_kernels.random_cache(1, sweep.shape["q_heads"], sweep.shape["kv_heads"], L_long,
                                             sweep.shape["head_dim"])
-paged = attention_kernels.PagedKV(ka, va) if attention_kernels.PagedKV.fits(L_long, sweep.shape["head_dim"]) else None
-if paged is not None and not kernels.backend().is_gpu:
+on_cpu_pages = not kernels.backend().is_gpu and attention_kernels.PagedKV.fits(L_long, sweep.shape["head_dim"])
+paged = attention_kernels.PagedKV(ka, va) if on_cpu_pages else None   # a NumPy layout: the CPU path only
+if paged is not None:
     probe = kernels.CeilingProbe(())
     with kernels.one_blas_thread():
         t_lay = kernels.time_interleaved({"plain": lambda: attention_kernels.decode_attention(qa, ka, va, method="numpy"),
@@ -503,11 +505,15 @@ if paged is not None and not kernels.backend().is_gpu:
 # written back to memory while the call reads).
 
 # %%
-if paged is not None and not kernels.backend().is_gpu:
+if paged is not None:
     L0 = int(sweep.context[0])
-    qo, ko, vo = attention_kernels.random_cache(1, sweep.shape["q_heads"], sweep.shape["kv_heads"], 8192,
+    # "another layer": a cache of twice the last-level cache, as the sweep uses (whole V pages of 256 tokens)
+    bytes_per_token = 2 * sweep.shape["kv_heads"] * sweep.shape["head_dim"] * 4
+    L_other = 256 * -(-2 * kernels.last_level_cache_bytes() // (256 * bytes_per_token))
+    qo, ko, vo = attention_kernels.random_cache(1, sweep.shape["q_heads"], sweep.shape["kv_heads"], L_other,
                                                 sweep.shape["head_dim"], seed=7)
     other = attention_kernels.PagedKV(ko, vo)
+    del ko, vo
     src = np.ones(2 * kernels.last_level_cache_bytes() // 4, np.float32)
     dst = np.empty_like(src)
     before = {"after itself": lambda: paged.attend(qa, L0), "after another layer": lambda: other.attend(qo),
@@ -526,10 +532,14 @@ if paged is not None and not kernels.backend().is_gpu:
     total_s = sum(stage_s.values())
     print(f"L = {L_long}, stage by stage (medians of 5 cold calls, {total_s * 1e3:.2f} ms in all):")
     print(f"  scores  q K^T (reads K): {stage_s['scores'] * 1e3:6.2f} ms = {stage_s['scores'] / half_floor_s:.2f} x K's bytes / W")
-    print(f"  softmax (3 passes over {sweep.shape['q_heads'] * L_long:,} scores): {stage_s['softmax'] * 1e3:6.2f} ms "
+    print(f"  softmax (4 passes over {sweep.shape['q_heads'] * L_long:,} scores): {stage_s['softmax'] * 1e3:6.2f} ms "
           f"= {stage_s['softmax'] / total_s:.0%} of the call")
     print(f"  values  P V   (reads V): {stage_s['values'] * 1e3:6.2f} ms = {stage_s['values'] / half_floor_s:.2f} x V's bytes / W")
-    del ko, vo, other, src, dst, paged
+    above_s = total_s - floor_s
+    products_s = stage_s["scores"] + stage_s["values"] - floor_s
+    print(f"  of the {above_s * 1e3:.2f} ms above the floor: {products_s * 1e3:.2f} ms in the two products (reading "
+          f"slower than the best read stream), {stage_s['softmax'] * 1e3:.2f} ms in the softmax")
+    del other, src, dst
 # the sparse call at the shortest context keeps every block: the dense call's bytes, in many more NumPy calls
 if sweep.shape["top_k"] * sweep.shape["block_size"] == int(sweep.context[0]) and sweep.method == "numpy-paged":
     n_calls = 2 * sweep.shape["batch"] * sweep.shape["kv_heads"] * sweep.shape["top_k"]
@@ -544,11 +554,12 @@ if sweep.shape["top_k"] * sweep.shape["block_size"] == int(sweep.context[0]) and
 # column); the cell above shows how much of that depends on the cache's state before
 # the call. After itself, part of its pages may still be cached and the call can beat
 # the DRAM floor; after a copy it also pays for writing another kernel's data back to
-# memory. The stage-by-stage lines split the longest context's call into its three stages,
-# each call read cold: each product takes somewhat longer than its half of the bytes
-# at the best read rate measured (the BLAS's small products do not stream quite as
-# fast as the best of the probe's read kernels on one core), and the softmax's three
-# passes over the scores, which a GPU kernel fuses into the products, add the rest.
+# memory. The stage-by-stage lines split the longest context's call into its three
+# stages, each call read cold, and say how much of the time above the floor is in the
+# two products (each should take about its half of the bytes at the best read rate;
+# the BLAS's small products may stream slower than the best of the probe's read
+# kernels) and how much in the softmax's four passes over the scores (which a GPU
+# kernel fuses into the products).
 # The sparse call reads the same bytes at every context. Its
 # blocks are large (the sizes printed with the table), each a run of whole pages that
 # is multiplied where it lies: two NumPy calls per kept block and K/V head. Between

@@ -146,8 +146,9 @@ assert v9.verdict == "holds if"
 #
 # Each timed call starts the way a layer does in a real decode step: its experts'
 # weights cold (every other layer's have streamed through the caches since), the
-# code that multiplies them warm. So the call before it, untimed, is the same layer
-# on another layer's experts, twice the last-level cache of them.
+# code that multiplies them warm. So on a CPU the call before it, untimed, is the
+# same layer on another layer's experts, twice the last-level cache of them (on a GPU,
+# a read-only sweep over twice its L2, `kernels.evict_caches`).
 
 # %%
 sweep = moe.moe_sweep()

@@ -243,19 +243,47 @@ def test_paged_block_sparse_reads_large_blocks_in_place(block_size, top_k):
             p_ = np.exp(sc - sc.max(-1, keepdims=True))
             ref_bh = (p_ / p_.sum(-1, keepdims=True)) @ v[b_, h, tok]
             assert np.allclose(ref[b_, 4 * h:4 * h + 4], ref_bh, rtol=1e-4, atol=1e-5)
-    tracemalloc.start()
     out = paged.attend_blocks(q, blocks, block_size)
+    assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
+    assert np.array_equal(paged.attend_blocks(q, blocks.astype(np.uint64), block_size), out)   # unsigned indices too
+    # read in place: less memory allocated than ONE kept block's K of one head (a copy, even block by block, needs that)
+    q1, k1, v1 = AK.random_cache(1, 8, 2, 2048, 128, seed=1, be=kernels._cpu_backend())
+    paged1 = AK.PagedKV(k1, v1)
+    b1 = AK.select_blocks(q1, AK.block_summaries(k1, block_size), top_k)
+    paged1.attend_blocks(q1, b1, block_size)                     # warm-up
+    tracemalloc.start()
+    paged1.attend_blocks(q1, b1, block_size)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert np.abs(out - ref).max() <= 1e-5 * np.abs(ref).max()
-    kept_bytes = 2 * 2 * 2 * top_k * block_size * 128 * 4          # K and V of the kept tokens, B = 2, H_kv = 2
-    assert peak < kept_bytes / 4, f"{peak} bytes allocated: the kept blocks were copied, not read in place"
-    with pytest.raises(ValueError, match="64 or a multiple of 256"):
-        paged.attend_blocks(q, blocks, 128)
-    with pytest.raises(ValueError, match="whole blocks of"):
-        paged.attend_blocks(q, blocks + 2048 // block_size, block_size)
-    with pytest.raises(ValueError, match="blocks must be whole block indices"):
-        paged.attend_blocks(q, blocks[:1], block_size)
+    assert peak < block_size * 128 * 4, f"{peak} bytes allocated: the kept blocks were copied, not read in place"
+
+
+def test_paged_block_sparse_refuses_bad_blocks_and_sizes():
+    q, k, v = AK.random_cache(1, 8, 2, 2048, 128, seed=2, be=kernels._cpu_backend())
+    paged = AK.PagedKV(k, v)
+    good = np.array([[[0, 3], [1, 2]]])
+    for bad_size in (128, 300, None, True, 4096, 512.0):
+        with pytest.raises(ValueError, match="block_size must be 64 or a multiple of 256"):
+            paged.attend_blocks(q, good, bad_size)
+    with pytest.raises(ValueError, match="top_k >= 1"):
+        paged.attend_blocks(q, good[..., :0], 512)
+    with pytest.raises(ValueError, match="top_k >= 1"):
+        paged.attend_blocks(q, good.astype(float), 512)
+    with pytest.raises(ValueError, match="top_k >= 1"):
+        paged.attend_blocks(q, good[:, :1], 512)
+    with pytest.raises(ValueError, match=r"within the first 2048 tokens \(0..3\), got -1..2"):
+        paged.attend_blocks(q, good - 1, 512)
+    with pytest.raises(ValueError, match=r"within the first 2048 tokens \(0..3\), got 4..7"):
+        paged.attend_blocks(q, good + 4, 512)
+    # a context: the blocks must lie within it (block 3 of 512 ends at token 2048 > 1024)
+    with pytest.raises(ValueError, match=r"within the first 1024 tokens \(0..1\)"):
+        paged.attend_blocks(q, good, 512, context=1024)
+    for bad_ctx in (0, 4096, 1024.0, True):
+        with pytest.raises(ValueError, match="context must be a whole number of tokens in 1..2048"):
+            paged.attend_blocks(q, good, 512, context=bad_ctx)
+    ok = paged.attend_blocks(q, good // 2, 512, context=1024)
+    ref = AK.block_sparse_decode_attention(q, k[:, :, :1024], v[:, :, :1024], 512, 2, blocks=good // 2, method="numpy")
+    assert np.abs(ok - ref).max() <= 1e-5 * np.abs(ref).max()
 
 
 def test_paged_attention_reports_its_stages_without_changing_the_result():
@@ -391,9 +419,15 @@ def test_context_sweep_runs_small_on_cpu(monkeypatch):
         return real(fns, **kw)
     monkeypatch.setattr(kernels, "time_interleaved", spy)
     monkeypatch.setattr(kernels, "last_level_cache_bytes", lambda be=None: 2**20)
+    in_place = []
+    real_blocks = AK.PagedKV.attend_blocks
+    monkeypatch.setattr(AK.PagedKV, "attend_blocks",
+                        lambda self, *a, **kw: (in_place.append(a[2:] + tuple(kw.items())), real_blocks(self, *a, **kw))[1])
     v_ = AK.context_sweep(contexts=[1024, 2048], batch=1, q_heads=4, kv_heads=2, head_dim=64, block_size=256,
                           top_k=2, bytes_per_s=1e10, repeats=1, be=kernels._cpu_backend())
     assert v_.method == "numpy-paged" and v_.sparse_gather_s is None and np.all(v_.sparse_s > 0)
     assert callable(seen["evict"]) and seen["evict"]().shape == (1, 4, 64)   # an attention output: another layer
+    # the sparse calls read the pages in place (blocks of 256), each within its own context
+    assert {c for c in in_place} == {(256, ("context", 1024)), (256, ("context", 2048))}
     with pytest.raises(ValueError, match="top_k \\* block_size"):
         AK.context_sweep(contexts=[32], block_size=16, top_k=4, bytes_per_s=1e10, be=kernels._cpu_backend())

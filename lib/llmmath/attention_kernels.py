@@ -161,8 +161,8 @@ class PagedKV:
     is what serving systems already do: vLLM's original paged K cache is
     ``[blocks, heads, D/x, block_size, x]`` (``x`` = 16 bytes of elements), the head
     dimension outside the token index. K and V are each read once; the scores
-    (``G L`` values, ``G/(2D)`` of the cache's bytes) take three passes for a
-    numerically stable softmax (max, exp, sum).
+    (``G L`` values, ``G/(2D)`` of the cache's bytes) take four passes for a
+    numerically stable softmax (max, subtract, exp, sum).
 
     Shapes: ``k``, ``v`` ``(B, H_kv, L, D)`` float32 or float64 NumPy arrays with
     ``L`` a multiple of :attr:`V_PAGE` and ``D`` of :attr:`V_COLS`
@@ -209,8 +209,9 @@ class PagedKV:
         """Decode attention of ``q`` over the first ``context`` tokens (default all); float32 ``(B, H_q, D)``.
 
         ``stage_s``: a dict to fill with the seconds each stage took in this call:
-        ``"scores"`` (``q K^T``, reads K), ``"softmax"`` (three passes over the
-        ``G L`` scores) and ``"values"`` (``P V``, reads V; with the final division).
+        ``"scores"`` (``q K^T``, reads K), ``"softmax"`` (four passes over the
+        ``G L`` scores: max, subtract, exp, sum) and ``"values"`` (``P V``, reads V;
+        with the final division).
 
         Raises:
             ValueError: ``q`` of the wrong shape, or ``context`` not a positive multiple of
@@ -266,12 +267,16 @@ class PagedKV:
         vpages = self.vb.reshape(B, H, L // self.V_PAGE, D // self.V_COLS, r, self.K_PAGE, self.V_COLS)
         return self.kt[bi, hi, blocks], vpages[bi, hi, blocks // r, :, blocks % r]
 
-    def attend_blocks(self, q, blocks, block_size: int = 64, scale: float | None = None) -> np.ndarray:
+    def attend_blocks(self, q, blocks, block_size: int = 64, scale: float | None = None,
+                      context: int | None = None) -> np.ndarray:
         """Block-sparse decode attention over the kept blocks ``blocks``; float32 ``(B, H_q, D)``.
 
-        ``blocks``: ``(B, H_kv, top_k)`` indices of blocks of ``block_size`` tokens
-        (:func:`select_blocks`). Equals :func:`block_sparse_decode_attention` with the
-        same ``block_size``. Two ways, by block size:
+        ``blocks``: ``(B, H_kv, top_k)`` indices, ``top_k >= 1``, of blocks of
+        ``block_size`` tokens (:func:`select_blocks`), each whole within the first
+        ``context`` tokens (default the whole cache). Equals
+        :func:`block_sparse_decode_attention` with the same ``block_size`` over those
+        tokens when ``block_size`` divides ``context`` (that function masks a partial
+        last block; here every kept block must be whole). Two ways, by block size:
 
         * ``block_size`` = :attr:`K_PAGE` (64): the kept pages are copied first
           (:meth:`gather`), then multiplied as :meth:`attend` multiplies the whole cache;
@@ -282,21 +287,29 @@ class PagedKV:
           which large blocks amortize.
 
         Raises:
-            ValueError: ``q`` or ``blocks`` of the wrong shape, ``blocks`` past the cache, or a
-                ``block_size`` other than 64 or a multiple of 256.
+            ValueError: ``q`` or ``blocks`` of the wrong shape (``top_k`` = 0 included), a
+                block past ``context``, a ``context`` that is not a whole number of tokens in the
+                cache, or a ``block_size`` other than 64 or a multiple of 256 up to ``context``.
         """
         q = self._check_q(q)
+        B, H, Lmax, D = self.shape
+        L = Lmax if context is None else context
+        if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or not 0 < L <= Lmax:
+            raise ValueError(f"context must be a whole number of tokens in 1..{Lmax}, got {context!r}")
+        if (isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer))
+                or not (block_size == self.K_PAGE or (block_size % self.V_PAGE == 0 and self.V_PAGE <= block_size <= L))):
+            raise ValueError(f"block_size must be {self.K_PAGE} or a multiple of {self.V_PAGE} up to the context "
+                             f"({L} tokens), got {block_size!r}")
+        blocks = np.asarray(blocks)
+        if blocks.ndim != 3 or blocks.shape[:2] != (B, H) or blocks.shape[2] < 1 or blocks.dtype.kind not in "iu":
+            raise ValueError(f"blocks must be whole block indices of shape (B={B}, H_kv={H}, top_k >= 1), got "
+                             f"{blocks.shape} {blocks.dtype}")
+        if blocks.min() < 0 or (int(blocks.max()) + 1) * block_size > L:
+            raise ValueError(f"blocks must index whole blocks of {block_size} tokens within the first {L} tokens "
+                             f"(0..{L // block_size - 1}), got {int(blocks.min())}..{int(blocks.max())}")
+        blocks = blocks.astype(np.intp)
         if block_size == self.K_PAGE:
             return _attend_pages(q, *self.gather(blocks), scale)
-        if int(block_size) != block_size or block_size < self.V_PAGE or block_size % self.V_PAGE:
-            raise ValueError(f"block_size must be {self.K_PAGE} or a multiple of {self.V_PAGE}, got {block_size!r}")
-        B, H, L, D = self.shape
-        blocks = np.asarray(blocks)
-        if blocks.ndim != 3 or blocks.shape[:2] != (B, H) or blocks.dtype.kind not in "iu":
-            raise ValueError(f"blocks must be whole block indices of shape (B={B}, H_kv={H}, top_k), got "
-                             f"{blocks.shape} {blocks.dtype}")
-        if blocks.size and (blocks.min() < 0 or (blocks.max() + 1) * block_size > L):
-            raise ValueError(f"blocks must index whole blocks of {block_size} tokens in 0..{L // block_size - 1}")
         return _attend_block_views(q, self.kt, self.vb, blocks, int(block_size), scale)
 
 
@@ -989,7 +1002,8 @@ def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_d
     last-level cache (so the kernel's code stays cached, as it would), elsewhere
     :func:`llmmath.kernels.evict_caches`. Without this, a context's call could find
     the previous call's pages still cached (seen: 1.05x instead of 1.3-1.4x at 32 MiB),
-    or pay for the write-back of what the ceiling probe left dirty (2.2x at 8 MiB).
+    or pay for the write-back of what the ceiling probe left dirty (2.2x at 8 MiB, with
+    the 1K-16K sizes this sweep used before).
     ``layout``: on the CPU path, ``"auto"`` times the dense call on a :class:`PagedKV`
     copy of the cache where every context fits its pages (``method`` then reads
     ``"numpy-paged"``), ``"plain"`` on the cache as given.
@@ -1054,8 +1068,8 @@ def _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe=None, 
         if paged is not None and block_size == paged.K_PAGE:
             fns[("sparse", L)] = lambda blocks=blocks: paged.attend_blocks(q, blocks)
             fns[("gather", L)] = lambda blocks=blocks: paged.gather(blocks)
-        elif paged is not None and block_size % paged.V_PAGE == 0:
-            fns[("sparse", L)] = lambda blocks=blocks: paged.attend_blocks(q, blocks, block_size)
+        elif paged is not None and block_size % paged.V_PAGE == 0 and L % block_size == 0:
+            fns[("sparse", L)] = lambda blocks=blocks, L=L: paged.attend_blocks(q, blocks, block_size, context=L)
         else:
             fns[("sparse", L)] = (lambda kl=kl, vl=vl, blocks=blocks:
                                   block_sparse_decode_attention(q, kl, vl, block_size, top_k, blocks=blocks,

@@ -380,16 +380,19 @@ def last_level_cache_bytes(be: Backend | None = None) -> int:
 @lru_cache(maxsize=None)
 def _cpu_llc_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
     """The largest ``index*/size`` under ``root`` (sysfs writes ``32768K``), bytes; 32 MiB if none can be read."""
-    sizes = []
     try:
-        for entry in os.listdir(root):
-            if entry.startswith("index"):
-                with open(os.path.join(root, entry, "size")) as f:
-                    text = f.read().strip().upper()
-                mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-                sizes.append(int(text.rstrip("KMG")) * mult)
-    except (OSError, ValueError):
-        pass
+        entries = [e for e in os.listdir(root) if e.startswith("index")]
+    except OSError:
+        entries = []
+    sizes = []
+    for entry in entries:              # one unreadable level must not hide the others
+        try:
+            with open(os.path.join(root, entry, "size")) as f:
+                text = f.read().strip().upper()
+            mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+            sizes.append(int(text.rstrip("KMG")) * mult)
+        except (OSError, ValueError):
+            continue
     return max(sizes) if sizes else 32 * 2**20
 
 
@@ -403,8 +406,9 @@ def evict_caches(be: Backend | None = None) -> None:
     allocated once per backend. Reading rather than writing matters: a sweep that
     writes leaves the cache full of modified lines, and the next kernel then pays
     for their write-back while it reads (measured on the 2-core EPYC VM: decode
-    attention over an 8 MiB cache ran at 1.1x its byte floor after a read sweep
-    and 1.5x after a copy; 2.2x right after a probe's update stream). This is the
+    attention over an 8 MiB cache, the smallest the chapter-2 sweep once used, ran at
+    1.1x its byte floor after a read sweep and 1.5x after a copy; 2.2x right after a
+    probe's update stream). This is the
     state a roofline's byte floor assumes: every byte from memory, no other traffic.
     """
     be = be or backend()
@@ -433,6 +437,7 @@ def time_interleaved(fns: dict, *, rounds: int = 5, warmup: int = 1, probe: Ceil
 
     Raises:
         ValueError: ``rounds`` < 1, ``warmup`` < 0, or no functions.
+        TypeError: ``evict`` neither a bool nor callable.
     """
     be = be or backend()
     if not fns:

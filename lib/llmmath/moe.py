@@ -511,8 +511,9 @@ def _previous_layer(E, k, d, f, dtype, method, blocked, be):
         return lambda: kernels.evict_caches(be)
     b = 4.0 if dtype == "fp32" else 2.0
     n = max(k, -(-int(2 * kernels.last_level_cache_bytes(be)) // int(2 * d * f * b)))
-    w_up = kernels._random(be, (n, d, f), dtype, 21) * np.float32(1.0 / np.sqrt(d))
-    w_down = kernels._random(be, (n, f, d), dtype, 22) * np.float32(1.0 / np.sqrt(f))
+    w_up, w_down = kernels._random(be, (n, d, f), dtype, 21), kernels._random(be, (n, f, d), dtype, 22)
+    w_up *= np.float32(1.0 / np.sqrt(d))      # in place: the dtype stays (fp16 * a float32 scalar would widen)
+    w_down *= np.float32(1.0 / np.sqrt(f))
     other = None
     if blocked is not None:
         other = BlockedExperts(w_up, w_down)
@@ -543,9 +544,9 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     a GPU) after one warm-up each, and each batch reports its best, as each ceiling
     does: a busy machine only ever slows a call down, and it slows both alike. Each
     timed call starts from a cold cache, as in a real decode step where the other
-    layers' weights have streamed through since: on a CPU the call before it is the
-    same layer on another layer's experts (twice the last-level cache of them), on a
-    GPU :func:`llmmath.kernels.evict_caches`.
+    layers' weights have streamed through since: with NumPy and ``method="loop"`` the
+    call before it is the same layer on another layer's experts (twice the last-level
+    cache of them), otherwise :func:`llmmath.kernels.evict_caches`.
 
     Raises:
         ValueError: a batch < 1, k > E, a size < 1, an unknown dtype or method.
