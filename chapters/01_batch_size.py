@@ -455,10 +455,10 @@ assert v8.verdict == "holds"
 # small-matrix path, which multiplies straight from the block as it streams in.
 # Which block shape works best depends on the BLAS, the CPU and even the number
 # of rows (on the VM this course is tested on: 2000×32 at one row, 2000×64 at
-# four, 250×64 at 16), so for each batch of up to 32 rows the sweep times the
-# plain product and every block shape small enough for that many rows, and keeps
-# the fastest (the table's last column) — as FFTW plans a transform. Past 32 rows
-# the plain product competes alone; its packing of $W$ is then a cost that the
+# four, 250×64 at 16, 250×32 at 64), so for each batch that some block shape fits
+# (up to 64 rows here) the sweep times the plain product and every block shape
+# small enough for that many rows, and keeps the fastest (the table's last column)
+# — as FFTW plans a transform. Past that the plain product competes alone; its packing of $W$ is then a cost that the
 # compute no longer fully hides, and the line under the table sets the two side by
 # side for any batch that lands outside the band.
 #

@@ -309,28 +309,32 @@ def test_blocked_weight_computes_the_product_and_plans_among_layouts():
     W = rng.standard_normal((2000, 256), dtype=np.float32)
     X = rng.standard_normal((3, 2000), dtype=np.float32)
     bw = kernels.BlockedWeight(W)
-    assert bw.blocks() == [(2000, 64), (2000, 32), (250, 64)]          # all divide (2000, 256)
+    assert bw.blocks() == [(2000, 64), (2000, 32), (250, 64), (250, 32)]          # all divide (2000, 256)
     ref = X.astype(np.float64) @ W.astype(np.float64)
     for kc, nc in bw.blocks():
         Y = bw.unblock(bw.product(X, kc, nc)())
         assert Y.shape == (3, 256) and np.abs(Y - ref).max() < 1e-3 * np.abs(ref).max()
         assert bw.packed(kc, nc).shape == (2000 // kc, 256 // nc, kc, nc)
     label, fn = bw.plan(X, rounds=1, every_block=True)
-    assert label in ("plain", "blocks 2000x64", "blocks 2000x32", "blocks 250x64") and fn() is not None
-    # by hand: 2000 x 64 x rows <= 2^19 = 524,288 for rows <= 4; 2000 x 32 for rows <= 8; 250 x 64 for rows <= 32
+    assert label in ("plain", "blocks 2000x64", "blocks 2000x32", "blocks 250x64", "blocks 250x32") and fn() is not None
+    # by hand: 2000 x 64 x rows <= 2^19 = 524,288 for rows <= 4; 2000 x 32 for rows <= 8; 250 x 64 for rows <= 32;
+    # 250 x 32 for rows <= 65
     assert bw.block_for(4) == (2000, 64) and bw.block_for(5) == (2000, 32)
-    assert bw.block_for(8) == (2000, 32) and bw.block_for(9) == (250, 64) and bw.block_for(33) is None
-    assert bw.blocks_for(4) == [(2000, 64), (2000, 32), (250, 64)] and bw.blocks_for(9) == [(250, 64)]
+    assert bw.block_for(8) == (2000, 32) and bw.block_for(9) == (250, 64) and bw.block_for(33) == (250, 32)
+    assert bw.block_for(65) == (250, 32) and bw.block_for(66) is None
+    assert bw.blocks_for(4) == [(2000, 64), (2000, 32), (250, 64), (250, 32)]
+    assert bw.blocks_for(9) == [(250, 64), (250, 32)] and bw.blocks_for(64) == [(250, 32)]
     with pytest.raises(ValueError, match="must divide"):
         bw.packed(300, 32)
     assert kernels.BlockedWeight(rng.standard_normal((100, 30), dtype=np.float32)).blocks() == []
 
 
 def test_batch_sweep_names_the_kernel_of_every_batch_and_refuses_unknown_formulations():
-    s = kernels.batch_sweep([1, 2, 64], d_model=2000, d_out=256, flops_per_s=1e11, bytes_per_s=1e10, repeats=1,
+    s = kernels.batch_sweep([1, 2, 128], d_model=2000, d_out=256, flops_per_s=1e11, bytes_per_s=1e10, repeats=1,
                             progress=False)
-    assert len(s.formulation) == 3 and s.formulation[2] == "plain"     # only B <= 32 is planned
-    assert all(f in ("plain", "blocks 2000x64", "blocks 2000x32", "blocks 250x64") for f in s.formulation)
+    assert len(s.formulation) == 3 and s.formulation[2] == "plain"     # no block fits 128 rows: not planned
+    assert all(f in ("plain", "blocks 2000x64", "blocks 2000x32", "blocks 250x64", "blocks 250x32")
+               for f in s.formulation)
     plain = kernels.batch_sweep([1, 2], d_model=2000, d_out=256, flops_per_s=1e11, bytes_per_s=1e10, repeats=1,
                                 progress=False, formulation="plain")
     assert plain.formulation == ("plain", "plain")

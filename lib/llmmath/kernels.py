@@ -705,9 +705,10 @@ class BlockedWeight:
     # d = n = 8000, timed round-robin) the fastest were 2000x32 at B = 1 (2000x64 1.25x slower), 2000x64 at
     # B = 4 (0.96-0.99 of the roofline against 1.29-1.31 for 2000x32), 2000x32 again at B = 8 (2000x64 is past
     # the small-product limit there: 3.4x) and 250x64 at B = 16 and 32, 1.4-2.1x faster than the plain
-    # product; none at B = 64. No one shape wins every batch, so plan() races those that fit. Each layout costs
-    # a re-laid copy of W (0.3-0.5 s for 256 MB), made on first use.
-    BLOCKS = ((2000, 64), (2000, 32), (250, 64))
+    # product; at B = 64 only blocks of at most 8,192 values fit the small-product limit, and 250x32 ran at 95
+    # GFLOP/s against the plain product's 78 (it packs W). No one shape wins every batch, so plan() races those
+    # that fit. Each layout costs a re-laid copy of W (0.3-0.5 s for 256 MB), made on first use.
+    BLOCKS = ((2000, 64), (2000, 32), (250, 64), (250, 32))
 
     def __init__(self, W, be: Backend | None = None):
         self.be = be or backend()
@@ -922,10 +923,11 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
     slows the kernel and its ceilings alike instead of stalling one of two BLAS threads.
 
     ``formulation``: ``"plain"`` times ``X @ W`` at every batch; ``"auto"`` (the default)
-    does so on a GPU and, on a CPU, for each batch of at most 32 rows first times the
-    plain product against :class:`BlockedWeight`'s block layouts and keeps the fastest
-    (the table names the one used), so that the few-row products read ``W`` once instead
-    of paying the BLAS's packing; larger batches stay plain.
+    does so on a GPU and, on a CPU, for each batch that some block of
+    :class:`BlockedWeight` fits (:meth:`BlockedWeight.blocks_for`: up to 64 rows at
+    the default sizes) first times the plain product against those block layouts and
+    keeps the fastest (the table names the one used), so that the few-row products read
+    ``W`` once instead of paying the BLAS's packing; larger batches stay plain.
 
     Raises:
         ValueError: a batch < 1, d_model or d_out < 1, an unknown dtype or formulation.
@@ -961,7 +963,7 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
             X = _random(be, (int(B), d), dtype, 4)
             Y = be.xp.empty((int(B), n), dtype=W.dtype)
             label, fn = "plain", (lambda X=X, Y=Y: be.xp.matmul(X, W, out=Y))
-            if blocked is not None and B <= 32:
+            if blocked is not None and blocked.blocks_for(int(B)):
                 label, fn = blocked.plan(X)
             fns[int(B)] = fn
             forms.append(label)
