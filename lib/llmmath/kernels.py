@@ -22,7 +22,8 @@ import numpy as np
 
 __all__ = [
     "Backend", "backend", "Timing", "time_fn", "measure_copy_bandwidth",
-    "measure_matmul_flops", "CeilingProbe", "time_interleaved", "last_level_cache_bytes", "evict_caches", "one_blas_thread", "local_chip",
+    "measure_matmul_flops", "CeilingProbe", "time_interleaved", "last_level_cache_bytes", "evict_caches",
+    "one_blas_thread", "local_chip",
     "BatchSweep", "batch_sweep", "default_sweep_sizes", "loglog_slope", "fit_knee", "fit_overlap",
 ]
 
@@ -408,8 +409,8 @@ def evict_caches(be: Backend | None = None) -> None:
     for their write-back while it reads (measured on the 2-core EPYC VM: decode
     attention over an 8 MiB cache, the smallest the chapter-2 sweep once used, ran at
     1.1x its byte floor after a read sweep and 1.5x after a copy; 2.2x right after a
-    probe's update stream). This is the
-    state a roofline's byte floor assumes: every byte from memory, no other traffic.
+    probe's update stream). This is the state a roofline's byte floor assumes: every
+    byte from memory, no other traffic.
     """
     be = be or backend()
     buf = _EVICT.get(be.name)
