@@ -507,16 +507,12 @@ if paged is not None:
 # %%
 if paged is not None:
     L0 = int(sweep.context[0])
-    # "another layer": a cache of twice the last-level cache, as the sweep uses (whole V pages of 256 tokens)
-    bytes_per_token = 2 * sweep.shape["kv_heads"] * sweep.shape["head_dim"] * 4
-    L_other = 256 * -(-2 * kernels.last_level_cache_bytes() // (256 * bytes_per_token))
-    qo, ko, vo = attention_kernels.random_cache(1, sweep.shape["q_heads"], sweep.shape["kv_heads"], L_other,
-                                                sweep.shape["head_dim"], seed=7)
-    other = attention_kernels.PagedKV(ko, vo)
-    del ko, vo
+    # "another layer": the same attention over a cache of twice the last-level cache, as the sweep uses
+    other_layer = attention_kernels.previous_layer(1, sweep.shape["q_heads"], sweep.shape["kv_heads"],
+                                                   sweep.shape["head_dim"])
     src = np.ones(2 * kernels.last_level_cache_bytes() // 4, np.float32)
     dst = np.empty_like(src)
-    before = {"after itself": lambda: paged.attend(qa, L0), "after another layer": lambda: other.attend(qo),
+    before = {"after itself": lambda: paged.attend(qa, L0), "after another layer": other_layer,
               "after a copy": lambda: np.copyto(dst, src)}
     with kernels.one_blas_thread():
         t_state = {name: kernels.time_interleaved({name: lambda: paged.attend(qa, L0)}, rounds=5, warmup=1,
@@ -527,7 +523,7 @@ if paged is not None:
               f"= {t.median_s / floor0_s:.2f} x the byte floor")
     # where the time of the longest context's call goes, stage by stage, each call read cold
     with kernels.one_blas_thread():
-        stage_s = paged.time_stages(qa, L_long, before=lambda: other.attend(qo))
+        stage_s = paged.time_stages(qa, L_long, before=other_layer)
     half_floor_s = floor_s / 2                           # K or V alone: half the cache's bytes
     total_s = sum(stage_s.values())
     print(f"L = {L_long}, stage by stage (medians of 5 cold calls, {total_s * 1e3:.2f} ms in all):")
@@ -539,7 +535,7 @@ if paged is not None:
     products_s = stage_s["scores"] + stage_s["values"] - floor_s
     print(f"  of the {above_s * 1e3:.2f} ms above the floor: {products_s * 1e3:.2f} ms in the two products (reading "
           f"slower than the best read stream), {stage_s['softmax'] * 1e3:.2f} ms in the softmax")
-    del other, src, dst
+    del other_layer, src, dst
 # the sparse call at the shortest context keeps every block: the dense call's bytes, in many more NumPy calls
 if sweep.shape["top_k"] * sweep.shape["block_size"] == int(sweep.context[0]) and sweep.method == "numpy-paged":
     n_calls = 2 * sweep.shape["batch"] * sweep.shape["kv_heads"] * sweep.shape["top_k"]

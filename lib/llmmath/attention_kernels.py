@@ -53,7 +53,7 @@ from . import kernels
 
 __all__ = [
     "reference_decode_attention", "decode_attention", "block_summaries", "select_blocks",
-    "block_sparse_decode_attention", "PagedKV", "dense_bytes", "sparse_bytes", "random_cache",
+    "block_sparse_decode_attention", "PagedKV", "previous_layer", "dense_bytes", "sparse_bytes", "random_cache",
     "ContextSweep", "context_sweep", "default_sweep_shape", "fused_available", "fused_smem_bytes", "TILE",
     "kernel_source", "NVRTC_OPTIONS", "SM_LIMITS", "CompileReport", "compile_report",
 ]
@@ -313,6 +313,16 @@ class PagedKV:
         return _attend_block_views(q, self.kt, self.vb, blocks, int(block_size), scale)
 
 
+def _softmax2_numerators(s):
+    """Base-2 scores ``s`` (rows along the last axis) -> ``2^(s - row max)`` in place; returns the row sums.
+
+    Four passes over ``s``: max, subtract, exp2, sum (the division by the sums is left to
+    the caller, after the values product)."""
+    s -= s.max(-1, keepdims=True)
+    np.exp2(s, out=s)
+    return s.sum(-1)
+
+
 def _attend_pages(q, kt, vb, scale, stage_s=None):
     """Softmax(q K^T) V over K pages ``kt`` (B, H, n, D, P) and V blocks ``vb`` (B, H, m, D/C, L/m, C), ``n P = L``
     (``stage_s``: as :meth:`PagedKV.attend` takes it)."""
@@ -327,9 +337,7 @@ def _attend_pages(q, kt, vb, scale, stage_s=None):
     s = np.empty((B, H, G, L), dtype=kt.dtype)
     np.matmul(qg, kt, out=s.reshape(B, H, G, n, P).swapaxes(2, 3))          # reads K once
     t1 = time.perf_counter() if stage_s is not None else 0.0
-    s -= s.max(-1, keepdims=True)
-    np.exp2(s, out=s)
-    denom = s.sum(-1)                                                       # (B, H, G)
+    denom = _softmax2_numerators(s)                                         # (B, H, G)
     t2 = time.perf_counter() if stage_s is not None else 0.0
     p = s.reshape(B, H, G, m, L // m).swapaxes(2, 3)[:, :, :, None]          # (B, H, m, 1, G, L/m), a view
     o = np.matmul(p, vb).sum(2)                                             # (B, H, D/C, G, C): reads V once
@@ -359,9 +367,7 @@ def _attend_block_views(q, kt, vb, blocks, block_size, scale):
         for j in range(top):
             np.matmul(qh, kt2[k_first[i]:k_first[i] + kp], out=sh[j])           # reads the block's K pages in place
             i += 1
-    s -= s.max(-1, keepdims=True)
-    np.exp2(s, out=s)
-    denom = s.sum(-1)                                                           # (BH, G)
+    denom = _softmax2_numerators(s)                                             # (BH, G)
     p = s.reshape(BH, G, top * vp, Vp).swapaxes(1, 2)[:, :, None]              # (BH, top vp, 1, G, Vp): a view
     prod = np.empty((BH, top * vp, D // C, G, C), dtype=kt.dtype)
     i = 0
@@ -913,6 +919,26 @@ def block_sparse_decode_attention(q, k, v, block_size: int, top_k: int, summarie
 # Timing against context length
 # ---------------------------------------------------------------------------
 
+def previous_layer(batch, q_heads, kv_heads, head_dim, be=None):
+    """A function that runs paged decode attention over another layer's fp32 cache (CPU), to call before a timed one.
+
+    The cache holds at least twice :func:`llmmath.kernels.last_level_cache_bytes` (in whole
+    :attr:`PagedKV.V_PAGE` pages), so after the call none of the timed layer's cache is
+    left in the caches, while the code that multiplies it is: the state a layer's cache is
+    in during a real decode step. Memory: that cache, once (64 MiB on a 32 MiB L3).
+
+    Raises:
+        ValueError: sizes PagedKV cannot page (``head_dim`` not a multiple of 64).
+    """
+    be = be or kernels.backend()
+    per_token = 2 * batch * kv_heads * head_dim * 4
+    L = PagedKV.V_PAGE * -(-2 * kernels.last_level_cache_bytes(be) // (PagedKV.V_PAGE * per_token))
+    q, k, v = random_cache(batch, q_heads, kv_heads, L, head_dim, "fp32", seed=7, be=kernels._cpu_backend())
+    other = PagedKV(k, v)
+    del k, v
+    return lambda: other.attend(q)
+
+
 def random_cache(batch, q_heads, kv_heads, context, head_dim, dtype="fp32", seed=0, be=None):
     """Random ``q, k, v`` on the backend (normal values, never zeros), cache in ``dtype`` (fp32 or fp16)."""
     be = be or kernels.backend()
@@ -1031,13 +1057,7 @@ def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_d
     if (meth == "numpy" and layout == "auto" and k.dtype == np.float32
             and all(PagedKV.fits(L, head_dim) for L in contexts)):
         paged = PagedKV(k, v)
-        # "the previous layer": the same call on another cache of at least twice the last-level cache
-        per_token = 2.0 * batch * kv_heads * head_dim * elem
-        L_other = PagedKV.V_PAGE * -(-int(2 * kernels.last_level_cache_bytes(be) / per_token) // PagedKV.V_PAGE)
-        q_o, k_o, v_o = random_cache(batch, q_heads, kv_heads, L_other, head_dim, dtype, seed=7, be=be)
-        other = PagedKV(k_o, v_o)
-        del k_o, v_o
-        evict = lambda: other.attend(q_o)   # noqa: E731
+        evict = previous_layer(batch, q_heads, kv_heads, head_dim, be=be)
     with kernels.one_blas_thread(meth == "numpy"):
         dense, sparse, gather = _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe, paged, evict)
     meth = "numpy-paged" if paged is not None else meth

@@ -394,8 +394,7 @@ def expert_in_cache_s(tokens: Sequence[int], d_model: int | None = None, d_ff: i
     f = positive_int("d_ff", dflt["d_ff"] if d_ff is None else d_ff)
     tokens = whole("tokens", list(tokens), 1)
     repeats = positive_int("repeats", repeats)
-    w_up = kernels._random(be, (1, d, f), "fp32", 21) * np.float32(1 / np.sqrt(d))
-    w_down = kernels._random(be, (1, f, d), "fp32", 22) * np.float32(1 / np.sqrt(f))
+    w_up, w_down = _random_experts(be, 1, d, f, "fp32", 21)
     np_ok = not be.is_gpu and d % BlockedExperts.NC == 0 and f % BlockedExperts.NC == 0
     blocked = BlockedExperts(w_up, w_down) if np_ok else None
     out = []
@@ -502,6 +501,15 @@ class MoESweep:
         return "\n".join(rows)
 
 
+def _random_experts(be, n, d, f, dtype, seed):
+    """``n`` experts' random ``w_up`` ``(n, d, f)`` and ``w_down`` ``(n, f, d)``, scaled by ``1/sqrt`` of their
+    input width (in place, so fp16 stays fp16)."""
+    w_up, w_down = kernels._random(be, (n, d, f), dtype, seed), kernels._random(be, (n, f, d), dtype, seed + 1)
+    w_up *= np.float32(1.0 / np.sqrt(d))
+    w_down *= np.float32(1.0 / np.sqrt(f))
+    return w_up, w_down
+
+
 def _previous_layer(E, k, d, f, dtype, method, blocked, be):
     """What runs (untimed) before each timed call of :func:`moe_sweep`: on the NumPy loop path the same
     layer on another layer's experts, twice the last-level cache of them, every one with k tokens (it
@@ -511,9 +519,7 @@ def _previous_layer(E, k, d, f, dtype, method, blocked, be):
         return lambda: kernels.evict_caches(be)
     b = 4.0 if dtype == "fp32" else 2.0
     n = max(k, -(-int(2 * kernels.last_level_cache_bytes(be)) // int(2 * d * f * b)))
-    w_up, w_down = kernels._random(be, (n, d, f), dtype, 21), kernels._random(be, (n, f, d), dtype, 22)
-    w_up *= np.float32(1.0 / np.sqrt(d))      # in place: the dtype stays (fp16 * a float32 scalar would widen)
-    w_down *= np.float32(1.0 / np.sqrt(f))
+    w_up, w_down = _random_experts(be, n, d, f, dtype, 21)
     other = None
     if blocked is not None:
         other = BlockedExperts(w_up, w_down)
@@ -584,11 +590,7 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     repeats = repeats or (10 if be.is_gpu else 3)
     b = 4.0 if dtype == "fp32" else 2.0
     xp = be.xp
-    w_up = kernels._random(be, (E, d, f), dtype, 11)
-    w_down = kernels._random(be, (E, f, d), dtype, 12)
-    scale = np.float32(1.0 / np.sqrt(d))
-    w_up *= scale
-    w_down *= np.float32(1.0 / np.sqrt(f))
+    w_up, w_down = _random_experts(be, E, d, f, dtype, 11)
     blocked = None
     if layout == "auto" and method == "loop" and not be.is_gpu and d % BlockedExperts.NC == 0 \
             and f % BlockedExperts.NC == 0:
@@ -610,18 +612,16 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     # On a CPU the layer and its ceilings run on one BLAS thread: the layer is many small products, and
     # a second BLAS thread that loses its core to another program makes each wait a scheduler slice
     # (seen: the fall of time per token shrank from ~5x to 1.3x with one core busy).
+    # Every timed call follows `evict` (see _previous_layer); one round per call of time_interleaved, so the
+    # progress line can follow the rounds.
+    layers = {i: (lambda x=x, assign=assign: grouped_expert_matmul(x, assign, w_up, w_down, method, blocked))
+              for i, (x, assign) in enumerate(cases)}
     best = np.full(len(cases), np.inf)
     with kernels.one_blas_thread(not be.is_gpu):
         for rnd in range(repeats):
-            if probe is not None:
-                probe.sample()
-            for i, (x, assign) in enumerate(cases):
-                layer = lambda: grouped_expert_matmul(x, assign, w_up, w_down, method, blocked)  # noqa: E731
-                if rnd == 0:
-                    layer()                    # warm-up: first-touch page faults, the BLAS's buffers
-                evict()                        # every timed call from a cold cache, as in a real decode step
-                t = kernels.time_fn(layer, warmup=0, repeats=1, be=be)
-                best[i] = min(best[i], t.min_s)
+            t = kernels.time_interleaved(layers, rounds=1, warmup=1 if rnd == 0 else 0, probe=probe, be=be,
+                                         evict=evict)
+            best = np.minimum(best, [t[i].min_s for i in layers])
             if progress:
                 print(f"\r  MoE sweep on {be.name}: round {rnd + 1}/{repeats} over {len(cases)} batches ...", end="",
                       file=sys.stdout, flush=True)
