@@ -153,6 +153,8 @@ assert v9.verdict == "holds if"
 # %%
 sweep = moe.moe_sweep()
 print(sweep.table())
+if sweep.plan:
+    print("plan, tokens -> rows multiplied x block width:", sweep.plan_text())
 print(f"this machine: F = {sweep.flops_per_s / 1e9:.0f} GFLOP/s ({sweep.dtype}), W = {sweep.bytes_per_s / 1e9:.1f} GB/s, "
       f"R = {sweep.balance_ratio:.1f}; E = {sweep.n_experts}, k = {sweep.top_k}, d = {sweep.d_model}, f = {sweep.d_ff}")
 print(f"predicted knee: B = R E / k = {sweep.knee_batch:.0f} tokens ({sweep.balance_ratio:.0f} tokens per expert)")
@@ -177,10 +179,15 @@ plt.show()
 
 # %% [markdown]
 # On a CPU an expert with few tokens is multiplied through `moe.BlockedExperts`: its
-# two matrices stored again as column blocks (32 or 64 columns wide: which is faster
-# depends on the token count, so the sweep times both for 1–8 tokens and keeps the
-# faster), and the product is a stack of small ones the BLAS runs straight from
-# each block as it streams in.
+# two matrices stored again as column blocks 32 or 64 columns wide, and the product
+# is a stack of small ones the BLAS runs straight from each block as it streams in.
+# Which width is faster depends on the token count, in a pattern set by the BLAS's
+# register tiles, and an odd count can take longer than the next even one. So before
+# the sweep each width is timed for 1–12 and 16 tokens, and an expert with $T$ tokens
+# is multiplied as the fastest timed case with $T$ to $2T$ rows, padded with zero rows
+# when that is faster (as a GPU kernel fills its tile). Zero rows cost multiply-adds,
+# not weight reads, and their outputs are dropped. The plan this run chose is
+# printed with the table above.
 # The plain `x @ W` with a handful of rows first copies ("packs") the whole weight
 # into cache-sized panels, and with one row it takes a matrix–vector routine that
 # reads slower than the memory can deliver; chapter 1 measures both on a dense layer.

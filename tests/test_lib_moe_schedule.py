@@ -177,11 +177,15 @@ def test_grouped_expert_matmul_matches_float64_reference(method):
     assert np.max(np.abs(y - ref)) / np.max(np.abs(ref)) < 1e-5
 
 
+def _experts(rng, E, d, f):
+    """Random fp32 w_up (E, d, f) and w_down (E, f, d)."""
+    return rng.standard_normal((E, d, f)).astype(np.float32), rng.standard_normal((E, f, d)).astype(np.float32)
+
+
 def test_blocked_experts_match_the_reference_on_both_sides_of_max_rows():
     rng = np.random.default_rng(1)
     E, k, d, f = 4, 2, 96, 64
-    wu = rng.standard_normal((E, d, f)).astype(np.float32)
-    wd = rng.standard_normal((E, f, d)).astype(np.float32)
+    wu, wd = _experts(rng, E, d, f)
     bl = moe.BlockedExperts(wu, wd)
     # the blocks hold the same numbers: block j of expert e's W_up is its columns 32 j .. 32 j + 31
     assert np.array_equal(bl.up[2, 1], wu[2][:, 32:64]) and np.array_equal(bl.down[3, 2], wd[3][:, 64:96])
@@ -194,17 +198,61 @@ def test_blocked_experts_match_the_reference_on_both_sides_of_max_rows():
         y = moe.grouped_expert_matmul(x, a, wu, wd, "loop", blocked=bl)
         ref = moe.moe_reference(x, a, wu, wd)
         assert np.max(np.abs(y - ref)) / np.max(np.abs(ref)) < 1e-5
-    # d = 96 is no multiple of 64: one width only, nothing to plan
-    assert set(bl.layouts) == {32} and bl.plan() == {}
+    # d = 96 is no multiple of 64: one width only; the plan still chooses how many rows to multiply
+    assert set(bl.layouts) == {32}
+    assert set(bl.plan(rows=[1, 2, 3, 4], rounds=1).values()) == {32}
+    assert all(T <= bl.rows_for[T] <= 2 * T and bl.rows_for[T] in (1, 2, 3, 4) for T in (1, 2, 3, 4))
     # d = 128, f = 64: both widths; the plan picks one per token count, and either computes the same layer
-    wu2 = rng.standard_normal((E, 128, 64)).astype(np.float32)
-    wd2 = rng.standard_normal((E, 64, 128)).astype(np.float32)
+    wu2, wd2 = _experts(rng, E, 128, 64)
     bl2 = moe.BlockedExperts(wu2, wd2)
     plan = bl2.plan(rows=[1, 2, 3], rounds=1)
     assert set(plan) == {1, 2, 3} and set(plan.values()) <= {32, 64}
+    assert set(bl2.rows_for) == {1, 2, 3} and all(T <= bl2.rows_for[T] <= min(2 * T, 3) for T in (1, 2, 3))
     x = rng.standard_normal((3, 128)).astype(np.float32)
     for nc in (32, 64):
         assert np.allclose(bl2.ffn(0, x, width=nc), np.maximum(x @ wu2[0], 0) @ wd2[0], rtol=1e-5, atol=1e-4)
+
+
+def test_blocked_experts_padded_rows_give_the_same_layer():
+    # a plan may multiply T tokens as T' > T rows (zero rows added, their outputs dropped): the result must be the
+    # T tokens' alone, whether written into out or returned, and out's other rows must stay untouched
+    rng = np.random.default_rng(2)
+    E, k, d, f = 4, 2, 128, 64
+    wu, wd = _experts(rng, E, d, f)
+    bl = moe.BlockedExperts(wu, wd)
+    bl.rows_for, bl.width_for = {1: 2, 3: 4, 5: 8}, {1: 64, 3: 64, 5: 32}
+    for T in (1, 3, 5):
+        x = rng.standard_normal((T, d)).astype(np.float32)
+        want = np.maximum(x @ wu[2], 0) @ wd[2]
+        got = bl.ffn(2, x)
+        assert got.shape == (T, d) and np.allclose(got, want, rtol=1e-5, atol=1e-4)
+        big = np.full((T + 2, d), 7.0, np.float32)
+        assert bl.ffn(2, x, out=big[1:T + 1]) is not None
+        assert np.allclose(big[1:T + 1], want, rtol=1e-5, atol=1e-4)
+        assert np.all(big[0] == 7.0) and np.all(big[T + 1] == 7.0)
+    for B in (1, 3, 6):
+        x = rng.standard_normal((B, d)).astype(np.float32)
+        a = moe.route_uniform(B, E, k, seed=B)
+        ref = moe.moe_reference(x, a, wu, wd)
+        y = moe.grouped_expert_matmul(x, a, wu, wd, "loop", blocked=bl)
+        assert np.max(np.abs(y - ref)) / np.max(np.abs(ref)) < 1e-5
+    with pytest.raises(ValueError, match="rows"):
+        bl.plan(rows=[0, 1])
+    with pytest.raises(ValueError, match="rounds"):
+        bl.plan(rows=[1], rounds=0)
+
+
+def test_blocked_experts_plan_pads_only_up_to_twice_the_tokens(monkeypatch):
+    # the plan's rule, with the timings fixed: T tokens go to the fastest timed (T', width) with T <= T' <= 2 T
+    import types
+    fake_s = {(T, nc): float(T) for T in (1, 2, 3, 4, 5) for nc in (32, 64)}
+    fake_s[(4, 64)] = 0.5                                      # 4 rows at 64 columns: the fastest case
+    monkeypatch.setattr(moe.kernels, "time_interleaved",
+                        lambda fns, **kw: {key: types.SimpleNamespace(min_s=fake_s[key]) for key in fns})
+    bl = moe.BlockedExperts(*_experts(np.random.default_rng(3), 2, 128, 64))
+    bl.plan(rows=[1, 2, 3, 4, 5])
+    assert bl.rows_for == {1: 1, 2: 4, 3: 4, 4: 4, 5: 5}      # 1 may not pad to 4 (> 2 x 1); 5 may not shrink
+    assert bl.width_for[2] == bl.width_for[3] == bl.width_for[4] == 64
 
 
 def test_blocked_experts_bad_input_is_refused():

@@ -192,10 +192,16 @@ class BlockedExperts:
 
     Which block width is fastest depends on the token count, in a pattern set by the
     BLAS's register tiles rather than by anything a roofline sees (same VM, all 32
-    experts streamed, ratio to the roofline at T = 1..6: 32 columns 1.1, 1.1, 1.5,
-    1.5, 1.8, 1.2; 64 columns 1.4, 1.0, 1.4, 1.1, 1.4, 1.4). So :meth:`plan` times
-    both widths for each small ``T`` on this machine and keeps the faster; until it
-    runs (and for ``T`` it did not time) 32 columns are used.
+    experts streamed from memory, ratio to the roofline at T = 1..8: 32 columns 1.08,
+    1.02, 1.38, 1.34, 1.66, 1.08, 1.34, 1.24; 64 columns 1.40, 1.03, 1.32, 1.02, 1.34,
+    1.35, 1.54, 1.21). An odd count can be slower than the next even one: 3 tokens
+    took 7.6 ms for all 32 experts at their better width, 4 tokens 5.9 ms. So
+    :meth:`plan` times both widths for each token count in its rows on this machine,
+    and an expert with ``T`` tokens is multiplied as the fastest planned
+    ``(T', width)`` with ``T <= T' <= 2 T``: padded with ``T' - T`` zero rows
+    when that is faster (what GPU kernels do to fill a tile; the zero rows cost
+    multiply-adds, not weight reads, and their outputs are dropped). Until it runs
+    (and for ``T`` it did not plan) ``T`` rows at 32 columns are used.
 
     Shapes: ``w_up`` ``(E, d, f)``, ``w_down`` ``(E, f, d)`` NumPy float arrays with
     ``d`` and ``f`` multiples of :attr:`NC`. Memory: a second copy of every expert
@@ -207,6 +213,7 @@ class BlockedExperts:
 
     NC = 32          # columns per block (the default width)
     WIDTHS = (32, 64)  # widths plan() chooses between
+    PLAN_ROWS = tuple(range(1, 13)) + (16,)   # token counts plan() times by default
     max_rows = 48    # experts with more tokens use the plain product
 
     def __init__(self, w_up, w_down):
@@ -222,35 +229,52 @@ class BlockedExperts:
                         for nc in self.WIDTHS if d % nc == 0 and f % nc == 0}
         self.up, self.down = self.layouts[self.NC]
         self.width_for: dict = {}    # tokens -> block width, filled by plan()
+        self.rows_for: dict = {}     # tokens -> rows multiplied (zero rows padded), filled by plan()
 
     def ffn(self, e: int, x, out=None, width: int | None = None):
         """``relu(x W_up[e]) W_down[e]`` for ``x`` of shape ``(T, d)``; written into ``out`` ``(T, d)`` if given.
 
-        ``width``: the block width to use (one of :attr:`layouts`); default the planned one for ``T``.
+        ``width``: the block width to use (one of :attr:`layouts`), on exactly ``T`` rows; default the
+        planned width and row count for ``T`` (:meth:`plan`; ``x`` padded with zero rows if that was faster).
         """
         E, d, f = self.shape
         T = x.shape[0]
         nc = width or self.width_for.get(T, self.NC)
+        rows = T if width else self.rows_for.get(T, T)
         up, down = self.layouts[nc]
-        h = np.empty((T, f), dtype=up.dtype)
+        if rows > T:                                  # zero rows: their outputs are computed and dropped
+            padded = np.zeros((rows, d), dtype=up.dtype)
+            padded[:T] = x
+            x = padded
+        h = np.empty((rows, f), dtype=up.dtype)
         # block j of the product is columns nc j .. nc (j + 1) - 1 of h: the BLAS writes it there (a strided output)
-        np.matmul(x, up[e], out=h.reshape(T, f // nc, nc).swapaxes(0, 1))
+        np.matmul(x, up[e], out=h.reshape(rows, f // nc, nc).swapaxes(0, 1))
         np.maximum(h, 0, out=h)
+        y = out if out is not None and rows == T else np.empty((rows, d), dtype=up.dtype)
+        np.matmul(h, down[e], out=y.reshape(rows, d // nc, nc).swapaxes(0, 1))
+        if rows == T:
+            return y
         if out is None:
-            out = np.empty((T, d), dtype=up.dtype)
-        np.matmul(h, down[e], out=out.reshape(T, d // nc, nc).swapaxes(0, 1))
+            return y[:T]
+        out[...] = y[:T]
         return out
 
-    def plan(self, rows=range(1, 9), rounds: int = 2, seed: int = 0) -> dict:
-        """Time every width for each token count in ``rows`` (all experts in turn, so their weights stream from
-        memory as in the layer), keep the faster in :attr:`width_for`, and return it.
+    def plan(self, rows=None, rounds: int = 2, seed: int = 0) -> dict:
+        """Time every width for each token count in ``rows`` (default :attr:`PLAN_ROWS`; all experts in
+        turn, so their weights stream from memory as in the layer) and, for each ``T`` in ``rows``, keep
+        the fastest ``(T', width)`` with ``T'`` in ``rows`` and ``T <= T' <= 2 T`` (:attr:`rows_for`,
+        :attr:`width_for`); returns :attr:`width_for`.
 
         The candidates are timed round-robin, ``rounds`` rounds after one warm-up
         (:func:`llmmath.kernels.time_interleaved`), each keeping its best, so a burst of
         other work slows one sample of each rather than every sample of one.
+
+        Raises:
+            ValueError: a row count or ``rounds`` that is not a whole number >= 1.
         """
-        rows = [positive_int("rows", T) for T in rows]
-        if len(self.layouts) < 2 or not rows:
+        rows = sorted({positive_int("rows", T) for T in (self.PLAN_ROWS if rows is None else rows)})
+        rounds = positive_int("rounds", rounds)
+        if not rows:
             return self.width_for
         E, d, _ = self.shape
         rng = np.random.default_rng(seed)
@@ -263,9 +287,11 @@ class BlockedExperts:
                     for e in range(E):
                         self.ffn(e, x, out, width=nc)
                 fns[(T, nc)] = run
-        t = kernels.time_interleaved(fns, rounds=positive_int("rounds", rounds), warmup=1)
+        t = kernels.time_interleaved(fns, rounds=rounds, warmup=1)
         for T in rows:
-            self.width_for[T] = min(self.layouts, key=lambda nc: t[(T, nc)].min_s)
+            T2, nc = min(((T2, nc) for T2 in rows if T <= T2 <= 2 * T for nc in self.layouts),
+                         key=lambda c: t[c].min_s)
+            self.rows_for[T], self.width_for[T] = T2, nc
         return self.width_for
 
 
@@ -399,8 +425,8 @@ def expert_in_cache_s(tokens: Sequence[int], d_model: int | None = None, d_ff: i
     blocked = BlockedExperts(w_up, w_down) if np_ok else None
     out = []
     with kernels.one_blas_thread(not be.is_gpu):
-        if blocked is not None:     # the block width the sweep would pick, chosen the same way (here in cache)
-            blocked.plan(rows=sorted({int(T) for T in tokens if T <= 8}), rounds=2)
+        if blocked is not None:     # the block width and rows the sweep would pick, chosen the same way (here in cache)
+            blocked.plan(rounds=2)
         for i, T in enumerate(tokens.astype(int)):
             x = kernels._random(be, (int(T), d), "fp32", 23 + i)
             assign = be.xp.zeros((int(T), 1), dtype=be.xp.int64)
@@ -449,6 +475,13 @@ class MoESweep:
     method: str
     device: str
     layout: str = "plain"          # "blocked": experts with few tokens ran through BlockedExperts
+    plan: dict = dataclasses.field(default_factory=dict)   # blocked: tokens -> (rows multiplied, block width)
+
+    def plan_text(self) -> str:
+        """The blocked layout's plan in words, e.g. ``"1 -> 2 rows x 64 cols, 2 -> 2 x 64, ..."`` ("" if none)."""
+        items = sorted(self.plan.items())
+        return ", ".join(f"{T} -> {r} rows x {w} cols" if i == 0 else f"{T} -> {r} x {w}"
+                         for i, (T, (r, w)) in enumerate(items))
 
     @property
     def bytes_per_weight(self) -> float:
@@ -523,7 +556,7 @@ def _previous_layer(E, k, d, f, dtype, method, blocked, be):
     other = None
     if blocked is not None:
         other = BlockedExperts(w_up, w_down)
-        other.width_for = blocked.width_for   # the same planned widths
+        other.width_for, other.rows_for = blocked.width_for, blocked.rows_for   # the same plan
     x = kernels._random(be, (n, d), dtype, 23)
     assign = (np.arange(n)[:, None] + np.arange(k)[None, :]) % n
     return lambda: grouped_expert_matmul(x, assign, w_up, w_down, method, other)
@@ -647,4 +680,5 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     arr = lambda v: np.asarray(v, dtype=float)  # noqa: E731
     return MoESweep(batches.astype(float), arr(meas), arr(pred), arr(comp), arr(mem), arr(touched), arr(mean_t),
                     arr(max_t), E, k, d, f, dtype, float(flops_per_s), float(bytes_per_s), method, be.device_name,
-                    "blocked" if blocked is not None else "plain")
+                    "blocked" if blocked is not None else "plain",
+                    {} if blocked is None else {T: (blocked.rows_for[T], blocked.width_for[T]) for T in blocked.rows_for})
