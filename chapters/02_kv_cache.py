@@ -482,7 +482,7 @@ qa, ka, va = attention_kernels.random_cache(1, sweep.shape["q_heads"], sweep.sha
 on_cpu_pages = not kernels.backend().is_gpu and attention_kernels.PagedKV.fits(L_long, sweep.shape["head_dim"])
 paged = attention_kernels.PagedKV(ka, va) if on_cpu_pages else None   # a NumPy layout: the CPU path only
 if paged is not None:
-    probe = kernels.CeilingProbe(())
+    probe = kernels.CeilingProbe(("fp32",), matmul_n=1024)   # read streams, and F for the in-cache line below
     with kernels.one_blas_thread():
         t_lay = kernels.time_interleaved({"plain": lambda: attention_kernels.decode_attention(qa, ka, va, method="numpy"),
                                           "paged": lambda: paged.attend(qa)}, rounds=3, warmup=1, probe=probe)
@@ -535,6 +535,18 @@ if paged is not None:
     products_s = stage_s["scores"] + stage_s["values"] - floor_s
     print(f"  of the {above_s * 1e3:.2f} ms above the floor: {products_s * 1e3:.2f} ms in the two products (reading "
           f"slower than the best read stream), {stage_s['softmax'] * 1e3:.2f} ms in the softmax")
+    # the call's own work with memory free: the same attention over a cache that sits in the last-level cache
+    L_c, in_cache_s = attention_kernels.in_cache_s(1, sweep.shape["q_heads"], sweep.shape["kv_heads"],
+                                                   sweep.shape["head_dim"])
+    share = in_cache_s / (attention_kernels.dense_bytes(1, sweep.shape["kv_heads"], L_c, sweep.shape["head_dim"], 4)
+                          / read_bytes_per_s)
+    group = sweep.shape["q_heads"] // sweep.shape["kv_heads"]
+    ridge = probe.flops_per_s("fp32") / read_bytes_per_s
+    print(f"in cache (L = {L_c}, its K+V in the last-level cache): {in_cache_s * 1e3:.2f} ms = {share:.2f} x the "
+          f"byte floor of the same bytes from memory;\n  {group} queries per K/V head do {group / 2:.0f} FLOP per "
+          f"fp32 cache byte, {group / 2 / ridge:.0%} of this core's balance point F/W = {ridge:.1f} FLOP/byte;\n"
+          f"  a cold call lies between the roofline's max (1.00) and the sum ({1 + share:.2f}): "
+          f"L = {L_long} above, {total_s / floor_s:.2f}")
     del other_layer, src, dst
 # the sparse call at the shortest context keeps every block: the dense call's bytes, in many more NumPy calls
 if sweep.shape["top_k"] * sweep.shape["block_size"] == int(sweep.context[0]) and sweep.method == "numpy-paged":
@@ -555,7 +567,16 @@ if sweep.shape["top_k"] * sweep.shape["block_size"] == int(sweep.context[0]) and
 # two products (each should take about its half of the bytes at the best read rate;
 # the BLAS's small products may stream slower than the best of the probe's read
 # kernels) and how much in the softmax's four passes over the scores (which a GPU
-# kernel fuses into the products).
+# kernel fuses into the products). The "in cache" line gives the cause: the same
+# call over a cache that already sits in the last-level cache, i.e. its own work
+# when reading memory costs nothing. On a GPU that work is a sliver of the read time
+# (8 FLOP per byte against an H200's ridge of about 200). On one CPU core it is not:
+# the group's four queries make every cache byte cost 2 FLOP, more than half of the
+# core's balance point, so the products and the softmax alone take most of the time the
+# memory needs. The roofline's $\max(t_\text{compute}, t_\text{memory})$ assumes the
+# core hides one behind the other entirely; a core that must issue every multiply
+# while it streams hides it only in part, and the cold call lands between the max
+# and the sum, as the MoE layer near its knee does (chapter 3).
 # The sparse call reads the same bytes at every context. Its
 # blocks are large (the sizes printed with the table), each a run of whole pages that
 # is multiplied where it lies: two NumPy calls per kept block and K/V head. Between

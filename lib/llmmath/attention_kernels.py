@@ -50,10 +50,11 @@ from functools import lru_cache
 import numpy as np
 
 from . import kernels
+from ._validate import positive_int
 
 __all__ = [
     "reference_decode_attention", "decode_attention", "block_summaries", "select_blocks",
-    "block_sparse_decode_attention", "PagedKV", "previous_layer", "dense_bytes", "sparse_bytes", "random_cache",
+    "block_sparse_decode_attention", "PagedKV", "previous_layer", "in_cache_s", "dense_bytes", "sparse_bytes", "random_cache",
     "ContextSweep", "context_sweep", "default_sweep_shape", "fused_available", "fused_smem_bytes", "TILE",
     "kernel_source", "NVRTC_OPTIONS", "SM_LIMITS", "CompileReport", "compile_report",
 ]
@@ -937,6 +938,29 @@ def previous_layer(batch, q_heads, kv_heads, head_dim, be=None):
     other = PagedKV(k, v)
     del k, v
     return lambda: other.attend(q)
+
+
+def in_cache_s(batch, q_heads, kv_heads, head_dim, repeats: int = 20) -> tuple[int, float]:
+    """Decode attention with its cache already cached (CPU, :class:`PagedKV`): ``(context, best seconds)``.
+
+    The context is the longest multiple of :attr:`PagedKV.V_PAGE` tokens whose fp32 K+V
+    (:func:`dense_bytes`) fits in a quarter of :func:`llmmath.kernels.last_level_cache_bytes`
+    (at least one page); the call is repeated ``repeats`` times on one BLAS thread after two
+    warm-ups and the best is returned. Set beside the same bytes over the read ceiling, it is
+    the call's own cost when reading memory costs nothing: the products' multiply-adds and
+    the softmax, which one core must issue while it streams the cache (chapter 2).
+
+    Raises:
+        ValueError: sizes that :class:`PagedKV` cannot page, or ``repeats`` < 1.
+    """
+    repeats = positive_int("repeats", repeats)
+    per_page = dense_bytes(batch, kv_heads, PagedKV.V_PAGE, head_dim, 4)
+    L = PagedKV.V_PAGE * max(1, int(kernels.last_level_cache_bytes(kernels._cpu_backend()) // 4 // per_page))
+    q, k, v = random_cache(batch, q_heads, kv_heads, L, head_dim, "fp32", seed=9, be=kernels._cpu_backend())
+    paged = PagedKV(k, v)
+    with kernels.one_blas_thread():
+        t = kernels.time_fn(lambda: paged.attend(q), warmup=2, repeats=repeats, be=kernels._cpu_backend())
+    return L, t.min_s
 
 
 def random_cache(batch, q_heads, kv_heads, context, head_dim, dtype="fp32", seed=0, be=None):
