@@ -570,10 +570,11 @@ if sweep.shape["top_k"] * sweep.shape["block_size"] == int(sweep.context[0]) and
 # kernel fuses into the products). The "in cache" line gives the cause: the same
 # call over a cache that already sits in the last-level cache, i.e. its own work
 # when reading memory costs nothing. On a GPU that work is a sliver of the read time
-# (8 FLOP per byte against an H200's ridge of about 200). On one CPU core it is not:
-# the group's four queries make every cache byte cost 2 FLOP, more than half of the
-# core's balance point, so the products and the softmax alone take most of the time the
-# memory needs. The roofline's $\max(t_\text{compute}, t_\text{memory})$ assumes the
+# (8 FLOP per byte against an H200's ridge of about 200). On one CPU core it need not
+# be: in fp32 the group's four queries make every cache byte cost 2 FLOP, and a core's
+# balance point is only a few FLOP per byte (the line prints this one's and the share),
+# so the products and the softmax alone can take most of the time the memory needs.
+# The roofline's $\max(t_\text{compute}, t_\text{memory})$ assumes the
 # core hides one behind the other entirely; a core that must issue every multiply
 # while it streams hides it only in part, and the cold call lands between the max
 # and the sum, as the MoE layer near its knee does (chapter 3).
