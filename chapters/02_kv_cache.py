@@ -598,10 +598,11 @@ if sweep.shape["top_k"] * sweep.shape["block_size"] == int(sweep.context[0]) and
 # as fast as the bytes from the shortest to the longest context (read off a robust
 # fit through every context, `kernels.loglog_slope`), and once the cache is too big
 # for the CPU's last-level cache (64 MiB and up) no call beats its byte floor by
-# more than measurement noise, nor misses it by more than 2.5× (the plain layout,
-# timed above, would); block-sparse time grows by less than the square root of the
-# context's growth (its bytes do not grow at all; a sparse call that read the whole
-# cache would grow like the dense one).
+# more than measurement noise, and their median misses it by less than 2.5× (the
+# plain layout, timed above at 3.5–5.5×, would not; the median, because a flake
+# check with one core busy once saw a single context at 2.9×); block-sparse time
+# grows by less than the square root of the context's growth (its bytes do not grow
+# at all; a sparse call that read the whole cache would grow like the dense one).
 
 # %%
 span = sweep.context[-1] / sweep.context[0]
@@ -616,7 +617,8 @@ sparse_growth = span ** kernels.loglog_slope(sweep.context, sweep.sparse_s)
 print(f"sparse time grows {sparse_growth:.1f}x over the same span (its bytes: {sweep.sparse_bytes[-1] / sweep.sparse_bytes[0]:.0f}x)")
 assert sparse_growth < span ** 0.5, f"block-sparse time grew {sparse_growth:.1f}x over {span:.0f}x context: it should not follow L"
 if not kernels.backend().is_gpu:
-    assert ratio.max() < 2.5, f"a dense call beyond 64 MiB took {ratio.max():.1f}x bytes / bandwidth: has the layout regressed?"
+    assert np.median(ratio) < 2.5, (f"dense calls beyond 64 MiB took a median {np.median(ratio):.1f}x bytes / bandwidth: "
+                                    f"has the layout regressed?")
 ref = attention_kernels.reference_decode_attention(*attention_kernels.random_cache(2, 8, 2, 300, 128))
 out = attention_kernels.decode_attention(*attention_kernels.random_cache(2, 8, 2, 300, 128))
 assert np.allclose(kernels.backend().to_numpy(out), ref, atol=1e-4), "the kernel disagrees with the float64 reference"
