@@ -309,6 +309,10 @@ def test_in_cache_context_fits_a_quarter_of_the_last_level_cache(monkeypatch):
     assert AK.in_cache_s(1, 4, 1, 64, repeats=1)[0] == 256   # never less than one page
     with pytest.raises(ValueError, match="repeats"):
         AK.in_cache_s(1, 4, 1, 64, repeats=0)
+    for args, msg in (((0, 4, 1, 64), "batch"), ((1, 4, 0, 64), "kv_heads"), ((1, 4, 3, 64), "multiple of kv_heads"),
+                      ((1, 4, 1, 63), "head_dim must be a multiple of 64")):
+        with pytest.raises(ValueError, match=msg):
+            AK.in_cache_s(*args)
 
 
 def test_paged_cache_bad_input_is_refused():

@@ -200,13 +200,14 @@ def test_blocked_experts_match_the_reference_on_both_sides_of_max_rows():
         assert np.max(np.abs(y - ref)) / np.max(np.abs(ref)) < 1e-5
     # d = 96 is no multiple of 64: one width only; the plan still chooses how many rows to multiply
     assert set(bl.layouts) == {32}
-    assert set(bl.plan(rows=[1, 2, 3, 4], rounds=1).values()) == {32}
+    assert {w for _, w in bl.plan(rows=[1, 2, 3, 4], rounds=1).values()} == {32}
     assert all(T <= bl.rows_for[T] <= 2 * T and bl.rows_for[T] in (1, 2, 3, 4) for T in (1, 2, 3, 4))
     # d = 128, f = 64: both widths; the plan picks one per token count, and either computes the same layer
     wu2, wd2 = _experts(rng, E, 128, 64)
     bl2 = moe.BlockedExperts(wu2, wd2)
     plan = bl2.plan(rows=[1, 2, 3], rounds=1)
-    assert set(plan) == {1, 2, 3} and set(plan.values()) <= {32, 64}
+    assert set(plan) == {1, 2, 3} and {w for _, w in plan.values()} <= {32, 64}
+    assert plan == {T: (bl2.rows_for[T], bl2.width_for[T]) for T in (1, 2, 3)}
     assert set(bl2.rows_for) == {1, 2, 3} and all(T <= bl2.rows_for[T] <= min(2 * T, 3) for T in (1, 2, 3))
     x = rng.standard_normal((3, 128)).astype(np.float32)
     for nc in (32, 64):
@@ -250,9 +251,10 @@ def test_blocked_experts_plan_pads_only_up_to_twice_the_tokens(monkeypatch):
     monkeypatch.setattr(moe.kernels, "time_interleaved",
                         lambda fns, **kw: {key: types.SimpleNamespace(min_s=fake_s[key]) for key in fns})
     bl = moe.BlockedExperts(*_experts(np.random.default_rng(3), 2, 128, 64))
-    bl.plan(rows=[1, 2, 3, 4, 5])
+    plan = bl.plan(rows=[1, 2, 3, 4, 5])
     assert bl.rows_for == {1: 1, 2: 4, 3: 4, 4: 4, 5: 5}      # 1 may not pad to 4 (> 2 x 1); 5 may not shrink
     assert bl.width_for[2] == bl.width_for[3] == bl.width_for[4] == 64
+    assert plan[3] == (4, 64) and plan[5][0] == 5
 
 
 def test_blocked_experts_bad_input_is_refused():
@@ -409,3 +411,8 @@ def test_expert_in_cache_time_grows_with_tokens_and_refuses_bad_input():
         moe.expert_in_cache_s([0])
     with pytest.raises(ValueError, match="d_model"):
         moe.expert_in_cache_s([1], d_model=0)
+    # a sweep's plan is used as given (here: 1 token padded to 2 rows at 64 columns); bad plans are refused
+    assert moe.expert_in_cache_s([1], d_model=512, d_ff=256, repeats=2, plan={1: (2, 64)}).shape == (1,)
+    for bad in ({1: (0, 32)}, {2: (1, 32)}, {1: (1, 48)}, {1: 32}):
+        with pytest.raises(ValueError, match="plan must map"):
+            moe.expert_in_cache_s([1], d_model=512, d_ff=256, repeats=1, plan=bad)

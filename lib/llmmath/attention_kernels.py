@@ -951,9 +951,15 @@ def in_cache_s(batch, q_heads, kv_heads, head_dim, repeats: int = 20) -> tuple[i
     the softmax, which one core must issue while it streams the cache (chapter 2).
 
     Raises:
-        ValueError: sizes that :class:`PagedKV` cannot page, or ``repeats`` < 1.
+        ValueError: a size or ``repeats`` that is not a whole number >= 1, ``q_heads`` not a multiple
+            of ``kv_heads``, or a ``head_dim`` that is not a multiple of :attr:`PagedKV.V_COLS`.
     """
-    repeats = positive_int("repeats", repeats)
+    batch, q_heads, kv_heads, head_dim, repeats = (positive_int(name, v) for name, v in (
+        ("batch", batch), ("q_heads", q_heads), ("kv_heads", kv_heads), ("head_dim", head_dim), ("repeats", repeats)))
+    if q_heads % kv_heads:
+        raise ValueError(f"q_heads must be a multiple of kv_heads, got {q_heads} and {kv_heads}")
+    if head_dim % PagedKV.V_COLS:
+        raise ValueError(f"head_dim must be a multiple of {PagedKV.V_COLS} for the paged layout, got {head_dim}")
     per_page = dense_bytes(batch, kv_heads, PagedKV.V_PAGE, head_dim, 4)
     L = PagedKV.V_PAGE * max(1, int(kernels.last_level_cache_bytes(kernels._cpu_backend()) // 4 // per_page))
     q, k, v = random_cache(batch, q_heads, kv_heads, L, head_dim, "fp32", seed=9, be=kernels._cpu_backend())

@@ -263,7 +263,8 @@ class BlockedExperts:
         """Time every width for each token count in ``rows`` (default :attr:`PLAN_ROWS`; all experts in
         turn, so their weights stream from memory as in the layer) and, for each ``T`` in ``rows``, keep
         the fastest ``(T', width)`` with ``T'`` in ``rows`` and ``T <= T' <= 2 T`` (:attr:`rows_for`,
-        :attr:`width_for`); returns :attr:`width_for`.
+        :attr:`width_for`); returns ``{T: (T', width)}`` for every ``T`` planned so far. A token count
+        not planned runs as it is, at :attr:`NC` columns.
 
         The candidates are timed round-robin, ``rounds`` rounds after one warm-up
         (:func:`llmmath.kernels.time_interleaved`), each keeping its best, so a burst of
@@ -275,7 +276,7 @@ class BlockedExperts:
         rows = sorted({positive_int("rows", T) for T in (self.PLAN_ROWS if rows is None else rows)})
         rounds = positive_int("rounds", rounds)
         if not rows:
-            return self.width_for
+            return self.planned()
         E, d, _ = self.shape
         rng = np.random.default_rng(seed)
         fns = {}
@@ -292,7 +293,11 @@ class BlockedExperts:
             T2, nc = min(((T2, nc) for T2 in rows if T <= T2 <= 2 * T for nc in self.layouts),
                          key=lambda c: t[c].min_s)
             self.rows_for[T], self.width_for[T] = T2, nc
-        return self.width_for
+        return self.planned()
+
+    def planned(self) -> dict:
+        """``{T: (rows multiplied, block width)}`` for every token count :meth:`plan` has chosen for."""
+        return {T: (self.rows_for.get(T, T), self.width_for[T]) for T in sorted(self.width_for)}
 
 
 def grouped_expert_matmul(x, assign, w_up, w_down, method: str = "loop", blocked: "BlockedExperts | None" = None):
@@ -398,11 +403,14 @@ def moe_reference(x, assign, w_up, w_down) -> np.ndarray:
 
 
 def expert_in_cache_s(tokens: Sequence[int], d_model: int | None = None, d_ff: int | None = None,
-                      repeats: int = 20, be=None) -> np.ndarray:
+                      repeats: int = 20, plan: dict | None = None, be=None) -> np.ndarray:
     """Seconds one expert's ``relu(x W_up) W_down`` takes for ``T`` tokens with its weights already cached (CPU).
 
     The same product the CPU sweep runs (:class:`BlockedExperts` where ``T`` allows and
-    the sizes divide, its width planned per ``T`` as the sweep plans it, else plain), called ``repeats`` times on one expert so its
+    the sizes divide, else plain), with ``plan`` -- a sweep's :attr:`MoESweep.plan`,
+    tokens -> (rows multiplied, block width) -- so that each ``T`` runs exactly as it ran
+    in that sweep (zero rows padded included); without one, planned here the same way,
+    in cache, which may choose differently. Called ``repeats`` times on one expert so its
     ``2 d f`` weights stay in the cache (5.3 MB at the default sizes: inside a 32 MiB
     L3, not a 1 MiB L2); the best call is returned. It is the layer's time per expert
     when memory costs nothing: set beside the read floor ``2 d f b / W`` it shows how
@@ -412,7 +420,8 @@ def expert_in_cache_s(tokens: Sequence[int], d_model: int | None = None, d_ff: i
     Shapes: ``tokens`` a list of whole numbers >= 1; returns an array of the same length (s).
 
     Raises:
-        ValueError: a token count < 1 or a size < 1.
+        ValueError: a token count < 1, a size < 1, or a plan entry that is not ``T: (rows >= T, width)``
+            with a width of :attr:`BlockedExperts.WIDTHS`.
     """
     be = be or kernels.backend()
     dflt = default_moe_sizes(be)
@@ -424,8 +433,18 @@ def expert_in_cache_s(tokens: Sequence[int], d_model: int | None = None, d_ff: i
     np_ok = not be.is_gpu and d % BlockedExperts.NC == 0 and f % BlockedExperts.NC == 0
     blocked = BlockedExperts(w_up, w_down) if np_ok else None
     out = []
+    if plan:
+        for T, entry in plan.items():
+            ok = (isinstance(entry, tuple) and len(entry) == 2 and int(entry[0]) >= int(T) >= 1
+                  and entry[1] in BlockedExperts.WIDTHS)
+            if not ok:
+                raise ValueError(f"plan must map tokens T to (rows >= T, width in {BlockedExperts.WIDTHS}), "
+                                 f"got {T!r}: {entry!r}")
     with kernels.one_blas_thread(not be.is_gpu):
-        if blocked is not None:     # the block width and rows the sweep would pick, chosen the same way (here in cache)
+        if blocked is not None and plan:          # exactly the sweep's rows and widths
+            blocked.rows_for = {int(T): int(r) for T, (r, w) in plan.items()}
+            blocked.width_for = {int(T): int(w) for T, (r, w) in plan.items() if int(w) in blocked.layouts}
+        elif blocked is not None:                 # planned the same way as the sweep plans, here in cache
             blocked.plan(rounds=2)
         for i, T in enumerate(tokens.astype(int)):
             x = kernels._random(be, (int(T), d), "fp32", 23 + i)
@@ -478,10 +497,15 @@ class MoESweep:
     plan: dict = dataclasses.field(default_factory=dict)   # blocked: tokens -> (rows multiplied, block width)
 
     def plan_text(self) -> str:
-        """The blocked layout's plan in words, e.g. ``"1 -> 2 rows x 64 cols, 2 -> 2 x 64, ..."`` ("" if none)."""
+        """The blocked layout's plan in words, e.g. ``"1 -> 2 rows x 64 cols, 2 -> 2 x 64, ...; other token
+        counts up to 48 as they are, x 32"`` ("" if none)."""
         items = sorted(self.plan.items())
-        return ", ".join(f"{T} -> {r} rows x {w} cols" if i == 0 else f"{T} -> {r} x {w}"
-                         for i, (T, (r, w)) in enumerate(items))
+        if not items:
+            return ""
+        return (", ".join(f"{T} -> {r} rows x {w} cols" if i == 0 else f"{T} -> {r} x {w}"
+                          for i, (T, (r, w)) in enumerate(items))
+                + f"; other token counts up to {BlockedExperts.max_rows} as they are, x {BlockedExperts.NC}; "
+                  f"more tokens: the plain product")
 
     @property
     def bytes_per_weight(self) -> float:
@@ -681,4 +705,4 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     return MoESweep(batches.astype(float), arr(meas), arr(pred), arr(comp), arr(mem), arr(touched), arr(mean_t),
                     arr(max_t), E, k, d, f, dtype, float(flops_per_s), float(bytes_per_s), method, be.device_name,
                     "blocked" if blocked is not None else "plain",
-                    {} if blocked is None else {T: (blocked.rows_for[T], blocked.width_for[T]) for T in blocked.rows_for})
+                    {} if blocked is None else blocked.planned())
