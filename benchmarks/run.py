@@ -167,8 +167,8 @@ def fidelity_summary(lines: list[str], sweep, rounds: int | None = None) -> None
                cs.table()]
     if cs.method == "numpy-paged":
         sh = cs.shape
-        L_c, t_c = attention_kernels.in_cache_s(sh["batch"], sh["q_heads"], sh["kv_heads"], sh["head_dim"])
-        share = t_c / (attention_kernels.dense_bytes(sh["batch"], sh["kv_heads"], L_c, sh["head_dim"], 4) / cs.bytes_per_s)
+        L_c, t_c, bytes_c = attention_kernels.in_cache_s(sh["batch"], sh["q_heads"], sh["kv_heads"], sh["head_dim"])
+        share = t_c / (bytes_c / cs.bytes_per_s)
         cold = cs.dense_s / cs.dense_predicted_s
         inside = int(np.sum((cold >= 1.0) & (cold <= 1 + share)))
         tables.append(f"measured cause: the same call with its cache already in the last-level cache (L = {L_c}) takes "

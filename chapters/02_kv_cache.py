@@ -536,10 +536,9 @@ if paged is not None:
     print(f"  of the {above_s * 1e3:.2f} ms above the floor: {products_s * 1e3:.2f} ms in the two products (reading "
           f"slower than the best read stream), {stage_s['softmax'] * 1e3:.2f} ms in the softmax")
     # the call's own work with memory free: the same attention over a cache that sits in the last-level cache
-    L_c, in_cache_s = attention_kernels.in_cache_s(1, sweep.shape["q_heads"], sweep.shape["kv_heads"],
-                                                   sweep.shape["head_dim"])
-    share = in_cache_s / (attention_kernels.dense_bytes(1, sweep.shape["kv_heads"], L_c, sweep.shape["head_dim"], 4)
-                          / read_bytes_per_s)
+    L_c, in_cache_s, in_cache_bytes = attention_kernels.in_cache_s(1, sweep.shape["q_heads"], sweep.shape["kv_heads"],
+                                                                   sweep.shape["head_dim"])
+    share = in_cache_s / (in_cache_bytes / read_bytes_per_s)
     group = sweep.shape["q_heads"] // sweep.shape["kv_heads"]
     ridge = probe.flops_per_s("fp32") / read_bytes_per_s
     # the sweep's cold call at the longest context, best of its rounds like the in-cache call, over the same W

@@ -303,8 +303,9 @@ def test_paged_attention_reports_its_stages_without_changing_the_result():
 def test_in_cache_context_fits_a_quarter_of_the_last_level_cache(monkeypatch):
     # K+V of one 256-token page at 1 K/V head, D = 64, fp32: 2 * 256 * 64 * 4 = 128 KiB
     monkeypatch.setattr(kernels, "last_level_cache_bytes", lambda be=None: 32 * 2**20)
-    L, t = AK.in_cache_s(1, 4, 1, 64, repeats=2)
+    L, t, nbytes = AK.in_cache_s(1, 4, 1, 64, repeats=2)
     assert L == 64 * 256 and t > 0                      # 8 MiB / 128 KiB = 64 pages
+    assert nbytes == 8 * 2**20                          # K and V of those 64 pages
     monkeypatch.setattr(kernels, "last_level_cache_bytes", lambda be=None: 2**10)
     assert AK.in_cache_s(1, 4, 1, 64, repeats=1)[0] == 256   # never less than one page
     with pytest.raises(ValueError, match="repeats"):

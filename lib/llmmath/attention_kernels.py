@@ -234,11 +234,10 @@ class PagedKV:
         Raises:
             ValueError: ``rounds`` < 1, or what :meth:`attend` raises.
         """
-        if int(rounds) != rounds or rounds < 1:
-            raise ValueError(f"rounds must be a whole number >= 1, got {rounds!r}")
+        rounds = positive_int("rounds", rounds)
         self.attend(q, context)                                   # warm-up: page faults, BLAS buffers
         runs = []
-        for _ in range(int(rounds)):
+        for _ in range(rounds):
             if before is not None:
                 before()
             runs.append({})
@@ -940,8 +939,9 @@ def previous_layer(batch, q_heads, kv_heads, head_dim, be=None):
     return lambda: other.attend(q)
 
 
-def in_cache_s(batch, q_heads, kv_heads, head_dim, repeats: int = 20) -> tuple[int, float]:
-    """Decode attention with its cache already cached (CPU, :class:`PagedKV`): ``(context, best seconds)``.
+def in_cache_s(batch, q_heads, kv_heads, head_dim, repeats: int = 20) -> tuple[int, float, float]:
+    """Decode attention with its cache already cached (CPU, :class:`PagedKV`): ``(context, best seconds,
+    K+V bytes)``; ``seconds / (bytes / W)`` is its share of the byte floor at a read rate ``W``.
 
     The context is the longest multiple of :attr:`PagedKV.V_PAGE` tokens whose fp32 K+V
     (:func:`dense_bytes`) fits in a quarter of :func:`llmmath.kernels.last_level_cache_bytes`
@@ -966,7 +966,7 @@ def in_cache_s(batch, q_heads, kv_heads, head_dim, repeats: int = 20) -> tuple[i
     paged = PagedKV(k, v)
     with kernels.one_blas_thread():
         t = kernels.time_fn(lambda: paged.attend(q), warmup=2, repeats=repeats, be=kernels._cpu_backend())
-    return L, t.min_s
+    return L, t.min_s, dense_bytes(batch, kv_heads, L, head_dim, 4)
 
 
 def random_cache(batch, q_heads, kv_heads, context, head_dim, dtype="fp32", seed=0, be=None):

@@ -299,6 +299,22 @@ class BlockedExperts:
         """``{T: (rows multiplied, block width)}`` for every token count :meth:`plan` has chosen for."""
         return {T: (self.rows_for.get(T, T), self.width_for[T]) for T in sorted(self.width_for)}
 
+    def use_plan(self, plan: dict) -> None:
+        """Take ``plan`` (:meth:`planned`'s form, e.g. another copy's or a :class:`MoESweep`'s) instead of timing one.
+
+        Raises:
+            ValueError: an entry that is not ``T: (rows, width)`` with ``rows >= T >= 1`` and a width of
+                :attr:`layouts`.
+        """
+        for T, entry in plan.items():
+            ok = (isinstance(entry, tuple) and len(entry) == 2 and int(entry[0]) >= int(T) >= 1
+                  and entry[1] in self.layouts)
+            if not ok:
+                raise ValueError(f"plan must map tokens T to (rows >= T, width in {tuple(self.layouts)}), "
+                                 f"got {T!r}: {entry!r}")
+        self.rows_for = {int(T): int(r) for T, (r, w) in plan.items()}
+        self.width_for = {int(T): int(w) for T, (r, w) in plan.items()}
+
 
 def grouped_expert_matmul(x, assign, w_up, w_down, method: str = "loop", blocked: "BlockedExperts | None" = None):
     """One MoE layer's routed experts: ``y_b = (1/k) sum_j relu(x_b W_up[e_bj]) W_down[e_bj]``.
@@ -420,8 +436,8 @@ def expert_in_cache_s(tokens: Sequence[int], d_model: int | None = None, d_ff: i
     Shapes: ``tokens`` a list of whole numbers >= 1; returns an array of the same length (s).
 
     Raises:
-        ValueError: a token count < 1, a size < 1, or a plan entry that is not ``T: (rows >= T, width)``
-            with a width of :attr:`BlockedExperts.WIDTHS`.
+        ValueError: a token count < 1, a size < 1, or a plan :meth:`BlockedExperts.use_plan` refuses
+            (``plan`` is used only where the blocked layout is).
     """
     be = be or kernels.backend()
     dflt = default_moe_sizes(be)
@@ -433,17 +449,9 @@ def expert_in_cache_s(tokens: Sequence[int], d_model: int | None = None, d_ff: i
     np_ok = not be.is_gpu and d % BlockedExperts.NC == 0 and f % BlockedExperts.NC == 0
     blocked = BlockedExperts(w_up, w_down) if np_ok else None
     out = []
-    if plan:
-        for T, entry in plan.items():
-            ok = (isinstance(entry, tuple) and len(entry) == 2 and int(entry[0]) >= int(T) >= 1
-                  and entry[1] in BlockedExperts.WIDTHS)
-            if not ok:
-                raise ValueError(f"plan must map tokens T to (rows >= T, width in {BlockedExperts.WIDTHS}), "
-                                 f"got {T!r}: {entry!r}")
     with kernels.one_blas_thread(not be.is_gpu):
         if blocked is not None and plan:          # exactly the sweep's rows and widths
-            blocked.rows_for = {int(T): int(r) for T, (r, w) in plan.items()}
-            blocked.width_for = {int(T): int(w) for T, (r, w) in plan.items() if int(w) in blocked.layouts}
+            blocked.use_plan(plan)
         elif blocked is not None:                 # planned the same way as the sweep plans, here in cache
             blocked.plan(rounds=2)
         for i, T in enumerate(tokens.astype(int)):
@@ -580,7 +588,7 @@ def _previous_layer(E, k, d, f, dtype, method, blocked, be):
     other = None
     if blocked is not None:
         other = BlockedExperts(w_up, w_down)
-        other.width_for, other.rows_for = blocked.width_for, blocked.rows_for   # the same plan
+        other.use_plan(blocked.planned())   # the same plan
     x = kernels._random(be, (n, d), dtype, 23)
     assign = (np.arange(n)[:, None] + np.arange(k)[None, :]) % n
     return lambda: grouped_expert_matmul(x, assign, w_up, w_down, method, other)
