@@ -4,7 +4,8 @@
 
 Uses :func:`llmmath.attention_kernels.context_sweep` with its default sizes for
 the backend (CPU: one sequence, 8 K/V heads x group 4, D = 128, fp32 cache,
-L = 4K..32K, top-4 blocks of 1,024; GPU: see ``benchmarks/gpu_attention.py``, which also checks
+L = 8K..32K and top-2 blocks of 4,096 on a 32 MiB L3 (sized from the machine's last-level
+cache: ``default_sweep_shape``); GPU: see ``benchmarks/gpu_attention.py``, which also checks
 correctness). Also times a 10^6-point sweep of the byte models, to show they
 stay cheap enough for widgets.
 """

@@ -437,7 +437,11 @@ assert v7.verdict == "holds if"
 # softmax, then a small reduction); on a CPU it is two batched matrix products
 # over an fp32 cache laid out in pages (`attention_kernels.PagedKV`, explained below
 # the plot). The sparse call attends to the few best blocks of the cache (selected
-# beforehand from block-mean keys; the sizes are printed with the table). The bandwidth is this machine's
+# beforehand from block-mean keys; the sizes are printed with the table). On a CPU
+# the contexts start where K+V is twice the last-level cache: a smaller cache could
+# be served from it in part, and the call's fixed costs (Python, scratch buffers, the
+# first memory latency; about 0.1 ms on the 2-core VM this course is tested on) would
+# weigh more beside its floor. The bandwidth is this machine's
 # read-only stream (the calls read the cache), sampled at the start of every round
 # of the sweep (the calls are timed round-robin), so the floor and the kernel see the same load.
 # Each timed call starts from a cold cache, as in a real decode step where every other
@@ -449,6 +453,9 @@ assert v7.verdict == "holds if"
 # %%
 sweep = attention_kernels.context_sweep()
 print(f"{sweep.device}, method {sweep.method}, shape {sweep.shape}; read-only stream {sweep.bytes_per_s / 1e9:.1f} GB/s")
+print(f"K+V from {sweep.dense_bytes[0] / 2**20:.0f} to {sweep.dense_bytes[-1] / 2**20:.0f} MiB: "
+      f"{sweep.dense_bytes[0] / kernels.last_level_cache_bytes():.1f}x this machine's last-level cache and up "
+      f"({kernels.last_level_cache_bytes() / 2**20:.0f} MiB)")
 print(f"sparse: the top {sweep.shape['top_k']} blocks of {sweep.shape['block_size']} tokens per K/V head "
       f"({sweep.sparse_bytes[-1] / 2**20:.0f} MiB of K+V at every context)")
 print(sweep.table())
@@ -498,7 +505,8 @@ if paged is not None:
 # **What the cache holds before the call.** A decode step reads each layer's KV cache
 # once, and by the time the next step reaches this layer every other layer has read
 # its own: the cache arrives cold. A benchmark has to recreate that state, and the
-# obvious shortcuts do not. The next cell times the shortest context three ways:
+# obvious shortcuts do not. The next cell times a cache the size of the last-level
+# cache (the sweep's are at least twice that, for the reason below) three ways:
 # right after itself (part of its pages still in the last-level cache), right after
 # the same attention over another layer's cache (the sweep's protocol), and right
 # after a large copy (which leaves the cache full of modified lines that must be
@@ -506,7 +514,10 @@ if paged is not None:
 
 # %%
 if paged is not None:
-    L0 = int(sweep.context[0])
+    per_token_bytes = attention_kernels.dense_bytes(1, sweep.shape["kv_heads"], 1, sweep.shape["head_dim"], 4)
+    page = attention_kernels.PagedKV.V_PAGE
+    L0 = min(L_long, page * max(1, int(kernels.last_level_cache_bytes() // (page * per_token_bytes))))
+    bytes0 = L0 * per_token_bytes
     # "another layer": the same attention over a cache of twice the last-level cache, as the sweep uses
     other_layer = attention_kernels.previous_layer(1, sweep.shape["q_heads"], sweep.shape["kv_heads"],
                                                    sweep.shape["head_dim"])
@@ -517,9 +528,9 @@ if paged is not None:
     with kernels.one_blas_thread():
         t_state = {name: kernels.time_interleaved({name: lambda: paged.attend(qa, L0)}, rounds=5, warmup=1,
                                                   evict=pre)[name] for name, pre in before.items()}
-    floor0_s = sweep.dense_bytes[0] / read_bytes_per_s   # the best read rate seen (previous cell)
+    floor0_s = bytes0 / read_bytes_per_s   # the best read rate seen (previous cell)
     for name, t in t_state.items():
-        print(f"L = {L0} ({sweep.dense_bytes[0] / 2**20:.0f} MiB of K+V) {name:>20}: median {t.median_s * 1e3:5.2f} ms "
+        print(f"L = {L0} ({bytes0 / 2**20:.0f} MiB of K+V) {name:>20}: median {t.median_s * 1e3:5.2f} ms "
               f"= {t.median_s / floor0_s:.2f} x the byte floor")
     # where the time of the longest context's call goes, stage by stage, each call read cold
     with kernels.one_blas_thread():

@@ -978,23 +978,41 @@ def random_cache(batch, q_heads, kv_heads, context, head_dim, dtype="fp32", seed
     return q, k, v
 
 
+CPU_SPARSE_BLOCK = 4096   # tokens per block of the CPU sweep's block-sparse call (:func:`default_sweep_shape`)
+
+
 def default_sweep_shape(be=None) -> dict:
     """Sizes for :func:`context_sweep` on this backend.
 
     CPU: one sequence, 8 K/V heads x group 4 (Llama-3.1-8B's layer), D = 128, fp32
-    cache, L = 4K .. 32K (32 MiB of K+V at the bottom, the size of a large L3; 256 MiB
-    at the top; about two seconds in all); sparse: top-4 blocks of 1,024 tokens
-    (large blocks, so that NumPy's two calls per kept block and head are amortized:
-    :meth:`PagedKV.attend_blocks`). GPU: batch 16, 8 K/V heads x group 8 (a
-    Llama-3.1-70B layer), fp16, L = 2K .. 128K (8.6 GB of K+V at the top); sparse:
-    top-32 blocks of 64 (the fused kernel reads any block in place).
+    cache. Contexts ``L0 x (1, 2, 3, 4)``, where ``L0`` is the shortest multiple of
+    :data:`CPU_SPARSE_BLOCK` tokens whose K+V (8 KiB a token) is at least twice
+    :func:`llmmath.kernels.last_level_cache_bytes`, capped at 32K tokens (so the
+    longest context holds at most 1 GiB of K+V): 8K .. 32K tokens, 64-256 MiB, on a
+    32 MiB L3. Twice the LLC, so that no part of a cache can be served from it, and
+    so that the call's fixed costs (Python, its scratch buffers, the first memory
+    latency: about 0.1 ms on the 2-core EPYC VM) stay small beside its byte floor: at
+    32 MiB the same call took 0.03-0.15x more of its floor there than at 64-256 MiB.
+    Sparse: blocks of :data:`CPU_SPARSE_BLOCK` = 4,096 tokens (MoBA's long-context
+    block size), as many kept as make ``L0``, so the sparse call reads the shortest
+    context's bytes at every context and keeps the whole cache at ``L0`` (2 blocks on
+    that VM). The blocks are large because NumPy multiplies each kept block in two
+    calls per K/V head (:meth:`PagedKV.attend_blocks`), and each call cost 3-5 us
+    there. Timed interleaved (15 rounds, best of each), against the dense call over
+    the same bytes: top-4 blocks of 1,024 took 1.19x (32 MiB), top-4 of 2,048
+    1.12-1.14x and top-2 of 4,096 1.03-1.05x (64 MiB).
+    GPU: batch 16, 8 K/V heads x group 8 (a Llama-3.1-70B layer), fp16,
+    L = 2K .. 128K (8.6 GB of K+V at the top); sparse: top-32 blocks of 64 (the fused
+    kernel reads any block in place).
     """
     be = be or kernels.backend()
     if be.is_gpu:
         return dict(batch=16, q_heads=64, kv_heads=8, head_dim=128, dtype="fp16",
                     contexts=[2**i for i in range(11, 18)], block_size=64, top_k=32)
+    block, per_block = CPU_SPARSE_BLOCK, int(dense_bytes(1, 8, CPU_SPARSE_BLOCK, 128, 4))
+    top_k = min(8, max(1, -(-2 * kernels.last_level_cache_bytes(be) // per_block)))
     return dict(batch=1, q_heads=32, kv_heads=8, head_dim=128, dtype="fp32",
-                contexts=[2**i for i in range(12, 16)], block_size=1024, top_k=4)
+                contexts=[i * top_k * block for i in (1, 2, 3, 4)], block_size=block, top_k=top_k)
 
 
 @dataclasses.dataclass(frozen=True)
