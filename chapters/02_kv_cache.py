@@ -506,8 +506,8 @@ if paged is not None:
 # once, and by the time the next step reaches this layer every other layer has read
 # its own: the cache arrives cold. A benchmark has to recreate that state, and the
 # obvious shortcuts do not. The next cell times a cache the size of the last-level
-# cache (the sweep's are at least twice that, for the reason below) three ways:
-# right after itself (part of its pages still in the last-level cache), right after
+# cache (the sweep's are at least twice that, for the reasons given with it) three
+# ways: right after itself (part of its pages still in the last-level cache), right after
 # the same attention over another layer's cache (the sweep's protocol), and right
 # after a large copy (which leaves the cache full of modified lines that must be
 # written back to memory while the call reads).

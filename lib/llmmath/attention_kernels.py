@@ -1009,10 +1009,11 @@ def default_sweep_shape(be=None) -> dict:
     if be.is_gpu:
         return dict(batch=16, q_heads=64, kv_heads=8, head_dim=128, dtype="fp16",
                     contexts=[2**i for i in range(11, 18)], block_size=64, top_k=32)
-    block, per_block = CPU_SPARSE_BLOCK, int(dense_bytes(1, 8, CPU_SPARSE_BLOCK, 128, 4))
-    top_k = min(8, max(1, -(-2 * kernels.last_level_cache_bytes(be) // per_block)))
-    return dict(batch=1, q_heads=32, kv_heads=8, head_dim=128, dtype="fp32",
-                contexts=[i * top_k * block for i in (1, 2, 3, 4)], block_size=block, top_k=top_k)
+    shape = dict(batch=1, q_heads=32, kv_heads=8, head_dim=128, dtype="fp32")
+    block_bytes = int(dense_bytes(shape["batch"], shape["kv_heads"], CPU_SPARSE_BLOCK, shape["head_dim"], 4))
+    top_k = min(8, max(1, -(-2 * kernels.last_level_cache_bytes(be) // block_bytes)))   # whole blocks >= 2 x LLC
+    return dict(shape, contexts=[i * top_k * CPU_SPARSE_BLOCK for i in (1, 2, 3, 4)],
+                block_size=CPU_SPARSE_BLOCK, top_k=top_k)
 
 
 @dataclasses.dataclass(frozen=True)
