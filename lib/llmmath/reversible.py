@@ -264,6 +264,11 @@ class DepthSweep:
         """Measured time of ``"recompute"`` over ``"store"`` at the deepest depth."""
         return float(self.seconds["recompute"][-1] / self.seconds["store"][-1])
 
+    @property
+    def recompute_over_store_by_depth(self) -> np.ndarray:
+        """Measured time of ``"recompute"`` over ``"store"`` at each depth (``depths``'s order)."""
+        return self.seconds["recompute"] / self.seconds["store"]
+
     #: Predicted time ratio: per block the forward is 2 products and the backward 4; recomputing adds a
     #: forward (the inverse: 2 products), so (2 + 4 + 2) / (2 + 4).
     PREDICTED_TIME_RATIO = 4.0 / 3.0
@@ -274,9 +279,13 @@ def depth_sweep(x, y, depths=(2, 4, 8, 16, 32), repeats: int = 3, seed: int = 4)
 
     ``x`` ``(batch, width)`` float64 inputs (``width`` even), ``y`` ``(batch,)`` class ids
     0..9. For each depth a random network (:func:`init_revnet`, ``seed``) runs
-    :func:`loss_and_grads` once under Python's ``tracemalloc`` (which sees NumPy's
-    allocations: the peak counts every array alive at once), then ``repeats`` times
-    untraced for its time (the best is kept).
+    :func:`loss_and_grads` once per mode under Python's ``tracemalloc`` (which sees
+    NumPy's allocations: the peak counts every array alive at once). Then the three
+    modes are timed untraced, round-robin for ``repeats`` rounds after a warm-up
+    (:func:`llmmath.kernels.time_interleaved`), on one BLAS thread, and each keeps its
+    best: the time ratio of two modes is then read under the same load. (Timed one
+    mode after the other, on the library's default two threads, the ratio at 32 blocks
+    ranged 0.62-2.02 of its prediction in eight runs on the 2-core EPYC VM.)
 
     Raises:
         ValueError: an empty or non-increasing ``depths``, a depth < 1, or mismatched ``x`` and ``y``.
@@ -300,7 +309,10 @@ def depth_sweep(x, y, depths=(2, 4, 8, 16, 32), repeats: int = 3, seed: int = 4)
                 peak[mode].append(tracemalloc.get_traced_memory()[1])
             finally:
                 tracemalloc.stop()
-            secs[mode].append(kernels.time_fn(lambda: loss_and_grads(net, x, y, mode), warmup=1,
-                                              repeats=repeats).min_s)
+        with kernels.one_blas_thread():
+            timed = kernels.time_interleaved({m: functools.partial(loss_and_grads, net, x, y, m) for m in modes},
+                                             rounds=repeats, warmup=1, be=kernels._cpu_backend())
+        for mode in modes:
+            secs[mode].append(timed[mode].min_s)
     return DepthSweep(np.asarray(depths, float), {m: np.asarray(v, float) for m, v in peak.items()},
                       {m: np.asarray(v, float) for m, v in secs.items()}, int(x.shape[0]), int(x.shape[1]))
