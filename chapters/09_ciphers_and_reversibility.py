@@ -361,7 +361,9 @@ for m_ in ("llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"):
 # layers compute $h \leftarrow \tanh(hW)$, $k = hW_k$, $v = hW_v$: recompute K, V
 # for 256 past tokens, or gather them from a cache. Predictions from this
 # machine's ceilings (chapter 0), sampled between the rounds in which the two are
-# timed, so both sides and their ceilings see the same load.
+# timed, so both sides and their ceilings see the same load. Each call starts with
+# the caches cleared by a read sweep, so the gather reads the cache from memory, as
+# it would for tokens written many steps ago.
 
 # %%
 rvr = kernels.read_vs_recompute(n_layers=8, d_model=1024, n_tokens=256, n_cached=1024, rounds=11)

@@ -497,7 +497,14 @@ def read_vs_recompute(n_layers: int = 8, d_model: int = 1024, n_tokens: int = 25
     cached K and V rows (``2 T L d`` values of 4 bytes, read and written once by the
     gather, into a buffer made beforehand on a CPU). Predictions: FLOPs over the probe's matmul rate, bytes over its copy rate
     (a gather reads and writes), both sampled in the same rounds as the two sides
-    (:func:`time_interleaved`). Chapter 9, claim 40.
+    (:func:`time_interleaved`). Every timed call follows a read sweep
+    (:func:`evict_caches`), so the gather finds the cache in memory, as the K and V of
+    tokens written many steps ago would be. Timed back to back, its 2 T L d values and
+    the buffer (together about a 32 MiB L3 at the defaults) were partly still cached
+    from the call before, by a share that changed from run to run. On the 2-core EPYC
+    VM, read / predicted was 0.88-1.60 in seven runs back to back and 0.85-1.40 in
+    twelve runs read cold, half of those within 1.10-1.20: the machine's load moves
+    it either way. Chapter 9, claim 40.
 
     Raises:
         ValueError: a size < 1, ``n_tokens > n_cached``, or rounds < 1.
@@ -536,7 +543,7 @@ def read_vs_recompute(n_layers: int = 8, d_model: int = 1024, n_tokens: int = 25
             return xp.take(rows, idx, axis=0, out=buf, mode="clip")
     probe = CeilingProbe(("fp32",), be=be)
     timed = time_interleaved({"recompute": recompute, "read": read}, rounds=rounds, warmup=1,
-                             probe=probe, be=be)
+                             probe=probe, be=be, evict=True)
     F, W = probe.flops_per_s("fp32"), probe.copy_bytes_per_s
     return ReadVsRecompute(timed["recompute"].samples_s, timed["read"].samples_s,
                            n_tokens * n_layers * 3 * 2 * d * d / F, 2 * n_tokens * n_layers * 2 * d * 4 / W, F, W)
