@@ -284,10 +284,10 @@ assert np.mean(losses[-10:]) < 0.5 * losses[0] and test_acc > 0.85
 # counts products: per block the forward is 2 and the backward 4, and recomputing
 # adds the inverse's 2, so recompute / store = 8/6 = 4/3. It leaves out memory
 # traffic: the stored mode keeps every block's activations (the print below gives
-# the bytes per block), and once they outgrow the last-level cache its backward reads them back
-# from memory while the recomputing mode's working set stays cached. The second
-# line below gives the ratio at every depth beside the stored bytes, so you can see
-# whether that happened on this machine.
+# the bytes per block), and once they outgrow the last-level cache its backward
+# reads them back from memory while the recomputing mode's working set stays
+# cached. The last line below gives the ratio at every depth beside the stored
+# bytes, so you can see whether that happened on this machine.
 
 # %% slideshow={"slide_type": "subslide"}
 xb = np.tile(X, (3, 1))[:1024]
