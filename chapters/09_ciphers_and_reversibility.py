@@ -311,9 +311,9 @@ print(f"time at {depths[-1]:.0f} blocks, recompute / store: {ds.recompute_over_s
       f"(predicted {ds.PREDICTED_TIME_RATIO:.2f}: one extra forward on top of forward + backward = 2 + 4 matmuls "
       f"per block; measured / predicted {ds.recompute_over_store_s / ds.PREDICTED_TIME_RATIO:.2f})")
 llc_bytes = kernels.last_level_cache_bytes()
-print("recompute / store by depth (stored activations vs this machine's "
-      f"{llc_bytes / 2**20:.0f} MiB last-level cache): " + ", ".join(
-          f"{d:.0f} blocks {r:.2f} ({d * ds.predicted_bytes_per_block / 2**20:.0f} MiB)"
+print("recompute / store by depth (with the activations the stored mode keeps, predicted, against this machine's "
+      f"{llc_bytes / 1e6:.1f} MB last-level cache): " + ", ".join(
+          f"{d:.0f} blocks {r:.2f} ({d * ds.predicted_bytes_per_block / 1e6:.0f} MB)"
           for d, r in zip(depths, ds.recompute_over_store_by_depth)))
 assert peak["recompute"][-1] < 1.3 * peak["recompute"][0], "recomputation should keep memory flat"
 assert peak["store"][-1] > 3 * peak["store"][0], "stored activations should grow with depth"

@@ -184,6 +184,9 @@ def test_last_level_cache_is_read_from_sysfs_in_its_units(tmp_path):
     (tmp_path / "index3" / "size").write_text("96M\n")
     assert kernels._cpu_llc_bytes.__wrapped__(str(tmp_path)) == 96 * 2**20
     assert kernels._cpu_llc_bytes.__wrapped__(str(tmp_path / "absent")) == 32 * 2**20   # no sysfs: the default
+    for index in ("index0", "index1", "index2", "index3"):     # a VM that reports every level as 0K: the default
+        (tmp_path / index / "size").write_text("0K\n")
+    assert kernels._cpu_llc_bytes.__wrapped__(str(tmp_path)) == 32 * 2**20
     llc = kernels.last_level_cache_bytes(kernels._cpu_backend())
     assert 2**20 <= llc <= 2**31
     kernels.evict_caches(kernels._cpu_backend())

@@ -987,12 +987,14 @@ def default_sweep_shape(be=None) -> dict:
     CPU: one sequence, 8 K/V heads x group 4 (Llama-3.1-8B's layer), D = 128, fp32
     cache. Contexts ``L0 x (1, 2, 3, 4)``, where ``L0`` is the shortest multiple of
     :data:`CPU_SPARSE_BLOCK` tokens whose K+V (8 KiB a token) is at least twice
-    :func:`llmmath.kernels.last_level_cache_bytes`, capped at 32K tokens (so the
-    longest context holds at most 1 GiB of K+V): 8K .. 32K tokens, 64-256 MiB, on a
-    32 MiB L3. Twice the LLC, so that no part of a cache can be served from it, and
-    so that the call's fixed costs (Python, its scratch buffers, the first memory
-    latency: about 0.1 ms on the 2-core EPYC VM) stay small beside its byte floor: at
-    32 MiB the same call took 0.03-0.15x more of its floor there than at 64-256 MiB.
+    :func:`llmmath.kernels.last_level_cache_bytes`, but at most 8 blocks (``L0`` <= 32K
+    tokens, so the longest context holds at most 1 GiB of K+V; on an LLC above 128 MiB
+    the shortest context is then less than twice it): 8K .. 32K tokens, 64-256 MiB, on
+    a 32 MiB L3. Twice the LLC, so that the call's fixed costs (Python, its scratch
+    buffers, the first memory latency: about 0.1 ms on the 2-core EPYC VM) stay small
+    beside its byte floor: at 32 MiB the same call took 0.03-0.15x more of its floor
+    there than at 64-256 MiB. (Every timed call follows another layer's attention, so
+    the cache is read cold at any size.)
     Sparse: blocks of :data:`CPU_SPARSE_BLOCK` = 4,096 tokens (MoBA's long-context
     block size), as many kept as make ``L0``, so the sparse call reads the shortest
     context's bytes at every context and keeps the whole cache at ``L0`` (2 blocks on

@@ -380,7 +380,8 @@ def last_level_cache_bytes(be: Backend | None = None) -> int:
 
 @lru_cache(maxsize=None)
 def _cpu_llc_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
-    """The largest ``index*/size`` under ``root`` (sysfs writes ``32768K``), bytes; 32 MiB if none can be read."""
+    """The largest ``index*/size`` under ``root`` (sysfs writes ``32768K``), bytes; 32 MiB if none can be read
+    (a size of zero, which some virtual machines report, counts as unreadable)."""
     try:
         entries = [e for e in os.listdir(root) if e.startswith("index")]
     except OSError:
@@ -394,6 +395,7 @@ def _cpu_llc_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
             sizes.append(int(text.rstrip("KMG")) * mult)
         except (OSError, ValueError):
             continue
+    sizes = [size for size in sizes if size > 0]
     return max(sizes) if sizes else 32 * 2**20
 
 

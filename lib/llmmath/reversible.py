@@ -274,7 +274,7 @@ class DepthSweep:
     PREDICTED_TIME_RATIO = 4.0 / 3.0
 
 
-def depth_sweep(x, y, depths=(2, 4, 8, 16, 32), repeats: int = 3, seed: int = 4) -> DepthSweep:
+def depth_sweep(x, y, depths=(2, 4, 8, 16, 32), repeats: int = 5, seed: int = 4) -> DepthSweep:
     """Peak memory and time of one forward + backward pass against depth, for each backward mode.
 
     ``x`` ``(batch, width)`` float64 inputs (``width`` even), ``y`` ``(batch,)`` class ids
