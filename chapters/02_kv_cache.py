@@ -624,7 +624,7 @@ if sweep.shape["top_k"] * sweep.shape["block_size"] == int(sweep.context[0]) and
 # %%
 span = sweep.context[-1] / sweep.context[0]
 growth = span ** kernels.loglog_slope(sweep.context, sweep.dense_s)   # fitted growth over the span (robust to one slow call)
-# caches of at least twice the last-level cache (the longest context at least): none of it is left there
+# caches of at least twice the last-level cache, as the CPU sweep sizes them (and the longest context in any case)
 big_bytes = min(2 * kernels.last_level_cache_bytes(), sweep.dense_bytes[-1])
 big = sweep.dense_bytes >= big_bytes
 ratio = (sweep.dense_s / sweep.dense_predicted_s)[big]
