@@ -514,10 +514,9 @@ if paged is not None:
 
 # %%
 if paged is not None:
-    per_token_bytes = attention_kernels.dense_bytes(1, sweep.shape["kv_heads"], 1, sweep.shape["head_dim"], 4)
-    page = attention_kernels.PagedKV.V_PAGE
-    L0 = min(L_long, page * max(1, int(kernels.last_level_cache_bytes() // (page * per_token_bytes))))
-    bytes0 = L0 * per_token_bytes
+    L0 = min(L_long, attention_kernels.paged_context(kernels.last_level_cache_bytes(), 1, sweep.shape["kv_heads"],
+                                                     sweep.shape["head_dim"]))   # a cache the size of the LLC
+    bytes0 = attention_kernels.dense_bytes(1, sweep.shape["kv_heads"], L0, sweep.shape["head_dim"], 4)
     # "another layer": the same attention over a cache of twice the last-level cache, as the sweep uses
     other_layer = attention_kernels.previous_layer(1, sweep.shape["q_heads"], sweep.shape["kv_heads"],
                                                    sweep.shape["head_dim"])

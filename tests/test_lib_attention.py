@@ -462,3 +462,12 @@ def test_cpu_sweep_contexts_start_at_twice_the_last_level_cache(monkeypatch, llc
     assert (d["block_size"], d["top_k"]) == (4096, blocks)
     assert AK.dense_bytes(1, d["kv_heads"], L0, d["head_dim"], 4) >= min(2 * llc_mib, 256) * 2**20
     assert all(isinstance(c, int) for c in d["contexts"])
+
+
+def test_paged_context_counts_whole_pages_by_hand():
+    # one 256-token page of Llama-3.1-8B's layer in fp32: 2 (K, V) x 8 heads x 256 x 128 x 4 B = 2 MiB
+    assert AK.paged_context(32 * 2**20, 1, 8, 128) == 16 * 256                   # 32 MiB: 16 pages
+    assert AK.paged_context(33 * 2**20, 1, 8, 128) == 16 * 256                   # the most that fit
+    assert AK.paged_context(33 * 2**20, 1, 8, 128, round_up=True) == 17 * 256    # the fewest that hold it
+    assert AK.paged_context(64 * 2**20, 1, 8, 128, round_up=True) == 32 * 256
+    assert AK.paged_context(2**10, 1, 8, 128) == 256                             # never less than one page

@@ -54,7 +54,7 @@ from ._validate import positive_int
 
 __all__ = [
     "reference_decode_attention", "decode_attention", "block_summaries", "select_blocks",
-    "block_sparse_decode_attention", "PagedKV", "previous_layer", "in_cache_s", "dense_bytes", "sparse_bytes", "random_cache",
+    "block_sparse_decode_attention", "PagedKV", "previous_layer", "paged_context", "in_cache_s", "dense_bytes", "sparse_bytes", "random_cache",
     "ContextSweep", "context_sweep", "default_sweep_shape", "fused_available", "fused_smem_bytes", "TILE",
     "kernel_source", "NVRTC_OPTIONS", "SM_LIMITS", "CompileReport", "compile_report",
 ]
@@ -919,6 +919,15 @@ def block_sparse_decode_attention(q, k, v, block_size: int, top_k: int, summarie
 # Timing against context length
 # ---------------------------------------------------------------------------
 
+def paged_context(nbytes, batch, kv_heads, head_dim, round_up: bool = False) -> int:
+    """Tokens of an fp32 :class:`PagedKV` cache whose K+V (:func:`dense_bytes`) is ``nbytes``: whole
+    :attr:`PagedKV.V_PAGE` pages, the most that fit in ``nbytes`` (or, with ``round_up``, the fewest that
+    hold it), and at least one page."""
+    per_page = dense_bytes(batch, kv_heads, PagedKV.V_PAGE, head_dim, 4)
+    pages = math.ceil(nbytes / per_page) if round_up else math.floor(nbytes / per_page)
+    return PagedKV.V_PAGE * max(1, int(pages))
+
+
 def previous_layer(batch, q_heads, kv_heads, head_dim, be=None):
     """A function that runs paged decode attention over another layer's fp32 cache (CPU), to call before a timed one.
 
@@ -931,8 +940,7 @@ def previous_layer(batch, q_heads, kv_heads, head_dim, be=None):
         ValueError: sizes PagedKV cannot page (``head_dim`` not a multiple of 64).
     """
     be = be or kernels.backend()
-    per_token = 2 * batch * kv_heads * head_dim * 4
-    L = PagedKV.V_PAGE * -(-2 * kernels.last_level_cache_bytes(be) // (PagedKV.V_PAGE * per_token))
+    L = paged_context(2 * kernels.last_level_cache_bytes(be), batch, kv_heads, head_dim, round_up=True)
     q, k, v = random_cache(batch, q_heads, kv_heads, L, head_dim, "fp32", seed=7, be=kernels._cpu_backend())
     other = PagedKV(k, v)
     del k, v
@@ -960,8 +968,7 @@ def in_cache_s(batch, q_heads, kv_heads, head_dim, repeats: int = 20) -> tuple[i
         raise ValueError(f"q_heads must be a multiple of kv_heads, got {q_heads} and {kv_heads}")
     if head_dim % PagedKV.V_COLS:
         raise ValueError(f"head_dim must be a multiple of {PagedKV.V_COLS} for the paged layout, got {head_dim}")
-    per_page = dense_bytes(batch, kv_heads, PagedKV.V_PAGE, head_dim, 4)
-    L = PagedKV.V_PAGE * max(1, int(kernels.last_level_cache_bytes(kernels._cpu_backend()) // 4 // per_page))
+    L = paged_context(kernels.last_level_cache_bytes(kernels._cpu_backend()) / 4, batch, kv_heads, head_dim)
     q, k, v = random_cache(batch, q_heads, kv_heads, L, head_dim, "fp32", seed=9, be=kernels._cpu_backend())
     paged = PagedKV(k, v)
     with kernels.one_blas_thread():
