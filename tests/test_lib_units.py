@@ -180,6 +180,35 @@ def test_fmt_usd_round_trip(x):
     assert float(text[1:]) == pytest.approx(x, rel=TOL)
 
 
+_IEC = {"": 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
+@FAST
+@given(positive_magnitudes)
+def test_fmt_bytes_binary_round_trip(x):
+    for value in (x, -x):
+        m = re.fullmatch(r"(-?[0-9.]+) ((?:[KMGTPE]i)?)B", units.fmt_bytes_binary(value))
+        assert m, units.fmt_bytes_binary(value)
+        assert abs(float(m.group(1))) < 1024                     # the largest prefix that keeps the number short
+        assert float(m.group(1)) * _IEC[m.group(2)] == pytest.approx(value, rel=TOL)
+
+
+def test_fmt_bytes_binary_by_hand():
+    # a Zen 4 core's caches as sysfs sizes them, a 1.5 KiB message, a page and a machine's memory
+    assert units.fmt_bytes_binary(32 * 1024) == "32 KiB"
+    assert units.fmt_bytes_binary(32768 * 1024) == "32 MiB"
+    assert units.fmt_bytes_binary(1536) == "1.5 KiB"
+    assert units.fmt_bytes_binary(4096) == "4 KiB"
+    assert units.fmt_bytes_binary(8) == "8 B"
+    assert units.fmt_bytes_binary(24 * 2**30) == "24 GiB"
+    assert units.fmt_bytes_binary(1023.96 * 1024, digits=4) == "1 MiB"      # rounding carries into the next prefix
+    assert units.fmt_bytes_binary(1000 * 1024) == "1000 KiB"                # not "1e+03 KiB"
+    with pytest.raises(TypeError, match="n_bytes must be a single real number"):
+        units.fmt_bytes_binary("32M")
+    with pytest.raises(ValueError, match="digits"):
+        units.fmt_bytes_binary(1.0, digits=0)
+
+
 def test_rounding_carries_into_next_prefix():
     assert units.fmt_bytes(999.9e9) == "1 TB"
     assert units.fmt_seconds(0.9999) == "1 s"

@@ -70,6 +70,7 @@ import numpy as np
 from . import network
 from ._validate import non_negative, positive, positive_int, result
 from .mpi_collectives import DEFAULT_REPEATS, DEFAULT_SIZES, OPS
+from .units import fmt_bytes_binary
 
 __all__ = ["CollectiveResults", "run", "run_pipeline", "run_training", "plot", "OPS", "DEFAULT_SIZES"]
 
@@ -254,16 +255,10 @@ class CollectiveResults:
         for op, (n, t) in self.ops.items():
             pred = self.predicted(op)
             for i in range(n.size):
-                rows.append(f"{op:<10} {_human(n[i]):>9} {t[i] * 1e6:>10.2f}us {pred[i] * 1e6:>10.2f}us "
+                rows.append(f"{op:<10} {fmt_bytes_binary(n[i]):>9} {t[i] * 1e6:>10.2f}us {pred[i] * 1e6:>10.2f}us "
                             f"{t[i] / pred[i]:>9.2f}")
         return "\n".join(rows)
 
-
-def _human(n: float) -> str:
-    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:g} {unit}"
-    return f"{int(n)} B"
 
 
 def _kill(proc: subprocess.Popen) -> None:

@@ -62,6 +62,8 @@ import time
 
 import numpy as np
 
+from .units import fmt_bytes_binary
+
 OPS = ("pingpong", "allreduce", "allgather", "alltoall")
 
 #: 8 B to 4 MiB in steps of 4x, plus 4 MiB: 11 sizes. With 2 ranks on a 2-core
@@ -75,13 +77,6 @@ _ITEM = 4  # bytes per float32
 # Test hook: LLMMATH_MPI_CORRUPT=<op> corrupts the received buffer of that op on
 # the last rank before the check, to exercise the failure path end to end.
 _CORRUPT_ENV = "LLMMATH_MPI_CORRUPT"
-
-
-def _human(n: float) -> str:
-    for unit, scale in (("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:g} {unit}"
-    return f"{int(n)} B"
 
 
 def _elements(op: str, n_bytes: int, p: int) -> int:
@@ -228,8 +223,8 @@ def measure(comm, MPI, ops, sizes, repeats: int, warmup: int, progress: bool = T
         out[op] = {"n_bytes": n_bytes, "time_s": med, "time_s_min": lo, "time_s_q1": q1, "time_s_q3": q3,
                    "time_s_max": hi}
         if progress and rank == 0:
-            print(f"  {op:<9} {len(n_bytes):>2} sizes  {_human(n_bytes[0])}: {med[0] * 1e6:.2f} us ... "
-                  f"{_human(n_bytes[-1])}: {med[-1] * 1e6:.1f} us   ({time.perf_counter() - t_op:.2f} s)",
+            print(f"  {op:<9} {len(n_bytes):>2} sizes  {fmt_bytes_binary(n_bytes[0])}: {med[0] * 1e6:.2f} us ... "
+                  f"{fmt_bytes_binary(n_bytes[-1])}: {med[-1] * 1e6:.1f} us   ({time.perf_counter() - t_op:.2f} s)",
                   flush=True)
     return out
 

@@ -24,7 +24,7 @@ __all__ = [
     "KB", "MB", "GB", "TB", "PB", "KiB", "MiB", "GiB", "TiB",
     "GFLOP", "TFLOP", "PFLOP", "EFLOP", "US", "MS",
     "DTYPE_BYTES", "dtype_bytes", "dtype_label",
-    "fmt_bytes", "fmt_bytes_per_s", "fmt_flops", "fmt_flops_per_s",
+    "fmt_bytes", "fmt_bytes_binary", "fmt_bytes_per_s", "fmt_flops", "fmt_flops_per_s",
     "fmt_seconds", "fmt_count", "fmt_usd",
 ]
 
@@ -111,6 +111,30 @@ _SI = [(1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")
 def fmt_bytes(n_bytes: float, digits: int = 3) -> str:
     """``80e9`` -> ``'80 GB'`` (decimal prefixes, as datasheets print)."""
     return _scaled(*_display("n_bytes", n_bytes, digits), "B", _SI)
+
+
+_IEC = [(1.0, ""), (2.0**10, "Ki"), (2.0**20, "Mi"), (2.0**30, "Gi"), (2.0**40, "Ti"), (2.0**50, "Pi"), (2.0**60, "Ei")]
+
+
+def fmt_bytes_binary(n_bytes: float, digits: int = 3) -> str:
+    """``32 * 2**20`` -> ``'32 MiB'``, ``1536`` -> ``'1.5 KiB'`` (binary prefixes, powers of 1,024, as caches,
+    pages and message sizes are sized; IEC 80000-13). ``digits`` significant digits.
+
+    Raises:
+        TypeError: a string, None, a boolean, a complex number or an array of several values.
+        ValueError: ``digits`` not a whole number >= 1.
+    """
+    value, digits = _display("n_bytes", n_bytes, digits)
+    if not math.isfinite(value):
+        return f"{value} B"
+    k = 0
+    while k + 1 < len(_IEC) and abs(value) >= _IEC[k + 1][0]:
+        k += 1
+    mantissa = float(f"{value / _IEC[k][0]:.{digits}g}")
+    if abs(mantissa) >= 1024 and k + 1 < len(_IEC):     # 1023.96 KiB to 4 digits rounds to 1024: say 1 MiB
+        k += 1
+        mantissa = float(f"{value / _IEC[k][0]:.{digits}g}")
+    return f"{mantissa:.{max(digits, 4)}g} {_IEC[k][1]}B"
 
 
 def fmt_bytes_per_s(bytes_per_s: float, digits: int = 3) -> str:
