@@ -1039,6 +1039,7 @@ class ContextSweep:
     shape: dict
     device: str
     sparse_gather_s: np.ndarray | None = None   # of sparse_s: copying the kept pages (paged CPU path only)
+    read_samples_bytes_per_s: np.ndarray | None = None   # the probe's read ceiling in each round, when it ran
 
     @property
     def dense_predicted_s(self):
@@ -1127,7 +1128,8 @@ def context_sweep(contexts=None, batch=None, q_heads=None, kv_heads=None, head_d
     return ContextSweep(ctx, np.asarray(dense), np.asarray(sparse), db, sb, float(bytes_per_s), meth,
                         dict(batch=batch, q_heads=q_heads, kv_heads=kv_heads, head_dim=head_dim, dtype=dtype,
                              block_size=block_size, top_k=top_k), be.device_name,
-                        None if gather is None else np.asarray(gather))
+                        None if gather is None else np.asarray(gather),
+                        None if probe is None else probe.read_samples_bytes_per_s)
 
 
 def _sweep(q, k, v, contexts, meth, block_size, top_k, repeats, be, probe=None, paged=None, evict=True):

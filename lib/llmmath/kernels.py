@@ -20,6 +20,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .machine import SYSFS_CACHE, cpu_caches, cpu_identity
+
 __all__ = [
     "Backend", "backend", "Timing", "time_fn", "measure_copy_bandwidth",
     "measure_matmul_flops", "CeilingProbe", "time_interleaved", "last_level_cache_bytes", "evict_caches",
@@ -54,16 +56,7 @@ def _cpu_backend() -> Backend:
         mem = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
         mem = 0.0
-    cpu = "CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:  # pragma: no cover
-        pass
-    return Backend("numpy", np, f"{cpu}, {os.cpu_count()} cores", mem, False)
+    return Backend("numpy", np, f"{cpu_identity()['model']}, {os.cpu_count()} cores", mem, False)
 
 
 def _gpu_backend() -> Backend | None:
@@ -310,6 +303,18 @@ class CeilingProbe:
         return max(rates["read"], rates["read_blas"], rates["read_blocked"])
 
     @property
+    def read_samples_bytes_per_s(self) -> np.ndarray:
+        """Per :meth:`sample`, the best of the three read streams in that sample, bytes/s (shape: samples).
+
+        :attr:`read_bytes_per_s` is their maximum; their spread says how far the
+        machine's memory bandwidth moved while a demo ran (other guests on the host
+        share it, and a guest's own load meter cannot see them).
+        """
+        self._need()
+        t = np.min([self.stream_samples_s[k] for k in ("read", "read_blas", "read_blocked")], axis=0)
+        return 4.0 * self.array_elements / t
+
+    @property
     def memory_bytes_per_s(self) -> float:
         """The memory roof: the best of all :attr:`STREAMS` (copy, the three reads, add, update), bytes/s."""
         return max(self.stream_bytes_per_s.values())
@@ -379,24 +384,10 @@ def last_level_cache_bytes(be: Backend | None = None) -> int:
 
 
 @lru_cache(maxsize=None)
-def _cpu_llc_bytes(root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
-    """The largest ``index*/size`` under ``root`` (sysfs writes ``32768K``), bytes; 32 MiB if none can be read
+def _cpu_llc_bytes(root: str = SYSFS_CACHE) -> int:
+    """The largest cache under ``root`` (:func:`llmmath.machine.cpu_caches`), bytes; 32 MiB if none can be read
     (a size of zero, which some virtual machines report, counts as unreadable)."""
-    try:
-        entries = [e for e in os.listdir(root) if e.startswith("index")]
-    except OSError:
-        entries = []
-    sizes = []
-    for entry in entries:              # one unreadable level must not hide the others
-        try:
-            with open(os.path.join(root, entry, "size")) as f:
-                text = f.read().strip().upper()
-            mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-            sizes.append(int(text.rstrip("KMG")) * mult)
-        except (OSError, ValueError):
-            continue
-    sizes = [size for size in sizes if size > 0]
-    return max(sizes) if sizes else 32 * 2**20
+    return max((c.size_bytes for c in cpu_caches(root)), default=32 * 2**20)
 
 
 _EVICT: dict = {}
@@ -816,6 +807,7 @@ class BatchSweep:
     d_out: int | None = None       # columns of W; None: square (d_model)
     formulation: tuple = ()        # per batch: "plain" (X @ W) or "blocks kc x nc" (BlockedWeight)
     copy_bytes_per_s: float | None = None   # the probe's copy stream (read + write), when it ran
+    read_samples_bytes_per_s: np.ndarray | None = None   # the probe's read ceiling in each round, when it ran
 
     @property
     def weight_shape(self) -> tuple[int, int]:
@@ -989,4 +981,5 @@ def batch_sweep(batches: Sequence[int] | None = None, d_model: int | None = None
     memory = (d * n + batches * (d + n)) * b / bytes_per_s
     return BatchSweep(batches.astype(float), measured, compute, memory, d, dtype,
                       float(flops_per_s), float(bytes_per_s), be.device_name, None if d_out is None else n,
-                      tuple(forms), None if probe is None else probe.copy_bytes_per_s)
+                      tuple(forms), None if probe is None else probe.copy_bytes_per_s,
+                      None if probe is None else probe.read_samples_bytes_per_s)

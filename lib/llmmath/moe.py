@@ -503,6 +503,7 @@ class MoESweep:
     device: str
     layout: str = "plain"          # "blocked": experts with few tokens ran through BlockedExperts
     plan: dict = dataclasses.field(default_factory=dict)   # blocked: tokens -> (rows multiplied, block width)
+    read_samples_bytes_per_s: np.ndarray | None = None   # the probe's read ceiling in each round, when it ran
 
     def plan_text(self) -> str:
         """The blocked layout's plan in words, e.g. ``"1 -> 2 rows x 64 cols, 2 -> 2 x 64, ...; other token
@@ -713,4 +714,5 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     return MoESweep(batches.astype(float), arr(meas), arr(pred), arr(comp), arr(mem), arr(touched), arr(mean_t),
                     arr(max_t), E, k, d, f, dtype, float(flops_per_s), float(bytes_per_s), method, be.device_name,
                     "blocked" if blocked is not None else "plain",
-                    {} if blocked is None else blocked.planned())
+                    {} if blocked is None else blocked.planned(),
+                    None if probe is None else probe.read_samples_bytes_per_s)
