@@ -15,7 +15,13 @@ Measures:
    reversible network's memory and time), after the MoE and attention tables per
    point: measured / predicted overall and
    where memory-bound, the share of the measured ceiling reached, against the
-   targets 0.8-1.25 where memory-bound and within 1.5x everywhere.
+   targets 0.8-1.25 where memory-bound and within 1.5x everywhere, and how busy the
+   cores were with other work while each demo ran (other processes, hypervisor
+   steal: :class:`llmmath.machine.LoadMeter`), so a ratio out of its band can be
+   told apart from a machine that was busy at the time.
+
+The file starts with the commit and the machine (:func:`llmmath.machine.describe`:
+CPU, vector ISA, caches, memory, BLAS and its kernel set, software versions).
 
 Usage: ``python benchmarks/run.py [--skip-notebooks] [--out benchmarks/results/NAME.txt]``.
 
@@ -31,7 +37,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -43,7 +48,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from llmmath import kernels, serving, explorers, widgets  # noqa: E402
+from llmmath import kernels, machine, serving, explorers, widgets  # noqa: E402
 from llmmath.units import fmt_bytes_per_s, fmt_flops_per_s  # noqa: E402
 
 
@@ -88,7 +93,8 @@ def product_correctness(lines: list[str]) -> None:
 def sweep_fidelity(lines: list[str], rounds: int | None = None):
     be = kernels.backend()
     lines.append(f"## batch sweep on {be.name}: {be.device_name}")
-    s = kernels.batch_sweep(progress=True, repeats=rounds)
+    with machine.LoadMeter() as load:
+        s = kernels.batch_sweep(progress=True, repeats=rounds)
     lines.append(f"ceilings sampled between the sweep's rounds: read-only stream {fmt_bytes_per_s(s.bytes_per_s)}, "
                  f"{s.dtype} matmul {fmt_flops_per_s(s.flops_per_s)} (the better of a square product and the "
                  f"sweep's own largest batch)")
@@ -105,6 +111,7 @@ def sweep_fidelity(lines: list[str], rounds: int | None = None):
                                  s.compute_s[few], s.memory_s[few])))
     lines.append(f"measured / predicted over all B: {s.measured_over_predicted.min():.2f} .. "
                  f"{s.measured_over_predicted.max():.2f}")
+    lines.append(f"load while the sweep ran: {load.describe()}")
     # Chapter 8 (claim 32) reads the same sweep as prefill vs decode: a prompt of T tokens is one
     # product with T rows; decode makes one token per step, so it pays the B = 1 time per token.
     if s.batch[0] == 1:
@@ -114,10 +121,21 @@ def sweep_fidelity(lines: list[str], rounds: int | None = None):
         for i, T in enumerate(s.batch):
             lines.append(f"{int(T):>6} {s.measured_s[i] / T * 1e6:>12.2f}us {s.predicted_s[i] / T * 1e6:>8.2f}us "
                          f"{dec * 1e6:>11.2f}us {dec / (s.measured_s[i] / T):>15.1f}")
-    return s
+    return s, load
 
 
-def _row(name, ratio, mem_mask, frac_of_ceiling, target_note):
+def _load(meter) -> str:
+    """``others/steal`` shares of the cores while a demo ran (:class:`llmmath.machine.LoadMeter`)."""
+    sh = meter.shares
+    return "n/a" if sh is None else f"{sh.others:.0%}/{sh.steal:.1%}"
+
+
+def _spread(read_samples) -> str:
+    """How far the read ceiling moved over a demo's rounds: its best sample over its worst."""
+    return "n/a" if read_samples is None or len(read_samples) < 2 else f"{np.max(read_samples) / np.min(read_samples):.2f}x"
+
+
+def _row(name, ratio, mem_mask, frac_of_ceiling, target_note, load, read_samples=None):
     r_all = f"{np.min(ratio):.2f}..{np.max(ratio):.2f}"
     r_mem = f"{np.min(ratio[mem_mask]):.2f}..{np.max(ratio[mem_mask]):.2f}" if np.any(mem_mask) else "n/a"
     ok_mem = ("n/a" if not np.any(mem_mask) else
@@ -125,44 +143,51 @@ def _row(name, ratio, mem_mask, frac_of_ceiling, target_note):
     ok_all = np.max(ratio) <= 1.5 and np.min(ratio) >= 1 / 1.5
     frac = f"{np.min(frac_of_ceiling):.0%}..{np.max(frac_of_ceiling):.0%}" if np.size(frac_of_ceiling) else "n/a"
     return (f"{name:<40} {r_all:>12} {r_mem:>12} {frac:>12}  {ok_mem:>8} {'yes' if ok_all else 'NO':>6}"
-            f"  {target_note}")
+            f" {_load(load):>12} {_spread(read_samples):>7}  {target_note}")
 
 
-def fidelity_summary(lines: list[str], sweep, rounds: int | None = None) -> None:
+def fidelity_summary(lines: list[str], sweep, sweep_load, rounds: int | None = None) -> None:
     """One row per measured demo: measured / predicted (all points; memory-bound ones) and the share of the
     measured ceiling reached where the demo is memory-bound, against issue 14's targets (0.8-1.25 where
     memory-bound, within 1.5x everywhere)."""
     from llmmath import attention_kernels, moe
 
     be = kernels.backend()
-    head = (f"{'demo':<40} {'meas/pred':>12} {'mem-bound':>12} {'of ceiling':>12}  {'0.8-1.25':>8} {'<=1.5x':>6}")
+    head = (f"{'demo':<40} {'meas/pred':>12} {'mem-bound':>12} {'of ceiling':>12}  {'0.8-1.25':>8} {'<=1.5x':>6}"
+            f" {'others/steal':>12} {'ceil':>7}")
     rows = []
     mem = sweep.memory_s >= sweep.compute_s
     rows.append(_row(f"batch sweep Y = XW (d={sweep.d_model})", sweep.measured_over_predicted, mem,
-                     (sweep.achieved_bytes_per_s / sweep.bytes_per_s)[mem], "ch 1"))
+                     (sweep.achieved_bytes_per_s / sweep.bytes_per_s)[mem], "ch 1", sweep_load,
+                     sweep.read_samples_bytes_per_s))
     # prefill vs decode per token: prefill of T tokens is the T-row product; decode pays the 1-row product per token
     rows.append(_row("prefill vs decode per token", sweep.measured_over_predicted, mem,
-                     (sweep.achieved_bytes_per_s / sweep.bytes_per_s)[mem], "ch 8 (the same products)"))
-    ms = moe.moe_sweep(progress=True, repeats=rounds)
+                     (sweep.achieved_bytes_per_s / sweep.bytes_per_s)[mem], "ch 8 (the same products)", sweep_load,
+                     sweep.read_samples_bytes_per_s))
+    with machine.LoadMeter() as load:
+        ms = moe.moe_sweep(progress=True, repeats=rounds)
     mmask = ms.memory_s >= ms.compute_s
     rows.append(_row(f"MoE layer (E={ms.n_experts}, k={ms.top_k})", ms.measured_over_predicted, mmask,
-                     (ms.predicted_s / ms.measured_s)[mmask], f"ch 3 ({ms.layout} experts)"))
+                     (ms.predicted_s / ms.measured_s)[mmask], f"ch 3 ({ms.layout} experts)", load,
+                     ms.read_samples_bytes_per_s))
     tables = [f"## MoE layer (chapter 3), {ms.layout} experts; F {fmt_flops_per_s(ms.flops_per_s)}, "
               f"W {fmt_bytes_per_s(ms.bytes_per_s)}", ms.table()]
-    cs = attention_kernels.context_sweep(repeats=rounds)
+    with machine.LoadMeter() as attention_load:
+        cs = attention_kernels.context_sweep(repeats=rounds)
     # 4 G D FLOPs per token per K/V head against 2 D elem bytes: 2 G / elem FLOP per byte (2 in fp32 at G = 4, 8 in
     # fp16 at G = 8): below the ridge at every context (a GPU's ~200; one core of the 2-core EPYC VM the course is
     # tested on measured ~3.2-3.5, so near it: see the in-cache line printed with the table)
     every = np.ones_like(cs.context, bool)
     rows.append(_row(f"decode attention, dense ({cs.method})", cs.dense_s / cs.dense_predicted_s, every,
                      cs.dense_fraction_of_ceiling, f"ch 2 ({cs.dense_bytes[0] / 2**20:.0f}-"
-                     f"{cs.dense_bytes[-1] / 2**20:.0f} MiB caches, each read cold)"))
+                     f"{cs.dense_bytes[-1] / 2**20:.0f} MiB caches, each read cold)", attention_load,
+                     cs.read_samples_bytes_per_s))
     sparse_frac = cs.sparse_predicted_s / cs.sparse_s
     in_place = cs.method == "numpy-paged" and cs.sparse_gather_s is None and cs.shape["block_size"] % 256 == 0
     kept = (f"top-{cs.shape['top_k']} blocks of {cs.shape['block_size']}"
             + (", gathered" if cs.sparse_gather_s is not None else ", read in place" if in_place else ""))
     rows.append(_row("decode attention, block-sparse", cs.sparse_s / cs.sparse_predicted_s, every, sparse_frac,
-                     f"ch 2 ({kept})"))
+                     f"ch 2 ({kept})", attention_load, cs.read_samples_bytes_per_s))
     tables += [f"## decode attention (chapter 2), {cs.method}; read-only stream {fmt_bytes_per_s(cs.bytes_per_s)}",
                cs.table()]
     if cs.method == "numpy-paged":
@@ -175,20 +200,24 @@ def fidelity_summary(lines: list[str], sweep, rounds: int | None = None) -> None
                       f"{share:.2f} x the byte floor of its bytes: the roofline's max gives 1.00 x, the sum of the two "
                       f"{1 + share:.2f} x; the cold calls above took {cold.min():.2f}-{cold.max():.2f} x ({inside} of "
                       f"{cold.size} between the two; chapter 2)")
-    rv = kernels.read_vs_recompute()
+    with machine.LoadMeter() as load:
+        rv = kernels.read_vs_recompute()
     rows.append(_row("read cached K,V (gather)", np.array([rv.read_over_predicted]), np.array([True]),
-                     np.array([1 / rv.read_over_predicted]), "ch 9"))
+                     np.array([1 / rv.read_over_predicted]), "ch 9", load))
     rows.append(_row("recompute K,V (256-row products)", np.array([rv.recompute_over_predicted]), np.array([False]),
-                     np.array([]), "ch 9 (compute-bound)"))
+                     np.array([]), "ch 9 (compute-bound)", load))
     from llmmath import adversarial, reversible
     _, _, X, y = adversarial.digits_split()
-    ds = reversible.depth_sweep(np.tile(X, (3, 1))[:1024], np.tile(y, 3)[:1024])
+    with machine.LoadMeter() as load:
+        ds = reversible.depth_sweep(np.tile(X, (3, 1))[:1024], np.tile(y, 3)[:1024])
     rows.append(_row("reversible net: bytes per stored block", np.array([ds.stored_bytes_per_block /
-                     ds.predicted_bytes_per_block]), np.array([False]), np.array([]), "ch 9 (tracemalloc's peak)"))
+                     ds.predicted_bytes_per_block]), np.array([False]), np.array([]), "ch 9 (tracemalloc's peak)", load))
     rows.append(_row("reversible net: recompute / store time", np.array([ds.recompute_over_store_s /
-                     ds.PREDICTED_TIME_RATIO]), np.array([False]), np.array([]), "ch 9 (predicted 4/3)"))
+                     ds.PREDICTED_TIME_RATIO]), np.array([False]), np.array([]), "ch 9 (predicted 4/3)", load))
     lines.extend(tables)
-    lines.append("## measured / predicted, every demo (targets: 0.8-1.25 where memory-bound, within 1.5x everywhere)")
+    lines.append("## measured / predicted, every demo (targets: 0.8-1.25 where memory-bound, within 1.5x everywhere; "
+                 "others/steal: the share of the cores that other processes used, and that the hypervisor stole, "
+                 "while the demo ran; ceil: how far the read ceiling moved over its rounds, best / worst sample)")
     lines.append(head)
     lines.extend(rows)
 
@@ -229,6 +258,18 @@ def widget_speed(lines: list[str]) -> None:
                  f"(target <= 50 ms)")
 
 
+def _commit() -> str:
+    """The checked-out commit, with ``+changes`` when the tree differs from it (``?`` outside a git clone)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+    return head + ("+changes" if dirty else "")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip-notebooks", action="store_true")
@@ -242,8 +283,12 @@ def main(argv=None) -> int:
     if args.rounds is not None and args.rounds < 1:
         ap.error(f"--rounds must be a whole number >= 1, got {args.rounds}")
     rounds = args.rounds if args.rounds is not None else (None if be.is_gpu else 7)
-    lines = [f"# llmmath benchmarks, {datetime.date.today()}, {platform.python_version()}, numpy {np.__version__}",
-             f"# machine: {be.device_name}; {os.cpu_count()} CPU cores"]
+    lines = [f"# llmmath benchmarks, {datetime.date.today()}, commit {_commit()}, backend {be.name}",
+             "# the machine (llmmath.machine.describe):"]
+    lines += [f"#   {line}" for line in machine.describe(be).splitlines()]
+    if not be.is_gpu:
+        lines.append("#   the batch, MoE, attention and reversible-net demos and their ceilings run on one BLAS thread "
+                     "(kernels.one_blas_thread); read vs recompute on the BLAS default")
     if not args.skip_notebooks:
         notebook_times(lines)
     sweep_speed(lines)
@@ -251,8 +296,8 @@ def main(argv=None) -> int:
     product_correctness(lines)
     lines.append(f"# batch, MoE and attention sweeps: {rounds or 'the library default'} rounds, each point and ceiling the "
                  f"best of its rounds (read vs recompute and the reversible net keep their own)")
-    sweep = sweep_fidelity(lines, rounds)
-    fidelity_summary(lines, sweep, rounds)
+    sweep, sweep_load = sweep_fidelity(lines, rounds)
+    fidelity_summary(lines, sweep, sweep_load, rounds)
     text = "\n".join(lines) + "\n"
     print(text)
     out = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / (

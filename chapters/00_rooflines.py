@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt
 import ipywidgets as W
 
 import llmmath as lm
-from llmmath import hardware, roofline, kernels, plots, explorers, widgets
+from llmmath import hardware, roofline, kernels, machine, plots, explorers, widgets
 from llmmath.units import fmt_bytes, fmt_bytes_per_s, fmt_flops_per_s, fmt_seconds
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -137,7 +137,13 @@ roof_explorer.widget
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4. This machine as a chip
 #
-# `kernels.local_chip()` measures the machine you are on: the bandwidth of a large
+# First, what the machine is: `machine.describe()` reads the CPU, its vector units,
+# its caches, the memory and the BLAS that NumPy calls, with the kernel set the BLAS
+# chose for this CPU. Every measured number in the course depends on these: the
+# caches decide which arrays are "large", and the vector units and the BLAS's kernels
+# set the FLOP/s. Keep this printout beside any ratio you compare with someone else's.
+#
+# `kernels.local_chip()` then measures the machine you are on: the bandwidth of a large
 # copy (bytes read + bytes written) and the FLOP/s of a large matrix product.
 # These are *achieved* ceilings, the honest roof for every demo that follows.
 # Then we time two kernels at opposite ends of the roofline — a streaming
@@ -161,7 +167,8 @@ roof_explorer.widget
 # %%
 be = kernels.backend()
 me = kernels.local_chip()
-print(f"backend: {be.name} on {be.device_name}")
+print(f"backend: {be.name}")
+print(machine.describe(be))
 print(f"measured: copy bandwidth {fmt_bytes_per_s(me.hbm_bytes_per_s)}, "
       f"matmul {', '.join(f'{k} {fmt_flops_per_s(v)}' for k, v in me.peak_flops_per_s.items())}, "
       f"memory {fmt_bytes(me.hbm_bytes)}")
