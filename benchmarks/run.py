@@ -15,10 +15,11 @@ Measures:
    reversible network's memory and time), after the MoE and attention tables per
    point: measured / predicted overall and
    where memory-bound, the share of the measured ceiling reached, against the
-   targets 0.8-1.25 where memory-bound and within 1.5x everywhere, and how busy the
-   cores were with other work while each demo ran (other processes, hypervisor
-   steal: :class:`llmmath.machine.LoadMeter`), so a ratio out of its band can be
-   told apart from a machine that was busy at the time.
+   targets 0.8-1.25 where memory-bound and within 1.5x everywhere; and, per demo,
+   how busy other work kept the cores while it ran (other processes and the kernel,
+   hypervisor steal: :class:`llmmath.machine.LoadMeter`) and how far the read
+   ceiling moved over its rounds (best / worst sample), so a ratio out of its band
+   can be told apart from a machine that was busy or unsteady at the time.
 
 The file starts with the commit and the machine (:func:`llmmath.machine.describe`:
 CPU, vector ISA, caches, memory, BLAS and its kernel set, software versions).
@@ -135,17 +136,19 @@ def _spread(read_samples) -> str:
     return "n/a" if read_samples is None or len(read_samples) < 2 else f"{np.max(read_samples) / np.min(read_samples):.2f}x"
 
 
-def _load_verdict(shares) -> str:
-    """What the load meters say about the cause of a moving ceiling (``shares``: LoadShares or None each)."""
+def _load_verdict(shares, on_vm: bool) -> str:
+    """What the load meters measured while a ceiling moved (``shares``: LoadShares or None each), and no more."""
     known = [sh for sh in shares if sh is not None]
     if not known:
-        return "This machine cannot say how busy its cores were (no /proc/stat)."
+        return "How busy the cores were is not known here (no load measurement)."
     worst = max(sh.others + sh.steal for sh in known)
-    if worst < 0.05:
-        return (f"Other processes and the hypervisor took under 5% of the cores meanwhile (at most {worst:.1%}), "
-                "so the cores were not the cause: the memory bandwidth itself moved (on a virtual machine, other "
-                "guests on the host share it).")
-    return f"Other processes and the hypervisor took up to {worst:.0%} of the cores meanwhile (others/steal)."
+    if worst >= 0.05:
+        return f"Other work and the hypervisor took up to {worst:.0%} of the cores on average meanwhile (others/steal)."
+    text = (f"Other work and the hypervisor took under 5% of the cores on average meanwhile (at most {worst:.1%}): "
+            "no steady load on the cores, though a short burst, a change of clock frequency or the timing of "
+            "single samples can still move a ceiling")
+    return text + ("; and this is a virtual machine: other guests on its host share the memory bandwidth without "
+                   "showing in this guest's counters." if on_vm else ".")
 
 
 def _row(name, ratio, mem_mask, frac_of_ceiling, target_note, load, read_samples=None):
@@ -233,7 +236,7 @@ def fidelity_summary(lines: list[str], sweep, sweep_load, rounds: int | None = N
     lines.extend(tables)
     unsteady = {f"{name} ({moved:.2f}x)": meter.shares for name, (moved, meter) in spreads.items() if moved > 1.25}
     lines.append("## measured / predicted, every demo (targets: 0.8-1.25 where memory-bound, within 1.5x everywhere; "
-                 "others/steal: the share of the cores that other processes used, and that the hypervisor stole, "
+                 "others/steal: the share of the cores that other work used, and that the hypervisor stole, "
                  "while the demo ran; ceil: how far the read ceiling moved over its rounds, best / worst sample)")
     lines.append(head)
     lines.extend(rows)
@@ -241,9 +244,10 @@ def fidelity_summary(lines: list[str], sweep, sweep_load, rounds: int | None = N
         # a ratio is the kernel's best round over the ceiling's best round: if no round of the kernel fell in
         # one of the machine's fast moments, the ratio reads high by up to the ceiling's own spread
         lines.append("the read ceiling moved by more than 1.25x between the rounds of: " + ", ".join(unsteady)
-                     + ". Each ratio above is a kernel's best round over the ceiling's best round; a kernel whose "
-                       "rounds all missed the machine's fast moments reads high by up to that factor. "
-                     + _load_verdict(list(unsteady.values())))
+                     + ". Each memory-bound ratio of those demos is a kernel's best round over the ceiling's best "
+                       "round; a kernel whose rounds all missed the machine's fast moments reads high by up to that "
+                       "factor. " + _load_verdict(list(unsteady.values()),
+                                                     not be.is_gpu and machine.cpu_identity()["hypervisor"]))
 
 
 def sweep_speed(lines: list[str]) -> None:
@@ -311,8 +315,8 @@ def main(argv=None) -> int:
              "# the machine (llmmath.machine.describe):"]
     lines += [f"#   {line}" for line in machine.describe(be).splitlines()]
     if not be.is_gpu:
-        lines.append("#   the batch, MoE, attention and reversible-net demos and their ceilings run on one BLAS thread "
-                     "(kernels.one_blas_thread); read vs recompute on the BLAS default")
+        lines.append("#   the batch, MoE and attention demos with their ceilings, and the reversible net, run on one BLAS "
+                     "thread (kernels.one_blas_thread); read vs recompute on the BLAS default")
     if not args.skip_notebooks:
         notebook_times(lines)
     sweep_speed(lines)

@@ -28,7 +28,7 @@ import ipywidgets as W
 
 import llmmath as lm
 from llmmath import hardware, roofline, kernels, machine, plots, explorers, widgets
-from llmmath.units import fmt_bytes, fmt_bytes_per_s, fmt_flops_per_s, fmt_seconds
+from llmmath.units import fmt_bytes_per_s, fmt_flops_per_s, fmt_seconds
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1. The two times
@@ -170,8 +170,7 @@ me = kernels.local_chip()
 print(f"backend: {be.name}")
 print(machine.describe(be))
 print(f"measured: copy bandwidth {fmt_bytes_per_s(me.hbm_bytes_per_s)}, "
-      f"matmul {', '.join(f'{k} {fmt_flops_per_s(v)}' for k, v in me.peak_flops_per_s.items())}, "
-      f"memory {fmt_bytes(me.hbm_bytes)}")
+      f"matmul {', '.join(f'{k} {fmt_flops_per_s(v)}' for k, v in me.peak_flops_per_s.items())}")
 print(f"this machine's balance point: {me.balance_flops_per_byte('fp32'):.1f} FLOP/byte (fp32)")
 
 # %%

@@ -148,9 +148,11 @@ def test_ceiling_probe_samples_between_rounds_and_refuses_misuse():
     assert rates["add"] == pytest.approx(3 * 2**20 / min(probe.stream_samples_s["add"]))
     assert rates["update"] == pytest.approx(3 * 2**20 / min(probe.stream_samples_s["update"]))
     assert probe.memory_bytes_per_s == max(rates.values()) and probe.copy_bytes_per_s == rates["copy"]
-    # per round, the fastest of the three reads of 1 MiB: the best round is the read ceiling, no copy or add in it
+    # per round, the fastest of the three reads of 1 MiB: the best round is the read ceiling, no copy or add in
+    # it; a fourth sample makes the rounds' axis (4) differ from the reads' (3)
+    probe.sample()
     per_round = probe.read_samples_bytes_per_s
-    assert per_round.shape == (3,) and per_round.max() == pytest.approx(probe.read_bytes_per_s)
+    assert per_round.shape == (4,) and per_round.max() == pytest.approx(probe.read_bytes_per_s)
     reads = [probe.stream_samples_s[k] for k in ("read", "read_blas", "read_blocked")]
     assert per_round[2] == pytest.approx(2**20 / min(r[2] for r in reads))
     assert probe.flops_per_s("fp32") == pytest.approx(2 * 64**3 / min(probe.matmul_samples_s["fp32"]))

@@ -201,8 +201,11 @@ def test_fmt_bytes_binary_by_hand():
     assert units.fmt_bytes_binary(4096) == "4 KiB"
     assert units.fmt_bytes_binary(8) == "8 B"
     assert units.fmt_bytes_binary(24 * 2**30) == "24 GiB"
-    assert units.fmt_bytes_binary(1023.96 * 1024, digits=4) == "1 MiB"      # rounding carries into the next prefix
+    assert units.fmt_bytes_binary(1023.96 * 1024) == "1 MiB"                # rounding carries into the next prefix
     assert units.fmt_bytes_binary(1000 * 1024) == "1000 KiB"                # not "1e+03 KiB"
+    assert units.fmt_bytes_binary(1023) == "1023 B"                         # the whole part is never rounded
+    assert units.fmt_bytes_binary(1022.4 * 2**20) == "1022 MiB"
+    assert units.fmt_bytes_binary(2**70) == "1024 EiB" and units.fmt_bytes_binary(-0.0) == "0 B"
     with pytest.raises(TypeError, match="n_bytes must be a single real number"):
         units.fmt_bytes_binary("32M")
     with pytest.raises(ValueError, match="digits"):

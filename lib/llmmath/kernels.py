@@ -309,6 +309,9 @@ class CeilingProbe:
         :attr:`read_bytes_per_s` is their maximum; their spread says how far the
         machine's memory bandwidth moved while a demo ran (other guests on the host
         share it, and a guest's own load meter cannot see them).
+
+        Raises:
+            RuntimeError: before the first :meth:`sample`.
         """
         self._need()
         t = np.min([self.stream_samples_s[k] for k in ("read", "read_blas", "read_blocked")], axis=0)

@@ -62,7 +62,7 @@ class CacheLevel:
 
 def _read(path: str) -> str | None:
     try:
-        with open(path) as f:
+        with open(path, errors="replace") as f:
             return f.read().strip()
     except OSError:
         return None
@@ -107,7 +107,8 @@ def cpu_caches(root: str = SYSFS_CACHE) -> list[CacheLevel]:
 
 
 def cpu_identity(path: str = PROC_CPUINFO) -> dict:
-    """The first CPU of ``/proc/cpuinfo``: ``model`` (its model name, else ``platform.processor()``),
+    """The first CPU of ``/proc/cpuinfo``: ``model`` (its model name; on Arm, which has none, its implementer
+    and part numbers; else ``platform.processor()``),
     ``family``/``model_number``/``stepping`` (x86; "" elsewhere), ``isa`` (the :data:`ISA_FLAGS` it lists, in
     that order) and ``hypervisor`` (True when the CPU reports running under one: the x86 ``hypervisor`` flag)."""
     fields: dict[str, str] = {}
@@ -117,7 +118,9 @@ def cpu_identity(path: str = PROC_CPUINFO) -> dict:
         if sep:
             fields.setdefault(key.strip(), value.strip())
     flags = set((fields.get("flags") or fields.get("Features") or "").split())
-    return {"model": fields.get("model name") or platform.processor() or platform.machine() or "CPU",
+    arm = (f"Arm CPU (implementer {fields['CPU implementer']}, part {fields.get('CPU part', '?')})"
+           if "CPU implementer" in fields else "")
+    return {"model": fields.get("model name") or arm or platform.processor() or platform.machine() or "CPU",
             "family": fields.get("cpu family", ""), "model_number": fields.get("model", ""),
             "stepping": fields.get("stepping", ""), "isa": [f for f in ISA_FLAGS if f in flags],
             "hypervisor": "hypervisor" in flags}
@@ -125,14 +128,18 @@ def cpu_identity(path: str = PROC_CPUINFO) -> dict:
 
 def read_cpu_jiffies(path: str = PROC_STAT) -> dict | None:
     """The all-CPU counters of ``/proc/stat`` (:data:`JIFFY_FIELDS`, in clock ticks since boot), or ``None``
-    where the file is missing or has no ``cpu`` line (not Linux). Older kernels without a steal column read 0."""
+    where the file is missing or has no readable ``cpu`` line (not Linux). Older kernels without a steal column
+    read 0."""
     text = _read(path)
     if not text:
         return None
     for line in text.splitlines():
         parts = line.split()
         if parts and parts[0] == "cpu":
-            values = [int(v) for v in parts[1:1 + len(JIFFY_FIELDS)]]
+            try:
+                values = [int(v) for v in parts[1:1 + len(JIFFY_FIELDS)]]
+            except ValueError:
+                return None
             values += [0] * (len(JIFFY_FIELDS) - len(values))
             return dict(zip(JIFFY_FIELDS, values))
     return None
@@ -140,9 +147,11 @@ def read_cpu_jiffies(path: str = PROC_STAT) -> dict | None:
 
 @dataclasses.dataclass(frozen=True)
 class LoadShares:
-    """Shares of all cores' time over an interval (each 0..1): ``others`` busy in processes other than this
-    one (user, nice, system, irq, softirq, less this process's own CPU time), ``steal`` taken by the
-    hypervisor for other guests, and ``own`` used by this process; ``wall_s`` the interval's length."""
+    """Shares of all cores' time over an interval (each 0..1): ``others`` busy with other work (user, nice,
+    system, irq and softirq time less this process's own CPU time: other processes, kernel threads, interrupts,
+    and this process's child processes), ``steal`` taken by the hypervisor for other guests, and ``own`` used
+    by this process's threads; ``wall_s`` the interval's length. Averages over the interval: a burst shorter
+    than it shows only in proportion."""
 
     others: float
     steal: float
@@ -150,31 +159,37 @@ class LoadShares:
     wall_s: float
 
     def describe(self) -> str:
-        """One line, e.g. ``other processes 3% of the cores, hypervisor steal 0.4%, this process 49%``."""
-        return (f"other processes {self.others:.0%} of the cores, hypervisor steal {self.steal:.1%}, "
+        """One line, e.g. ``other work 3% of the cores, hypervisor steal 0.4%, this process 49%``."""
+        return (f"other work {self.others:.0%} of the cores, hypervisor steal {self.steal:.1%}, "
                 f"this process {self.own:.0%}")
 
 
 def load_shares(before: dict, after: dict, own_cpu_s: float, ticks_per_s: float, wall_s: float = 0.0) -> LoadShares:
-    """Load shares between two :func:`read_cpu_jiffies` snapshots.
+    """Load shares between two :func:`read_cpu_jiffies` snapshots (dicts with every key of :data:`JIFFY_FIELDS`).
 
     ``own_cpu_s``: this process's user + system CPU seconds over the same interval (all its threads);
     ``ticks_per_s``: the kernel's clock tick (``os.sysconf("SC_CLK_TCK")``, 100 on Linux). The kernel samples
-    its counters per tick, so a share can be off by a tick or two: ``others`` is clipped at 0.
+    its counters per tick, so a share can be off by a tick or two: ``others`` is clipped at 0. The idle and
+    iowait counters may go backwards by a little (``man 5 proc``: iowait "may decrease"); their changes are
+    floored at 0.
 
     Raises:
-        ValueError: counters that went backwards or did not move (the snapshots are swapped, or the
-            interval is shorter than a tick), a negative ``own_cpu_s`` or a ``ticks_per_s`` <= 0.
+        ValueError: a busy or steal counter that went backwards (the snapshots are swapped), counters that
+            did not move (an interval shorter than a tick), a negative ``own_cpu_s`` or a ``ticks_per_s`` <= 0.
     """
     if not ticks_per_s > 0:
         raise ValueError(f"ticks_per_s must be > 0, got {ticks_per_s!r}")
     if own_cpu_s < 0:
         raise ValueError(f"own_cpu_s must be >= 0, got {own_cpu_s!r}")
     d = {k: after[k] - before[k] for k in JIFFY_FIELDS}
+    if min(v for k, v in d.items() if k not in ("idle", "iowait")) < 0:
+        raise ValueError(f"the busy and steal counters must not go backwards (got a change of {d}): "
+                         "pass the earlier snapshot first")
+    d["idle"], d["iowait"] = max(0, d["idle"]), max(0, d["iowait"])
     total = sum(d.values())
-    if min(d.values()) < 0 or total <= 0:
-        raise ValueError(f"the counters must grow from before to after (got a change of {d}): "
-                         "pass the earlier snapshot first, over an interval longer than a clock tick")
+    if total <= 0:
+        raise ValueError("the counters must grow from before to after: measure over an interval longer than a "
+                         "clock tick")
     busy = d["user"] + d["nice"] + d["system"] + d["irq"] + d["softirq"]
     own = own_cpu_s * ticks_per_s
     return LoadShares(others=max(0.0, busy - own) / total, steal=d["steal"] / total, own=min(own, total) / total,
@@ -198,6 +213,7 @@ class LoadMeter:
     def __init__(self, path: str = PROC_STAT):
         self.path = path
         self.shares: LoadShares | None = None
+        self.why_not = "the block has not run yet"
 
     def __enter__(self):
         self._t0, self._own0, self._j0 = time.perf_counter(), _own_cpu_s(), read_cpu_jiffies(self.path)
@@ -205,19 +221,21 @@ class LoadMeter:
 
     def __exit__(self, *exc):
         j1, own1, wall = read_cpu_jiffies(self.path), _own_cpu_s(), time.perf_counter() - self._t0
-        if self._j0 is not None and j1 is not None:
-            try:
-                self.shares = load_shares(self._j0, j1, own1 - self._own0, os.sysconf("SC_CLK_TCK"), wall)
-            except ValueError:       # shorter than a clock tick: nothing to report
-                self.shares = None
+        self.shares = None
+        if self._j0 is None or j1 is None:
+            self.why_not = f"{self.path} cannot be read here"
+            return False
+        try:
+            self.shares = load_shares(self._j0, j1, own1 - self._own0, os.sysconf("SC_CLK_TCK"), wall)
+        except ValueError as e:      # shorter than a tick, or a counter that went backwards
+            self.why_not = str(e)
         return False
 
     def describe(self) -> str:
         """:meth:`LoadShares.describe`, or why there is nothing to report."""
         if self.shares is None:
-            return "load not measured (no /proc/stat here, or the block took under a clock tick)"
+            return f"load not measured ({self.why_not})"
         return self.shares.describe()
-
 
 
 def _blas_lines() -> list[str]:
@@ -238,6 +256,8 @@ def describe(be=None, cpuinfo: str = PROC_CPUINFO, cache_root: str = SYSFS_CACHE
 
     ``be``: a :class:`llmmath.kernels.Backend`; when it is a GPU the device, its memory and
     the CuPy and CUDA versions come first (the host CPU follows: it runs the Python).
+    ``cpuinfo``, ``cache_root``: where to read the CPU and its caches (Linux's; tests pass files of their own).
+    Never raises for a missing file: what cannot be read is said to be unknown.
     """
     import numpy as np
 
@@ -246,7 +266,8 @@ def describe(be=None, cpuinfo: str = PROC_CPUINFO, cache_root: str = SYSFS_CACHE
         xp = be.xp
         try:
             rt = xp.cuda.runtime
-            cuda = f", CUDA runtime {rt.runtimeGetVersion()}, driver {rt.driverGetVersion()}"
+            v = lambda n: f"{n // 1000}.{n % 1000 // 10}"  # noqa: E731 - CUDA writes 12.4 as 12040
+            cuda = f", CUDA runtime {v(rt.runtimeGetVersion())}, driver {v(rt.driverGetVersion())}"
         except Exception:  # noqa: BLE001 - a CuPy without these calls
             cuda = ""
         lines.append(f"GPU: {be.device_name}, {fmt_bytes_binary(be.memory_bytes)}; CuPy {xp.__version__}{cuda}")
@@ -265,7 +286,7 @@ def describe(be=None, cpuinfo: str = PROC_CPUINFO, cache_root: str = SYSFS_CACHE
                                                        if c.shared_cpus and c.shared_cpus != "0" else "")
             for c in caches))
     else:
-        lines.append("caches: not reported here (no Linux sysfs)")
+        lines.append("caches: not reported here (no Linux sysfs, or it gives no sizes)")
     try:
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         lines.append(f"memory: {fmt_bytes_binary(mem)}")

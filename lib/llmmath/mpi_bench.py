@@ -260,7 +260,6 @@ class CollectiveResults:
         return "\n".join(rows)
 
 
-
 def _kill(proc: subprocess.Popen) -> None:
     """Stop the launcher and the ranks it started (its own process group)."""
     if proc.poll() is not None:

@@ -117,8 +117,9 @@ _IEC = [(1.0, ""), (2.0**10, "Ki"), (2.0**20, "Mi"), (2.0**30, "Gi"), (2.0**40, 
 
 
 def fmt_bytes_binary(n_bytes: float, digits: int = 3) -> str:
-    """``32 * 2**20`` -> ``'32 MiB'``, ``1536`` -> ``'1.5 KiB'`` (binary prefixes, powers of 1,024, as caches,
-    pages and message sizes are sized; IEC 80000-13). ``digits`` significant digits.
+    """``32 * 2**20`` -> ``'32 MiB'``, ``1536`` -> ``'1.5 KiB'``, ``1023`` -> ``'1023 B'`` (binary prefixes,
+    powers of 1,024, as caches, pages and message sizes are sized; IEC 80000-13). ``digits`` significant
+    digits, but never fewer than the whole part has (so 1023 stays 1023, where ``digits`` = 3 would print 1020).
 
     Raises:
         TypeError: a string, None, a boolean, a complex number or an array of several values.
@@ -127,14 +128,21 @@ def fmt_bytes_binary(n_bytes: float, digits: int = 3) -> str:
     value, digits = _display("n_bytes", n_bytes, digits)
     if not math.isfinite(value):
         return f"{value} B"
+    value = value + 0.0                                  # -0.0 prints as 0
     k = 0
     while k + 1 < len(_IEC) and abs(value) >= _IEC[k + 1][0]:
         k += 1
-    mantissa = float(f"{value / _IEC[k][0]:.{digits}g}")
-    if abs(mantissa) >= 1024 and k + 1 < len(_IEC):     # 1023.96 KiB to 4 digits rounds to 1024: say 1 MiB
+
+    def rounded(k):
+        m = value / _IEC[k][0]
+        nd = max(digits, len(str(int(abs(m)))))
+        return float(f"{m:.{nd}g}"), nd
+
+    mantissa, nd = rounded(k)
+    if abs(mantissa) >= 1024 and k + 1 < len(_IEC):     # 1023.9 KiB rounds to 1024: say 1 MiB
         k += 1
-        mantissa = float(f"{value / _IEC[k][0]:.{digits}g}")
-    return f"{mantissa:.{max(digits, 4)}g} {_IEC[k][1]}B"
+        mantissa, nd = rounded(k)
+    return f"{mantissa:.{nd}g} {_IEC[k][1]}B"
 
 
 def fmt_bytes_per_s(bytes_per_s: float, digits: int = 3) -> str:
