@@ -1,9 +1,11 @@
 """The machine a measurement ran on, and how busy it was while it ran.
 
 A measured ratio is only as meaningful as the description of the machine beside
-it: the same batch sweep is compute-bound at B = 8 on one core of a Zen 4 server and
-memory-bound there on a laptop, and the BLAS a NumPy wheel ships picks its kernels by
-CPU. And a ratio taken while another process held a core, or while the hypervisor gave
+it: the batch sweep's knee sits near B = 7 on one core of the Zen 4 VM this course is
+tested on (about 100 GFLOP/s against about 28 GB/s) and moves with any other machine's
+ratio of the two, the caches decide which arrays count as "large", and the BLAS a
+NumPy wheel ships picks its kernels by CPU (OpenBLAS runs its SkylakeX kernels on that
+Zen 4). And a ratio taken while other work held a core, or while the hypervisor gave
 the core to another guest ("steal"), is a measurement of that load as much as of the
 kernel. This module reads both from the operating system; it measures nothing itself.
 
@@ -207,7 +209,8 @@ class LoadMeter:
 
     Why: a kernel timed beside a ceiling that was sampled in the same rounds is robust to
     steady load, but not to load that comes and goes; when a ratio leaves its band, this
-    says whether other processes or the hypervisor were taking the cores at the time.
+    says whether other work or the hypervisor was taking the cores at the time (on average
+    over the block).
     """
 
     def __init__(self, path: str = PROC_STAT):
