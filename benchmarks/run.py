@@ -131,9 +131,14 @@ def _load(meter) -> str:
     return "n/a" if sh is None else f"{sh.others:.0%}/{sh.steal:.1%}"
 
 
+def _moved(read_samples) -> float | None:
+    """How far the read ceiling moved over a demo's rounds: its best sample over its worst (None: under 2 samples)."""
+    return None if read_samples is None or len(read_samples) < 2 else float(np.max(read_samples) / np.min(read_samples))
+
+
 def _spread(read_samples) -> str:
-    """How far the read ceiling moved over a demo's rounds: its best sample over its worst."""
-    return "n/a" if read_samples is None or len(read_samples) < 2 else f"{np.max(read_samples) / np.min(read_samples):.2f}x"
+    moved = _moved(read_samples)
+    return "n/a" if moved is None else f"{moved:.2f}x"
 
 
 def _load_verdict(shares, on_vm: bool) -> str:
@@ -194,9 +199,9 @@ def fidelity_summary(lines: list[str], sweep, sweep_load, rounds: int | None = N
     # fp16 at G = 8): below the ridge at every context (a GPU's ~200; one core of the 2-core EPYC VM the course is
     # tested on measured ~3.2-3.5, so near it: see the in-cache line printed with the table)
     every = np.ones_like(cs.context, bool)
-    spreads = {name: (np.max(r) / np.min(r), meter) for name, r, meter in (
+    spreads = {name: (_moved(r), meter) for name, r, meter in (
         ("batch sweep", sweep.read_samples_bytes_per_s, sweep_load), ("MoE layer", ms.read_samples_bytes_per_s, load),
-        ("decode attention", cs.read_samples_bytes_per_s, attention_load)) if r is not None and len(r) > 1}
+        ("decode attention", cs.read_samples_bytes_per_s, attention_load)) if _moved(r) is not None}
     rows.append(_row(f"decode attention, dense ({cs.method})", cs.dense_s / cs.dense_predicted_s, every,
                      cs.dense_fraction_of_ceiling, f"ch 2 ({cs.dense_bytes[0] / 2**20:.0f}-"
                      f"{cs.dense_bytes[-1] / 2**20:.0f} MiB caches, each read cold)", attention_load,

@@ -150,3 +150,12 @@ def test_describe_names_the_machine(tmp_path):
     assert "BLAS: " in text and "NumPy " in text
     bare = machine.describe(None, cpuinfo=str(tmp_path / "absent"), cache_root=str(tmp_path / "absent"))
     assert "caches: not reported here" in bare and "vector ISA" not in bare
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/meminfo"), reason="needs Linux's /proc/meminfo")
+def test_memory_is_what_the_kernel_reports():
+    # sysconf's physical pages and /proc/meminfo's MemTotal are the same kernel count (totalram_pages), so they agree
+    with open("/proc/meminfo") as f:
+        mem_total_kib = next(int(line.split()[1]) for line in f if line.startswith("MemTotal:"))
+    assert machine.memory_bytes() == mem_total_kib * 1024
+    assert kernels._cpu_backend().memory_bytes == machine.memory_bytes()

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .machine import SYSFS_CACHE, cpu_caches, cpu_identity
+from .machine import SYSFS_CACHE, cpu_caches, cpu_identity, memory_bytes
 
 __all__ = [
     "Backend", "backend", "Timing", "time_fn", "measure_copy_bandwidth",
@@ -52,11 +52,7 @@ class Backend:
 
 
 def _cpu_backend() -> Backend:
-    try:
-        mem = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        mem = 0.0
-    return Backend("numpy", np, f"{cpu_identity()['model']}, {os.cpu_count()} cores", mem, False)
+    return Backend("numpy", np, f"{cpu_identity()['model']}, {os.cpu_count()} cores", memory_bytes(), False)
 
 
 def _gpu_backend() -> Backend | None:
@@ -236,6 +232,7 @@ class CeilingProbe:
     """
 
     STREAMS = {"copy": 2, "read": 1, "read_blas": 1, "read_blocked": 1, "add": 3, "update": 3}   # arrays each moves
+    READS = ("read", "read_blas", "read_blocked")   # the streams that only read
 
     def __init__(self, dtypes: Sequence[str] = ("fp32",), be: Backend | None = None,
                  array_bytes: float | None = None, matmul_n: int | None = None):
@@ -300,7 +297,7 @@ class CeilingProbe:
         the sum): no single kernel is the machine's read rate.
         """
         rates = self.stream_bytes_per_s
-        return max(rates["read"], rates["read_blas"], rates["read_blocked"])
+        return max(rates[k] for k in self.READS)
 
     @property
     def read_samples_bytes_per_s(self) -> np.ndarray:
@@ -314,7 +311,7 @@ class CeilingProbe:
             RuntimeError: before the first :meth:`sample`.
         """
         self._need()
-        t = np.min([self.stream_samples_s[k] for k in ("read", "read_blas", "read_blocked")], axis=0)
+        t = np.min([self.stream_samples_s[k] for k in self.READS], axis=0)
         return 4.0 * self.array_elements / t
 
     @property

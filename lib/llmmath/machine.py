@@ -30,7 +30,7 @@ import time
 
 from .units import fmt_bytes_binary
 
-__all__ = ["CacheLevel", "cpu_caches", "cpu_identity", "read_cpu_jiffies", "load_shares", "LoadShares", "LoadMeter",
+__all__ = ["CacheLevel", "cpu_caches", "cpu_identity", "memory_bytes", "read_cpu_jiffies", "load_shares", "LoadShares", "LoadMeter",
            "describe"]
 
 SYSFS_CACHE = "/sys/devices/system/cpu/cpu0/cache"
@@ -126,6 +126,14 @@ def cpu_identity(path: str = PROC_CPUINFO) -> dict:
             "family": fields.get("cpu family", ""), "model_number": fields.get("model", ""),
             "stepping": fields.get("stepping", ""), "isa": [f for f in ISA_FLAGS if f in flags],
             "hypervisor": "hypervisor" in flags}
+
+
+def memory_bytes() -> float:
+    """This machine's physical memory, bytes (POSIX ``sysconf``: page size x physical pages); 0 where not said."""
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 0.0
 
 
 def read_cpu_jiffies(path: str = PROC_STAT) -> dict | None:
@@ -290,11 +298,8 @@ def describe(be=None, cpuinfo: str = PROC_CPUINFO, cache_root: str = SYSFS_CACHE
             for c in caches))
     else:
         lines.append("caches: not reported here (no Linux sysfs, or it gives no sizes)")
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        lines.append(f"memory: {fmt_bytes_binary(mem)}")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        pass
+    if memory_bytes() > 0:
+        lines.append(f"memory: {fmt_bytes_binary(memory_bytes())}")
     lines += _blas_lines()
     lines.append(f"software: Python {platform.python_version()}, NumPy {np.__version__}, "
                  f"{platform.system()} {platform.release()}")
