@@ -12,15 +12,18 @@
 #
 # Eight problems on model state, activations, the FLOPs of a step, MFU,
 # pipeline bubbles and data-parallel communication. Work each by hand, put
-# your number in `answer`, run the cell.
+# your number in `answer`, run the cell. The symbols are the chapter's: $N$
+# parameters, $L$ tokens per sequence, $b$ sequences per micro-batch, $d$ hidden
+# size, $n_h$ heads, and the parallel degrees TP, PP, DP named as in a layout's
+# label (`TP8 PP16 DP128`: TP = 8, PP = 16, DP = 128).
 
 # %%
 from llmmath import check_answer, memory, network, parallelism, training
 
 # %% [markdown]
 # ### Problem 1 — Megatron's distributed optimizer
-# A 70B-parameter model trains with TP8 (each GPU holds 1/8 of the parameters;
-# no pipelining) and 32-way data parallelism, Megatron-style: bf16 weights, fp32
+# A 70B-parameter model trains with TP = 8 (each GPU holds 1/8 of the parameters;
+# no pipelining) and DP = 32, Megatron-style: bf16 weights, fp32
 # gradients, fp32 master weights and Adam, with the distributed optimizer. How
 # many bytes of model state does each GPU hold?
 
@@ -31,7 +34,7 @@ ok = check_answer("10.1", answer)
 # %% [markdown]
 # ### Problem 2 — ZeRO-3
 # A 7B model trains with mixed-precision Adam as in the ZeRO paper (bf16 weights
-# and gradients, fp32 master weights and moments) under ZeRO-3 on 64 GPUs.
+# and gradients, fp32 master weights and moments) under ZeRO-3 on DP = 64 GPUs.
 # Bytes of model state per GPU?
 
 # %%
@@ -40,8 +43,8 @@ ok = check_answer("10.2", answer)
 
 # %% [markdown]
 # ### Problem 3 — activations under tensor parallelism alone
-# GPT-3 175B ($h = 12{,}288$, $a = 96$), sequences of 2,048 tokens, micro-batch 1,
-# TP8 *without* sequence parallelism, no recomputation, dropout on (Korthikanti
+# GPT-3 175B ($d = 12{,}288$, $n_h = 96$), sequences of $L = 2{,}048$ tokens,
+# micro-batch $b = 1$, TP = 8 *without* sequence parallelism, no recomputation, dropout on (Korthikanti
 # et al.'s setting). Bytes of activations one layer keeps per GPU?
 
 # %%
@@ -50,7 +53,7 @@ ok = check_answer("10.3", answer)
 
 # %% [markdown]
 # ### Problem 4 — activations in flight on the first stage
-# An 80-layer model is split into 8 pipeline stages of 10 layers. One layer's
+# An 80-layer model is split into PP = 8 pipeline stages of 10 layers. One layer's
 # activations for one micro-batch take 0.5 GB. A step pushes 32 micro-batches
 # through a 1F1B schedule. How many bytes of activations does the first stage
 # hold at its peak?
@@ -61,8 +64,8 @@ ok = check_answer("10.4", answer)
 
 # %% [markdown]
 # ### Problem 5 — FLOPs with full recomputation
-# Train an 8B-parameter model (take $N = 8 \times 10^9$; 32 layers, 32 query heads of
-# 128) on $10^{12}$ tokens in causal sequences of 8,192 tokens, with full
+# Train an 8B-parameter model (take $N = 8 \times 10^9$; $n_\ell = 32$ layers, $n_h = 32$ query heads of
+# $d_h = 128$) on $D = 10^{12}$ tokens in causal sequences of $L = 8{,}192$ tokens, with full
 # activation recomputation. Hardware FLOPs?
 
 # %%
@@ -81,7 +84,7 @@ ok = check_answer("10.6", answer)
 
 # %% [markdown]
 # ### Problem 7 — an interleaved pipeline
-# 8 stages, 16 micro-batches per step, and each GPU holds 4 interleaved chunks of
+# PP = 8 stages, $m = 16$ micro-batches per step, and each GPU holds $v = 4$ interleaved chunks of
 # layers. What fraction of the step is bubble?
 
 # %%
@@ -90,7 +93,7 @@ ok = check_answer("10.7", answer)
 
 # %% [markdown]
 # ### Problem 8 — the data-parallel gradient sync
-# An 8B model trains with ZeRO-1 over 64 GPUs that talk over 50 GB/s NICs (per
+# An 8B model trains with ZeRO-1 over DP = 64 GPUs that talk over 50 GB/s NICs (per
 # direction): each step reduce-scatters the fp32 gradients and all-gathers the
 # updated bf16 weights, both as rings. Bandwidth term only (no latency): how
 # long does the sync take?

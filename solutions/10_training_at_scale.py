@@ -11,15 +11,18 @@
 #
 # Eight problems on model state, activations, the FLOPs of a step, MFU,
 # pipeline bubbles and data-parallel communication. Work each by hand, put
-# your number in `answer`, run the cell.
+# your number in `answer`, run the cell. The symbols are the chapter's: $N$
+# parameters, $L$ tokens per sequence, $b$ sequences per micro-batch, $d$ hidden
+# size, $n_h$ heads, and the parallel degrees TP, PP, DP named as in a layout's
+# label (`TP8 PP16 DP128`: TP = 8, PP = 16, DP = 128).
 
 # %%
 from llmmath import check_answer, memory, network, parallelism, training
 
 # %% [markdown]
 # ### Problem 1 — Megatron's distributed optimizer
-# A 70B-parameter model trains with TP8 (each GPU holds 1/8 of the parameters;
-# no pipelining) and 32-way data parallelism, Megatron-style: bf16 weights, fp32
+# A 70B-parameter model trains with TP = 8 (each GPU holds 1/8 of the parameters;
+# no pipelining) and DP = 32, Megatron-style: bf16 weights, fp32
 # gradients, fp32 master weights and Adam, with the distributed optimizer. How
 # many bytes of model state does each GPU hold?
 
@@ -34,13 +37,13 @@ assert abs(memory.model_state_bytes_per_gpu(70e9 / 8, dp=32, zero_stage=1) / ans
 # END SOLUTION
 
 # %% [markdown] tags=["solution"]
-# **Worked answer.** 8.75B parameters per GPU at $6 + 12/32 = 6.375$ bytes: 55.8 GB.
+# **Worked answer.** 8.75B parameters per GPU at $6 + 12/\text{DP} = 6 + 12/32 = 6.375$ bytes: 55.8 GB.
 # Without the distributed optimizer it would be 18 bytes, 157.5 GB: it would not fit.
 
 # %% [markdown]
 # ### Problem 2 — ZeRO-3
 # A 7B model trains with mixed-precision Adam as in the ZeRO paper (bf16 weights
-# and gradients, fp32 master weights and moments) under ZeRO-3 on 64 GPUs.
+# and gradients, fp32 master weights and moments) under ZeRO-3 on DP = 64 GPUs.
 # Bytes of model state per GPU?
 
 # %%
@@ -54,19 +57,19 @@ assert abs(memory.model_state_bytes_per_gpu(7e9, dp=64, zero_stage=3, grad_dtype
 # END SOLUTION
 
 # %% [markdown] tags=["solution"]
-# **Worked answer.** $16 \times 7\text{B} / 64 = 1.75$ GB. With fp32 gradients it would be 18/64 bytes per parameter,
+# **Worked answer.** $16N/\text{DP} = 16 \times 7\text{B} / 64 = 1.75$ GB. With fp32 gradients it would be 18/64 bytes per parameter,
 # 1.97 GB.
 
 # %% [markdown]
 # ### Problem 3 — activations under tensor parallelism alone
-# GPT-3 175B ($h = 12{,}288$, $a = 96$), sequences of 2,048 tokens, micro-batch 1,
-# TP8 *without* sequence parallelism, no recomputation, dropout on (Korthikanti
+# GPT-3 175B ($d = 12{,}288$, $n_h = 96$), sequences of $L = 2{,}048$ tokens,
+# micro-batch $b = 1$, TP = 8 *without* sequence parallelism, no recomputation, dropout on (Korthikanti
 # et al.'s setting). Bytes of activations one layer keeps per GPU?
 
 # %%
 # BEGIN SOLUTION stub: answer = ...  # bytes
-s, b, h, a, t = 2048, 1, 12288, 96, 8
-answer = s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
+L, b, d, n_h, TP = 2048, 1, 12288, 96, 8
+answer = L * b * d * (10 + 24 / TP + 5 * n_h * L / (d * TP))
 # END SOLUTION
 ok = check_answer("10.3", answer)
 # BEGIN SOLUTION
@@ -75,12 +78,12 @@ assert abs(memory.activation_bytes_per_layer(2048, 1, 12288, 96, 8) / answer - 1
 # END SOLUTION
 
 # %% [markdown] tags=["solution"]
-# **Worked answer.** $5as/(ht) = 10$, so $sbh(10 + 3 + 10) = 23\,sbh = 579$ MB. The 10 outside the tensor-parallel
+# **Worked answer.** $5n_hL/(d\,\text{TP}) = 10$, so $Lbd(10 + 3 + 10) = 23\,Lbd = 579$ MB. The 10 outside the tensor-parallel
 # regions is now as large as everything TP split; sequence parallelism would bring the 13 down to $34/8 = 4.25$.
 
 # %% [markdown]
 # ### Problem 4 — activations in flight on the first stage
-# An 80-layer model is split into 8 pipeline stages of 10 layers. One layer's
+# An 80-layer model is split into PP = 8 pipeline stages of 10 layers. One layer's
 # activations for one micro-batch take 0.5 GB. A step pushes 32 micro-batches
 # through a 1F1B schedule. How many bytes of activations does the first stage
 # hold at its peak?
@@ -96,13 +99,13 @@ assert memory.pipeline_activation_bytes(0.5e9, 10, 8, 32, "1f1b") == answer
 # END SOLUTION
 
 # %% [markdown] tags=["solution"]
-# **Worked answer.** 1F1B's first stage holds $p = 8$ micro-batches: $8 \times 10 \times 0.5$ GB = 40 GB — all 80 layers'
+# **Worked answer.** 1F1B's first stage holds PP = 8 micro-batches: $8 \times 10 \times 0.5$ GB = 40 GB — all 80 layers'
 # worth of one micro-batch. GPipe would hold all 32: 160 GB.
 
 # %% [markdown]
 # ### Problem 5 — FLOPs with full recomputation
-# Train an 8B-parameter model (take $N = 8 \times 10^9$; 32 layers, 32 query heads of
-# 128) on $10^{12}$ tokens in causal sequences of 8,192 tokens, with full
+# Train an 8B-parameter model (take $N = 8 \times 10^9$; $n_\ell = 32$ layers, $n_h = 32$ query heads of
+# $d_h = 128$) on $D = 10^{12}$ tokens in causal sequences of $L = 8{,}192$ tokens, with full
 # activation recomputation. Hardware FLOPs?
 
 # %%
@@ -118,9 +121,9 @@ assert abs(training.train_flops(8e9, 1e12, 8192, "llama-3.1-8b", recompute="full
 
 # %% [markdown] tags=["solution"]
 # **Worked answer.** Weights: $8ND = 6.4\times10^{22}$ (6 for the model, 2 for the second forward). Attention: a token
-# sees 4,096 positions on average, $4 \cdot 32 \cdot 128 \cdot 32 \cdot 4096 = 2.15$ GFLOP forward, ×4 (forward, backward's 2,
-# the recomputed forward) ×$10^{12}$ = $8.6\times10^{21}$. Total $7.26\times10^{22}$; the model FLOPs (for MFU) are
-# $6ND + 3\times$ attention $= 5.46\times10^{22}$.
+# sees $L/2 = 4{,}096$ positions on average: $a L/2 = 4 n_h d_h n_\ell \cdot 4096 = 4 \cdot 32 \cdot 128 \cdot 32 \cdot 4096$
+# $= 2.15$ GFLOP forward, ×4 (forward, backward's 2, the recomputed forward) ×$10^{12}$ = $8.6\times10^{21}$.
+# Total $7.26\times10^{22}$; the model FLOPs (for MFU) are $6ND + 3\times$ attention $= 5.46\times10^{22}$.
 
 # %% [markdown]
 # ### Problem 6 — MFU of a step
@@ -144,7 +147,7 @@ assert abs(training.mfu(6 * 70e9 * 4e6, 2.0, 2048, 989.5e12) / answer - 1) < 1e-
 
 # %% [markdown]
 # ### Problem 7 — an interleaved pipeline
-# 8 stages, 16 micro-batches per step, and each GPU holds 4 interleaved chunks of
+# PP = 8 stages, $m = 16$ micro-batches per step, and each GPU holds $v = 4$ interleaved chunks of
 # layers. What fraction of the step is bubble?
 
 # %%
@@ -158,12 +161,12 @@ assert abs(parallelism.pipeline_bubble_fraction(8, 16, "interleaved", chunks=4) 
 # END SOLUTION
 
 # %% [markdown] tags=["solution"]
-# **Worked answer.** $7/71 = 9.9\%$, against 1F1B's $7/23 = 30\%$. The price: $4\times$ the point-to-point messages
+# **Worked answer.** $(\text{PP}-1)/(vm + \text{PP}-1) = 7/71 = 9.9\%$, against 1F1B's $7/23 = 30\%$. The price: $4\times$ the point-to-point messages
 # and $1 + 7/32 = 1.22\times$ the first stage's activations.
 
 # %% [markdown]
 # ### Problem 8 — the data-parallel gradient sync
-# An 8B model trains with ZeRO-1 over 64 GPUs that talk over 50 GB/s NICs (per
+# An 8B model trains with ZeRO-1 over DP = 64 GPUs that talk over 50 GB/s NICs (per
 # direction): each step reduce-scatters the fp32 gradients and all-gathers the
 # updated bf16 weights, both as rings. Bandwidth term only (no latency): how
 # long does the sync take?
@@ -180,6 +183,6 @@ assert abs(rs_ag / answer - 1) < 1e-12
 # END SOLUTION
 
 # %% [markdown] tags=["solution"]
-# **Worked answer.** $\frac{63}{64} \times 8\times10^9 \times 6$ bytes / 50 GB/s = 0.945 s, the same as an fp32 all-reduce
+# **Worked answer.** $\frac{\text{DP}-1}{\text{DP}} N (b_g + b_w) = \frac{63}{64} \times 8\times10^9 \times 6$ bytes / 50 GB/s = 0.945 s, the same as an fp32 all-reduce
 # would take less one third: the all-reduce moves $2 \times 4$ bytes per parameter, this $4 + 2$. Overlapped with the
 # backward pass it costs nothing as long as the backward takes longer.

@@ -269,6 +269,42 @@ def test_communication_volumes_by_hand():
     assert st.comm_s["tp"] == pytest.approx(st.comm_bytes["tp"] / 450e9)
 
 
+def test_llama_8b_on_one_8_gpu_box_by_hand():
+    # Chapter 10's worked example. Llama 3.1 8B's config: V 128256, d 4096, 32 layers, 32/8 heads of 128, d_ff 14336.
+    # Catches: a wrong d_ff or KV-head count in the catalog, fp16 gradients where Megatron keeps fp32, ZeRO-1
+    # sharding the gradients, a wrong activation count for GQA + SwiGLU (34 d bytes per token per layer here).
+    V, d, nl, nkv, dh, dff = 128256, 4096, 32, 8, 128, 14336
+    N = 2 * V * d + nl * (2 * d * d + 2 * d * nkv * dh + 3 * d * dff + 2 * d) + d
+    z1 = TL.training_step("llama-3.1-8b", "h100-sxm", global_batch=64, seq_len=8192, dp=8, zero_stage=1)
+    assert z1.memory_bytes["weights"] == pytest.approx(2 * N) and z1.memory_bytes["gradients"] == pytest.approx(4 * N)
+    assert z1.memory_bytes["master_weights"] + z1.memory_bytes["optimizer"] == pytest.approx(12 * N / 8)
+    assert z1.memory_bytes["activations"] == pytest.approx(34 * d * 8192 * nl)
+    assert not z1.fits and z1.total_bytes / GB == pytest.approx(96.7, abs=0.05)
+    z2 = TL.training_step("llama-3.1-8b", "h100-sxm", global_batch=64, seq_len=8192, dp=8, zero_stage=2)
+    assert z2.fits and z2.fit_warning() == ""
+    # the step: 6 N_mm D + 3 a (L/2) D model FLOPs, + a (L/2) D recomputed, at 8 x 989.5 TFLOP/s; the DP sync hides
+    a, D = 4 * 32 * dh * nl, 64 * 8192
+    model = (6 * (N - V * d) + 3 * a * 8192 / 2) * D
+    assert z2.model_flops == pytest.approx(model)
+    assert z2.step_time_s == pytest.approx((model + a * 8192 / 2 * D) / (8 * 989.5e12))
+    # the label: micro-batches of 1 sequence, 64 / (8 x 1) = 8 of them per step
+    assert z2.describe() == "TP1 CP1 PP1 DP8 mb1 x8 1f1b ZeRO-2 selective"
+
+
+def test_fit_warning_states_the_numbers_of_a_layout_that_does_not_fit():
+    # Llama 3 405B's layout with the interleaved schedule (v = 2): 23.5 micro-batches of 8 layers on the first
+    # stage, 100.1 GB of activations, plus ZeRO-2's model state: more than an H100's 80 GB.
+    st = TL.training_step("llama-3.1-405b", "h100-sxm", global_batch=2048, seq_len=8192, tp=8, pp=16, dp=128,
+                          zero_stage=2, schedule="interleaved", chunks=2)
+    assert st.memory_bytes["activations"] / GB == pytest.approx(100.1, abs=0.05)
+    assert not st.fits
+    warning = st.fit_warning()
+    assert warning.startswith("WARNING: does not fit")
+    assert f"{st.total_bytes / GB:.1f} GB" in warning and "80.0 GB of HBM" in warning
+    assert f"({(st.total_bytes - 80e9) / GB:.1f} GB over)" in warning
+    assert _llama(TL.LLAMA3_405B_LAYOUTS[1], zero_stage=2).fit_warning() == ""
+
+
 def test_training_step_refuses_impossible_layouts():
     kw = dict(global_batch=64, seq_len=4096)
     with pytest.raises(ValueError, match="must divide"):

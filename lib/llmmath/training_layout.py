@@ -84,6 +84,18 @@ class TrainingStep:
     def fits(self) -> bool:
         return self.total_bytes <= self.hbm_bytes
 
+    def fit_warning(self) -> str:
+        """``""`` when the first-stage GPU's bytes fit in HBM; otherwise a one-line warning with the numbers.
+
+        For printing beside a layout, so that one that cannot run is never shown as if it ran:
+        ``"WARNING: does not fit: 106.9 GB on the first-stage GPU > 80.0 GB of HBM (26.9 GB over)"``.
+        """
+        if self.fits:
+            return ""
+        over = self.total_bytes - self.hbm_bytes
+        return (f"WARNING: does not fit: {self.total_bytes / 1e9:.1f} GB on the first-stage GPU > "
+                f"{self.hbm_bytes / 1e9:.1f} GB of HBM ({over / 1e9:.1f} GB over)")
+
     @property
     def step_time_s(self) -> float:
         return self.compute_s + self.bubble_s + float(sum(self.exposed_comm_s.values()))
@@ -99,6 +111,14 @@ class TrainingStep:
         return float(training.mfu(self.hardware_flops, self.step_time_s, self.n_gpus, self.peak_flops_per_s))
 
     def describe(self) -> str:
+        """The layout as one label, e.g. ``TP8 CP1 PP16 DP128 mb1 x16 1f1b ZeRO-2 selective``.
+
+        Read left to right: the degrees (``TP8`` is TP = 8; GPUs = TP x CP x PP x DP; ``EP64`` is
+        added for expert parallelism); ``mb1 x16``: micro-batches of ``micro_batch`` = 1 sequence,
+        16 of them (``microbatches`` = global_batch / (DP x micro_batch)) through each pipeline per
+        step; the pipeline schedule (with ``(v=2)`` chunks per GPU when interleaved); the ZeRO
+        stage; the recomputation (none, selective, full).
+        """
         L = self.layout
         return (f"TP{L['tp']} CP{L['cp']} PP{L['pp']} DP{L['dp']}" + (f" EP{L['ep']}" if L['ep'] > 1 else "")
                 + f" mb{L['micro_batch']} x{L['microbatches']} {L['schedule']}"
