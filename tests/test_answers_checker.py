@@ -325,3 +325,78 @@ def test_quiet_prints_nothing(capsys):
 def test_the_hint_rule_is_documented():
     doc = check_answer.__doc__
     assert "rel_tol" in doc and "clearly outside" in doc and "closer" in doc
+
+
+# ---- hints that fit the question: each problem's own slips ---------------------------------
+
+OWN_SLIPS = sorted((k, s["factor"], s["hint"]) for k, e in KEYS.items() for s in e.get("slips", ()))
+GENERIC_TWO = ("multiply-add", "bidirectional", "per-direction", "bytes per value")
+
+
+def test_half_the_kv_cache_is_told_k_and_v(capsys):
+    # 02.1: Llama-3.1-70B, 2 (K, V) x 80 layers x 8 K/V heads x 128 x 2 bytes = 327,680; K alone is 163,840
+    assert 2 * 80 * 8 * 128 * 2 == 327_680
+    ok, out = verdict("02.1", 163_840, capsys)
+    assert ok is False and "too small by a factor of 2" in out
+    assert "K and V" in out and "both" in out
+    assert not any(w in out for w in GENERIC_TWO), out      # not the generic list of factors of 2
+    # the 64 query heads instead of the 8 K/V heads: 8 times the cache, told GQA, not bits vs bytes
+    ok, out = verdict("02.1", 2 * 80 * 64 * 128 * 2, capsys)
+    assert "factor of 8" in out and "K/V heads" in out and "bits vs bytes" not in out
+    # one layer instead of 80
+    assert "all 80 layers" in verdict("02.1", 2 * 8 * 128 * 2, capsys)[1]
+    # the same slip in chapter 11 (Qwen3-8B: 36 layers): 2 x 36 x 8 x 128 x 2 = 147,456
+    assert "K and V" in verdict("11.1", 36 * 8 * 128 * 2, capsys)[1]
+
+
+@pytest.mark.parametrize("key, factor, hint", OWN_SLIPS, ids=[f"{k}x{f:.4g}" for k, f, _ in OWN_SLIPS])
+def test_every_own_slip_is_told_when_made(key, factor, hint, capsys):
+    value = expected(key) * factor
+    if "whole number" in KEYS[key]["unit"]:
+        value = round(value)              # whole-number answers: the slipped number a reader would write
+    ok, out = verdict(key, value, capsys)
+    assert ok is False and hint in out, out
+    assert ("too large" if factor > 1 else "too small") in out and "by a factor of" in out
+    assert "Hint:" not in out             # the slip's own hint says it; the entry's general one is not added
+
+
+def test_own_slips_are_well_formed():
+    for key, factor, hint in OWN_SLIPS:
+        assert factor > 0 and factor != 1 and hint.strip(), key
+        # clearly outside the tolerance band, or the slip could never be told (rule 2)
+        assert abs(math.log(factor)) > 2 * math.log1p(max(rel_tol(key), KEYS[key].get("abs_tol", 0) / expected(key)))
+
+
+@pytest.mark.parametrize("slip", [{"factor": 1, "hint": "x"}, {"factor": -2, "hint": "x"}, {"factor": 2},
+                                  {"factor": True, "hint": "x"}, {"factor": 2, "hint": "x", "why": "y"}])
+def test_a_malformed_own_slip_is_refused_naming_the_key(slip, monkeypatch):
+    keys = {k: dict(v) for k, v in KEYS.items()}
+    keys["07.3"]["slips"] = [slip]
+    monkeypatch.setattr(answers, "answer_keys", lambda: keys)
+    with pytest.raises(ValueError, match=r"'07.3': slips\[0\] must be"):
+        check_answer("07.3", 1.0)
+
+
+def test_a_generic_factor_of_two_says_only_what_the_unit_suggests(capsys):
+    # 05.2 is FLOP per byte (6 x 1536 / 3 = 3,072): twice it is the multiply-add, and nothing about bytes per value
+    assert 6 * 1536 / (1 + 2) == expected("05.2")
+    out = verdict("05.2", 6144, capsys)[1]
+    assert "multiply-add is 2 FLOPs" in out and "bytes per value" not in out and "bidirectional" not in out
+    # 05.1 is bytes (8 x 7168 x 3 x 63/64): bytes per value, not FLOPs
+    out = verdict("05.1", 8 * 7168 * 3 * 63 / 64 * 2, capsys)[1]
+    assert "bytes per value" in out and "FLOP" not in out.split("Hint:")[0]
+    # 07.3 is steps (10 x (1 + 100/50) = 30): a factor of 2 and the problem's own hint, no unit story
+    out = verdict("07.3", 60, capsys)[1]
+    assert "too large by a factor of 2." in out and not any(w in out for w in GENERIC_TWO)
+    assert "Hint: S = S_min (1 + B_noise / B)" in out
+    # ... while its own slip, B / B_noise for B_noise / B (10 x (1 + 50/100) = 15), is named
+    assert "B_noise over B" in verdict("07.3", 15, capsys)[1]
+
+
+def test_other_slips_still_get_their_hints_where_a_problem_has_its_own(capsys):
+    # 02.1 has its own factors 2, 8, 1/2, 1/80; a prefix slip is still a prefix slip
+    assert "factor of 1000" in verdict("02.1", 327_680 * 1000, capsys)[1]
+    assert "KiB vs bytes" in verdict("02.1", 327_680 / 1024, capsys)[1]
+    # and an ordinary miss still reads as a percentage with the entry's hint
+    out = verdict("02.1", 327_680 * 1.3, capsys)[1]
+    assert "30% too large (need within 1%)" in out and "Hint: K and V" in out

@@ -49,7 +49,8 @@ def test_catalog_model_round_trips_through_its_config(key, recwarn):
 def test_a_dict_works_as_well_as_a_path_and_the_folder_form():
     cfg = _cfg("llama-3.1-8b")
     assert models.from_hf_config(cfg).total_params == 8_030_261_248      # HF safetensors total / 2
-    assert models.from_hf_config(HERE / "llama-3.1-8b.json").key == "hf-llama"
+    assert models.from_hf_config(HERE / "llama-3.1-8b.json").key == "llama-3.1-8b"   # the file's name
+    assert models.from_hf_config(cfg).key == "hf-llama"                               # a dict that names nothing
 
 
 def test_unknown_fields_are_reported_by_name():

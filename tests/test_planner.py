@@ -130,6 +130,119 @@ def test_unknown_chip_suggests_names():
         planner.plan("llama-3.1-8b", "h2000")
 
 
+def _suggested(msg: str) -> list[str]:
+    return msg.split("closest: ")[1].split(";")[0].split(", ")
+
+
+def test_an_ambiguous_chip_suggests_the_chips_it_may_mean_not_only_systems():
+    # 'h100' is neither a chip nor a system: the H100 comes as h100-sxm and h100-pcie (and hgx-h100 is a system)
+    with pytest.raises(KeyError) as info:
+        planner.plan("llama-3.1-8b", "h100")
+    close = _suggested(str(info.value))
+    assert close[:2] == ["h100-sxm", "h100-pcie"]
+    for name in close:                       # every suggestion is a valid input
+        planner.plan("llama-3.1-8b", name, context=1024)
+    r = _cli("plan", "--model", "llama-3.1-8b", "--chip", "h100")
+    assert r.returncode == 2 and "argument --chip" in r.stderr
+    close = _suggested(r.stderr)
+    assert close[:2] == ["h100-sxm", "h100-pcie"], r.stderr
+    for name in close:
+        assert _cli("plan", "--model", "llama-3.1-8b", "--chip", name, "--context", "1024").returncode == 0, name
+    # a system still gives its chip and its 8 packages
+    p = planner.plan("llama-3.1-8b", "hgx-h100", context=1024)
+    assert (p.chip, p.n_chips) == ("h100-sxm", 8)
+
+
+def test_the_table_ends_with_a_sentence_about_floors():
+    text = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192).table()
+    last = text.splitlines()[-1]
+    assert last.startswith("Every time in this plan is a roofline floor") and last.endswith(".")
+    assert "every number is a" not in text and "a    roofline" not in text
+
+
+def test_without_a_batch_one_operating_block_not_two_identical():
+    # Llama 3.1 8B on one H100 at 8k: no balance batch, max batch (80e9 - 2 N) // (8192 x 131,072) = 59
+    assert (H100_C - 2 * N_8B) // (8192 * KV_TOKEN_8B) == 59
+    text = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192).table()
+    assert text.count("step time (floor)") == 1
+    assert "at the chosen batch (59 = the largest that fits; no balance batch)" in text
+    # given a batch and still no balance batch: one block, at that batch
+    text = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192, batch=16).table()
+    assert text.count("step time (floor)") == 1 and "at the chosen batch (16; no balance batch)" in text
+    # a balance batch (about 4,750, chapter 11) above the 3,151 that fit: two different blocks
+    N70 = 70_553_706_496
+    assert (141e9 - N70 / 8) // (2048 * 2 * 80 * 8 * 128 / 8) == 3151
+    p = planner.plan("llama-3.1-70b", "h200", 8, context=2048, weight_dtype="fp8", kv_dtype="fp8", tp=8)
+    text = p.table()
+    assert text.count("step time (floor)") == 2
+    assert f"at the balance batch ({p.balance_batch:,.0f})" in text and "at the chosen batch (3,151 = the largest" in text
+
+
+def test_json_has_null_not_zero_dollars_and_no_inf():
+    r = _cli("plan", "--model", "llama-3.1-8b", "--chip", "h100-sxm", "--context", "8192", "--json")
+    assert r.returncode == 0, r.stderr
+    assert "Infinity" not in r.stdout and '"inf"' not in r.stdout
+    d = _strict_json(r.stdout)
+    assert d["usd_per_chip_hour"] is None and d["at_batch"]["usd_per_million_tokens"] is None
+    # KV reads per sequence (1.07 GB / 3.35 TB/s = 320 us) outrun its compute (15 GFLOP / 989.5 TFLOP/s = 15 us)
+    assert 8192 * KV_TOKEN_8B / H100_W > (2 * NMM_8B + ATTN_8B * 8192) / H100_F
+    assert d["balance_batch"] is None and d["at_balance"] is None and "KV reads outrun compute" in d["no_balance_reason"]
+    # with a price, dollars per million tokens by hand: chip-seconds per token x 1e6 x $/h / 3600
+    r = _cli("plan", "--model", "llama-3.1-8b", "--chip", "h100-sxm", "--batch", "16", "--usd-per-chip-hour", "2",
+             "--json")
+    d = _strict_json(r.stdout)
+    memory = ((N_8B - EMBED_8B + 16 * 4096) * 2 + 16 * 8192 * KV_TOKEN_8B) / H100_W
+    assert d["usd_per_chip_hour"] == 2.0
+    assert d["at_batch"]["usd_per_million_tokens"] == pytest.approx(memory / 16 * 1e6 * 2.0 / 3600, rel=1e-12)
+    # a finite balance batch is a number with its operating point, and no reason
+    p = planner.plan("llama-3.1-70b", "h200", 8, context=1024, weight_dtype="fp8", kv_dtype="fp8", tp=8)
+    d = _strict_json(json.dumps(p.to_dict(), allow_nan=False))
+    assert d["balance_batch"] > 0 and d["at_balance"]["batch"] == d["balance_batch"] and d["no_balance_reason"] is None
+
+
+def test_a_config_file_names_its_model(tmp_path):
+    # no _name_or_path in the fixture: the file's name, not 'hf-llama'
+    r = _cli("plan", "--config", str(CONFIGS / "llama-3.1-8b.json"), "--chip", "h100-sxm", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["model"] == "llama-3.1-8b"
+    cfg = json.loads((CONFIGS / "llama-3.1-8b.json").read_text())
+    folder = tmp_path / "Meta-Llama-3.1-8B-Instruct"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    assert models.from_hf_config(folder).key == "meta-llama-3.1-8b-instruct"        # a config.json: its folder
+    named = tmp_path / "named.json"
+    named.write_text(json.dumps(cfg | {"_name_or_path": "meta-llama/Llama-3.1-8B"}))
+    assert models.from_hf_config(named).key == "llama-3.1-8b"                       # the config's own name
+    assert models.from_hf_config(named, name="mine").key == "mine"                  # --name wins
+
+
+def test_a_plan_that_does_not_fit_says_why():
+    # Llama 3.1 70B in bf16: 2 x 70,553,706,496 = 141,107,412,992 bytes, over one H200's 141e9
+    p = planner.plan("llama-3.1-70b", "h200", 1, context=8192)
+    fits = dict(p.rows())["fits"]
+    assert not p.fits and "141.1 GB" in fits and "exceed the 141 GB usable" in fits
+    assert dict(p.rows())["weights per chip"] == "141.1 GB of 141 GB usable"     # not '141 GB of 141 GB'
+    # weights fit, the batch's cache does not: 16.06 GB + 100 x 1.074 GB = 123.4 GB > 80 GB; 59 would fit
+    assert 2 * N_8B + 100 * 8192 * KV_TOKEN_8B == pytest.approx(123.4e9, rel=1e-3)
+    p = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192, batch=100)
+    assert p.kv_bytes_per_chip == 100 * 8192 * KV_TOKEN_8B
+    fits = dict(p.rows())["fits"]
+    assert fits.startswith("no: weights 16.1 GB + KV cache 107 GB (100 sequences) = 123 GB per chip, > 80 GB usable")
+    assert fits.endswith("at most 59 sequences fit")
+    assert dict(planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192).rows())["fits"].startswith("yes: ")
+
+
+def test_the_usable_hbm_default_is_stated():
+    r = _cli("plan", "--help")
+    assert r.returncode == 0 and "--usable-hbm-fraction" in r.stdout
+    assert "default 1.0: all of it" in " ".join(r.stdout.split())
+    row = dict(planner.plan("llama-3.1-8b", "h100-sxm", 1).rows())["usable HBM per chip"]
+    assert row.startswith("80 GB: all of the chip's") and "usable_hbm_fraction 1.0, the default" in row
+    p = planner.plan("llama-3.1-8b", "h200", 1, usable_hbm_fraction=0.9)
+    assert p.hbm_bytes_per_chip == pytest.approx(0.9 * 141e9, rel=1e-12) and p.usable_hbm_fraction == 0.9
+    assert dict(p.rows())["usable HBM per chip"].startswith("126.9 GB = 0.9 x the chip's 141 GB")
+
+
 def test_measurements_are_sourced_and_the_floor_holds_against_every_one():
     rows = planner.measured_vs_floor()
     assert len(rows) >= 6
@@ -154,10 +267,18 @@ def test_prefill_ceiling_of_deepseek_v3_by_hand():
     assert p.prefill_tokens_per_s_per_chip == pytest.approx(1979e12 * T / flops, rel=1e-12)
 
 
+def _strict_json(text: str):
+    """json.loads that refuses Infinity and NaN (not JSON, though Python writes them)."""
+    def refuse(c):
+        raise ValueError(f"not JSON: {c}")
+    return json.loads(text, parse_constant=refuse)
+
+
 def test_planner_json_round_trips():
     p = planner.plan("qwen3-30b-a3b", "h200", 1, context=32768)
-    d = json.loads(json.dumps(p.to_dict()))
-    assert d["model"] == "qwen3-30b-a3b" and d["balance_batch"] in ("inf",) or isinstance(d["balance_batch"], float)
+    d = _strict_json(json.dumps(p.to_dict(), allow_nan=False))
+    assert d["model"] == "qwen3-30b-a3b"
+    assert isinstance(d["balance_batch"], float) or (d["balance_batch"] is None and d["no_balance_reason"])
     assert "floor" in p.table()
 
 

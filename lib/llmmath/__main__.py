@@ -62,7 +62,8 @@ def _parser() -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--config", metavar="PATH", help="a local Hugging Face config.json (or its folder)")
     src.add_argument("--model", metavar="NAME", help=f"a catalog model: {', '.join(models.names())}")
-    p.add_argument("--name", help="a name for a --config model (default: from the config)")
+    p.add_argument("--name", help="a name for a --config model (default: the config's _name_or_path, else its "
+                                  "file's name, or its folder's for a config.json)")
     p.add_argument("--chip", required=True, metavar="NAME",
                    help=f"a chip ({', '.join(hardware.names())}) or a system ({', '.join(hardware.systems())})")
     p.add_argument("--chips", type=_positive_int, default=None, help="chips in the deployment (default 1, or the system's)")
@@ -77,14 +78,19 @@ def _parser() -> argparse.ArgumentParser:
                        ("--pp", "pipeline stages")):
         p.add_argument(flag, type=_positive_int, default=1, help=f"{what} degree (default 1)")
     p.add_argument("--prompt-tokens", type=_positive_int, default=None, help="prompt length for the time to first token")
-    p.add_argument("--usd-per-chip-hour", type=_positive_float, default=None, help="your price per chip-hour, dollars")
-    p.add_argument("--usable-hbm-fraction", type=_positive_float, default=1.0, help="share of HBM for weights + KV")
+    p.add_argument("--usd-per-chip-hour", type=_positive_float, default=None,
+                   help="your price per chip-hour, dollars (default: none; dollars are then left out, null in JSON)")
+    p.add_argument("--usable-hbm-fraction", type=_positive_float, default=1.0, metavar="F",
+                   help="share of each chip's HBM for weights + KV cache, in (0, 1] (default 1.0: all of it, the "
+                        "roofline's most optimistic capacity; an engine keeps some back, e.g. vLLM's "
+                        "gpu_memory_utilization defaults to 0.9)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     return ap
 
 
 # which flag a library error is about, from the argument name its message starts with or mentions
-_FLAGS = [("usable_hbm_fraction", "--usable-hbm-fraction"), ("n_chips", "--chips"), ("tp=", "--tp"),
+_FLAGS = [("chip or system", "--chip"), ("names no chip", "--chip"),
+          ("usable_hbm_fraction", "--usable-hbm-fraction"), ("n_chips", "--chips"), ("tp=", "--tp"),
           ("ep=", "--ep"), ("dp=", "--dp"), ("pp=", "--pp"), ("context", "--context"), ("batch", "--batch"),
           ("prompt_tokens", "--prompt-tokens"), ("usd_per_chip_hour", "--usd-per-chip-hour"), ("dtype", "--weight-dtype")]
 
@@ -113,13 +119,6 @@ def main(argv=None) -> int:
         except KeyError as e:
             sub.error(f"argument --model: {e.args[0]}")
     try:
-        hardware.get(args.chip)
-    except KeyError:
-        try:
-            hardware.system(args.chip)
-        except KeyError as e:
-            sub.error(f"argument --chip: {e.args[0]}; or a system: {', '.join(hardware.systems())}")
-    try:
         p = planner.plan(model, args.chip, args.chips, context=args.context, batch=args.batch,
                          weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype, compute_dtype=args.compute_dtype,
                          tp=args.tp, ep=args.ep, dp=args.dp, pp=args.pp, prompt_tokens=args.prompt_tokens,
@@ -127,7 +126,7 @@ def main(argv=None) -> int:
     except (ValueError, KeyError, TypeError) as e:
         msg = e.args[0] if e.args else str(e)
         sub.error(f"argument {_flag_for(msg)}: {msg}")
-    print(json.dumps(p.to_dict(), indent=2) if args.json else p.table())
+    print(json.dumps(p.to_dict(), indent=2, allow_nan=False) if args.json else p.table())
     return 0
 
 

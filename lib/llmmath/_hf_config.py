@@ -52,6 +52,7 @@ from . import models
 # Fields known to change neither a parameter count nor the KV cache.
 _NO_EFFECT = frozenset("""
 architectures model_type transformers_version torch_dtype dtype use_cache bos_token_id eos_token_id pad_token_id
+name name_or_path
 hidden_act initializer_range rms_norm_eps layer_norm_eps layer_norm_epsilon rope_theta rope_scaling attention_dropout
 pretraining_tp output_router_logits router_aux_loss_coef aux_loss_alpha seq_aux norm_topk_prob scoring_func
 routed_scaling_factor n_group topk_group ep_size auto_map quantization_config swiglu_limit initial_context_length
@@ -176,7 +177,7 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
                       d_ff_expert=r.int("intermediate_size"), attn_bias=True, mlp_bias=True, router_bias=True,
                       attn_sinks=True)
     unknown = tuple(sorted(k for k in cfg if not k.startswith("_") and k not in r.used and k not in _NO_EFFECT))
-    key = name or str(cfg.get("_name_or_path") or "").split("/")[-1].lower() or f"hf-{mt}"
+    key = name or _default_name(cfg, where, mt)
     if unknown and warn:
         warnings.warn(f"{where} ({key}): config fields not modelled (they may change the count): "
                       f"{', '.join(unknown)}", UserWarning, stacklevel=3)
@@ -186,6 +187,22 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
                             note=note, unmodelled_config_fields=unknown, **kw)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{where}: the config describes a model this schema refuses: {e}") from None
+
+
+def _default_name(cfg: dict, where: str, mt: str) -> str:
+    """The model's key when none is given: the config's own name (``_name_or_path``, ``name_or_path``
+    or ``name``, its last path part), else the file's name without ``.json``, or the folder's for a
+    ``config.json``; ``hf-<model_type>`` only for a dict that names nothing."""
+    for field in ("_name_or_path", "name_or_path", "name"):
+        v = cfg.get(field)
+        if isinstance(v, str) and v.strip().strip("/"):
+            return v.strip().strip("/").split("/")[-1].lower()
+    if where != "a config dict":
+        p = Path(where)
+        stem = p.parent.name if p.name == "config.json" else p.stem
+        if stem.strip():
+            return stem.strip().lower()
+    return f"hf-{mt}"
 
 
 def _sliding(r: _Reader, mt: str, kw: dict) -> None:

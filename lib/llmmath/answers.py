@@ -1,10 +1,19 @@
 """Answer checking for the exercises: right, how far off, and a units hint.
 
-The answer key (``data/answers/NN.toml``, one file per chapter) holds each problem's value, tolerance
-and unit. :func:`check_answer` compares a reader's number with it and says
-*right*, or *how far off* and in which direction, with a hint when the miss
-looks like a units slip (a factor of 1000, 1024, 2^30, 100, 8, 2 ...). It never
-prints the expected value.
+The answer key (``data/answers/NN.toml``, one file per chapter) holds each problem's value, tolerance,
+unit, hint and the problem's own common slips. :func:`check_answer` compares a reader's number
+with it and says *right*, or *how far off* and in which direction, with a hint when the miss
+looks like a slip: first the problem's own (``slips``: "half of it: both K and V are stored"),
+then the generic units slips (a factor of 1000, 1024, 2^30, 100, 8, 2 ...). It never prints the
+expected value.
+
+A problem's own slips, in its ``[answers."NN.M"]`` entry::
+
+    slips = [{ factor = 0.5, hint = "both K and V are stored ..." }]
+
+``factor`` is the wrong answer divided by the right one (0.5: half of it; 8: eight times it),
+one direction only; ``hint`` names what in *this* question makes that factor. When one of them
+explains an answer, the generic hints are not given (a factor of 2 in 02.1 is K and V, not FLOPs).
 """
 
 from __future__ import annotations
@@ -20,15 +29,22 @@ from . import _catalog
 __all__ = ["check_answer", "answer_keys"]
 
 # Factors that betray a units slip, with the hint to give, and which answers they
-# apply to: "any" unit, "bytes" (answers in bytes or bits: binary prefixes) or
-# "fraction" (answers that are a fraction or a plain ratio: percent slips).
+# apply to: "any" unit, "bytes" (answers in bytes or bits: binary prefixes and bytes per
+# value), "flops" (answers in FLOPs or FLOP per byte), "bandwidth" (bytes or bits per
+# second), "other" (none of bytes, flops, bandwidth) or "fraction" (answers that are a
+# fraction or a plain ratio: percent slips). A factor of 2 is rarely a units slip alone, so
+# its generic hints say only what the unit suggests, and the entry's own hint follows
+# (:data:`_WITH_ENTRY_HINT`); a problem's ``slips`` say what a factor means for it.
 _SLIPS = [
     (1e3, "a factor of 1000: check k/M/G/T prefixes, or ms vs s", "any"),
     (1e6, "a factor of a million: check prefixes (MB vs TB, us vs s)", "any"),
     (1e9, "a factor of a billion: check prefixes (B vs GB, FLOP vs GFLOP)", "any"),
     (1e12, "a factor of 10^12: check prefixes (TFLOP vs FLOP)", "any"),
     (8.0, "a factor of 8: bits vs bytes", "any"),
-    (2.0, "a factor of 2: a multiply-add is 2 FLOPs; bidirectional vs per-direction; bf16 is 2 bytes", "any"),
+    (2.0, "a factor of 2: a multiply-add is 2 FLOPs", "flops"),
+    (2.0, "a factor of 2: bytes per value (bf16 2, fp8 1, fp4 0.5)", "bytes"),
+    (2.0, "a factor of 2: per-direction vs bidirectional bandwidth", "bandwidth"),
+    (2.0, "a factor of 2", "other"),
     (3600.0, "a factor of 3600: hours vs seconds", "any"),
     (100.0, "a factor of 100: a percentage vs a fraction (25% is 0.25)", "fraction"),
     (2.0 ** 10, "a factor of 1024 (2^10): KiB vs bytes, or MiB vs KiB (binary prefixes step by 1024)", "bytes"),
@@ -40,6 +56,9 @@ _SLIPS = [
     (1.024 ** 3, "a factor of 1.074 (1.024^3): GiB vs GB (2^30 vs 10^9 bytes)", "bytes"),
     (1.024 ** 4, "a factor of 1.100 (1.024^4): TiB vs TB (2^40 vs 10^12 bytes)", "bytes"),
 ]
+
+# generic factors whose hint is followed by the entry's own hint
+_WITH_ENTRY_HINT = {2.0}
 
 # The ratio must be at least this many times closer (in log scale) to a slip
 # factor than to 1 for the slip hint to be given.
@@ -160,19 +179,66 @@ def _tolerance(rel_tol: float, abs_tol: float) -> str:
 
 def _slip_applies(scope: str, unit: str) -> bool:
     u = unit.strip().lower()
+    in_bytes = u.startswith(("bytes", "bits"))
+    flops = "flop" in u
+    bandwidth = ("per second" in u or "/s" in u) and ("byte" in u or "bit" in u)
     if scope == "bytes":
-        return u.startswith(("bytes", "bits"))
+        return in_bytes
+    if scope == "flops":
+        return flops
+    if scope == "bandwidth":
+        return bandwidth
+    if scope == "other":
+        return not (in_bytes or flops or bandwidth)
     if scope == "fraction":
         return "fraction" in u or u.startswith(("times", "ratio", "x ("))
     return True
 
 
+def _own_slips(key: str, entry: dict) -> list[tuple[float, str]]:
+    """The problem's own slips, ``(factor, hint)``; a ValueError naming the key if one is malformed."""
+    out = []
+    for i, slip in enumerate(entry.get("slips", ())):
+        f, hint = (slip.get("factor"), slip.get("hint")) if isinstance(slip, dict) else (None, None)
+        if (isinstance(f, bool) or not isinstance(f, (int, float)) or not math.isfinite(f) or f <= 0 or f == 1
+                or not isinstance(hint, str) or not hint.strip() or set(slip) - {"factor", "hint"}):
+            raise ValueError(f"answer key {key!r}: slips[{i}] must be {{factor = a positive number other than 1 "
+                             f"(wrong / right), hint = a non-empty text}}, got {slip!r}")
+        out.append((float(f), hint))
+    return out
+
+
+def _factor_text(f: float) -> str:
+    """A factor above 1 as the reader sees it: ``2``, ``8`` (within 1 % of a whole number), ``1.43``."""
+    n = round(f)
+    return str(n) if n >= 2 and abs(f / n - 1) < 0.01 else _times(f)
+
+
+def _fits(f: float, ratio: float, value: float, expected: float, rel_tol: float, abs_tol: float) -> float | None:
+    """How far (log scale) ``ratio`` is from the slip factor ``f`` when the slip explains the answer, else None:
+    undone, the answer is right, and the ratio is much closer to ``f`` than to 1."""
+    if not math.isclose(value / f, expected, rel_tol=rel_tol, abs_tol=abs_tol):
+        return None
+    d_f = abs(math.log(ratio) - math.log(f))
+    return None if abs(math.log(ratio)) < _CLOSER * d_f else d_f
+
+
 def _slips(ratio: float, unit: str, tol: float, value: float, expected: float,
-           rel_tol: float, abs_tol: float) -> list[tuple[float, str, str]]:
-    """The units slips that explain ``ratio``, closest first: (distance, direction, hint)."""
+           rel_tol: float, abs_tol: float, own=()) -> list[tuple[float, str, str, bool]]:
+    """The slips that explain ``ratio``, closest first: (distance, direction, hint, add the entry's hint).
+
+    ``own``: the problem's own ``(factor, hint)`` slips; when any of them explains the answer,
+    only they are named (they say what the factor means in this question), else the generic ones.
+    """
     found = []
-    log_r = math.log(ratio)
     log_band = math.log1p(tol)
+    for f, hint in own:
+        d = _fits(f, ratio, value, expected, rel_tol, abs_tol)
+        if d is not None and abs(math.log(f)) > 2 * log_band:
+            direction = "too large" if f > 1 else "too small"
+            found.append((d, direction, f"a factor of {_factor_text(max(f, 1 / f))}: {hint}", False))
+    if found:
+        return sorted(found)
     for factor, hint, scope in _SLIPS:
         if not _slip_applies(scope, unit):
             continue
@@ -180,14 +246,9 @@ def _slips(ratio: float, unit: str, tol: float, value: float, expected: float,
         if abs(math.log(factor)) <= 2 * log_band:
             continue
         for f, direction in ((factor, "too large"), (1 / factor, "too small")):
-            # undo the slip and the answer is right ...
-            if not math.isclose(value / f, expected, rel_tol=rel_tol, abs_tol=abs_tol):
-                continue
-            # ... and the ratio is much closer to the factor than to 1
-            d_f = abs(log_r - math.log(f))
-            if abs(log_r) < _CLOSER * d_f:
-                continue
-            found.append((d_f, direction, hint))
+            d = _fits(f, ratio, value, expected, rel_tol, abs_tol)
+            if d is not None:
+                found.append((d, direction, hint, factor in _WITH_ENTRY_HINT))
     return sorted(found)
 
 
@@ -222,13 +283,23 @@ def check_answer(key: str, value, quiet: bool = False) -> bool | None:
     Binary-prefix factors (1024, 2^20, 2^30, 2^40 and the binary/decimal mixes
     1.024, 1.024^2, 1.024^3, 1.024^4) are considered only for answers in bytes
     or bits; the percent-vs-fraction factor 100 only for fractions and ratios.
+    A factor of 2 names what the unit suggests (a multiply-add is 2 FLOPs for
+    FLOPs, bytes per value for bytes, per direction for bandwidth, nothing else
+    otherwise) and is followed by the entry's own hint.
     All factors are tried; the closest match is named first, and when two
     (e.g. 1000 and 1024 with a 2 % tolerance) both explain the answer, both are.
+
+    **The problem's own slips.** An entry's ``slips`` list (``factor`` = wrong /
+    right, one direction, and a ``hint``) is tried by rules 1-3 too, and says
+    what that factor means in *this* question: 163,840 for 02.1 (half of it) is
+    told that K and V are both stored, not that a multiply-add is 2 FLOPs. When
+    one of the problem's own slips explains the answer, only they are named.
 
     Raises:
         KeyError: unknown exercise key (the message names the closest ones).
         TypeError: ``value`` is not a real number (text, bools, NumPy strings
             or bools, complex numbers, arrays of more than one value).
+        ValueError: the answer key's entry has a malformed ``slips`` list.
 
     NaN, infinities and integers too large to be a float (``10**400``) are
     answers, just wrong ones: each gets a message saying what it is, and False.
@@ -270,11 +341,12 @@ def check_answer(key: str, value, quiet: bool = False) -> bool | None:
         return False
     ratio = value / expected
     tol = max(rel_tol, abs_tol / abs(expected))
-    slips = _slips(ratio, unit, tol, value, expected, rel_tol, abs_tol)
+    slips = _slips(ratio, unit, tol, value, expected, rel_tol, abs_tol, _own_slips(key, entry))
     if slips:
         direction = slips[0][1]
-        which = ", or by ".join(h for _, _, h in slips)
-        say(f"[{key}] not yet: {direction} by {which}. Units: {unit}.")
+        which = ", or by ".join(h for _, _, h, _ in slips)
+        more = hint if any(add for *_, add in slips) else ""
+        say(f"[{key}] not yet: {direction} by {which}. Units: {unit}.{more}")
         return False
     if 0.5 <= ratio <= 2:
         how_far = f"{_miss_pct(abs(ratio - 1), rel_tol)} {'too large' if ratio > 1 else 'too small'}"

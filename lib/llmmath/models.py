@@ -466,6 +466,11 @@ def from_hf_config(path_or_dict, name: str | None = None, warn: bool = True) -> 
     and, unless ``warn=False``, named in a :class:`UserWarning`; keys starting with
     ``_`` (``_name_or_path``) are metadata and skipped.
 
+    ``name`` is the model's key; without it, the config's own name (``_name_or_path``, e.g.
+    ``meta-llama/Llama-3.1-8B`` gives ``llama-3.1-8b``), else the file's name (``llama-3.1-8b.json``
+    gives ``llama-3.1-8b``; for a ``config.json``, its folder's name), and only for a dict that
+    names nothing ``hf-<model_type>``.
+
     Raises:
         ValueError: an unknown ``model_type``, a missing required field, or a value
             this schema cannot express (the message names the field and what is allowed).

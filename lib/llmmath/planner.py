@@ -49,8 +49,12 @@ from .units import dtype_bytes, dtype_label, fmt_bytes, fmt_count, fmt_seconds
 __all__ = ["Placement", "Operating", "Plan", "plan", "decode_sweep", "measurements", "MeasuredVsFloor",
            "measured_vs_floor", "FLOOR_NOTE"]
 
-FLOOR_NOTE = ("roofline floors: times are lower bounds and rates upper bounds (no communication, launch gaps, "
-              "imperfect overlap, uneven expert load or scheduling); a real engine lands below every rate")
+FLOOR_NOTE = ("Every time in this plan is a roofline floor (a lower bound) and every rate a ceiling (an upper "
+              "bound): communication, launch gaps, imperfect overlap, uneven expert load and scheduling are not "
+              "counted, so a real engine is slower than every number here, never faster.")
+
+NO_BALANCE = ("KV reads outrun compute: at this context one more sequence adds more HBM read time than compute "
+              "time, so no batch makes the step compute-bound")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +85,8 @@ class Operating:
 
     ``batch``: sequences decoding at once over the whole deployment; ``step_time_s``: the floor
     of one step (every sequence gets one token); ``binds``: ``"compute"``, ``"HBM bandwidth
-    (weights)"`` or ``"HBM bandwidth (KV cache)"``; ``fits``: its KV cache fits beside the weights.
+    (weights)"`` or ``"HBM bandwidth (KV cache)"``; ``fits``: its KV cache fits beside the weights;
+    ``usd_per_million_tokens``: dollars per million output tokens, None when no price was given.
     """
 
     batch: float
@@ -93,9 +98,18 @@ class Operating:
     tokens_per_s_per_chip: float
     tokens_per_s: float
     chip_s_per_million_tokens: float
-    usd_per_million_tokens: float
+    usd_per_million_tokens: float | None
     binds: str
     fits: bool
+
+
+def _bytes_apart(a: float, b: float) -> tuple[str, str]:
+    """``a`` and ``b`` formatted with enough digits (3 to 8) that different values never read the same."""
+    for digits in range(3, 9):
+        sa, sb = fmt_bytes(a, digits), fmt_bytes(b, digits)
+        if sa != sb or a == b:
+            break
+    return sa, sb
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,14 +117,17 @@ class Plan:
     """A serving plan (see :func:`plan`). Bytes, seconds, tokens/s, dollars; all floors / ceilings.
 
     Attributes (selection): ``fits`` (the weights fit and the chosen batch's KV cache fits),
-    ``weights_fit``, ``weight_bytes_per_chip``, ``kv_bytes_per_sequence`` (whole model),
-    ``hbm_bytes_per_chip``, ``max_batch`` (at the context), ``max_context_at_batch`` (at the
-    chosen batch; 0 if the weights do not fit), ``balance_batch`` (compute = memory; inf if
-    the KV reads alone outrun the compute), ``at_balance`` (at the largest batch that fits when
-    there is no balance batch) and ``at_batch`` (:class:`Operating`),
-    ``ttft_s`` (time to first token of one ``prompt_tokens`` prompt on an idle replica),
-    ``prefill_tokens_per_s_per_chip`` (compute-bound prefill ceiling), ``binds`` (at the chosen
-    batch: compute, HBM bandwidth, or HBM capacity when it does not fit).
+    ``weights_fit``, ``weight_bytes_per_chip``, ``kv_bytes_per_chip`` (the chosen batch's cache
+    on each chip), ``kv_bytes_per_sequence`` (whole model), ``hbm_bytes_per_chip`` (the usable
+    HBM: ``usable_hbm_fraction`` of the chip's; default 1.0, all of it), ``max_batch`` (at the
+    context), ``max_context_at_batch`` (at the chosen batch; 0 if the weights do not fit, inf if
+    every layer is windowed), ``balance_batch`` (compute = memory; inf if the KV reads alone
+    outrun the compute, the reason then in ``no_balance_reason``), ``at_balance`` (None when
+    there is no balance batch) and ``at_batch`` (:class:`Operating`), ``usd_per_chip_hour``
+    (None when no price was given), ``ttft_s`` (time to first token of one ``prompt_tokens``
+    prompt on an idle replica), ``prefill_tokens_per_s_per_chip`` (compute-bound prefill
+    ceiling), ``binds`` (at the chosen batch: compute, HBM bandwidth, or HBM capacity when it
+    does not fit).
     """
 
     model: str
@@ -125,87 +142,133 @@ class Plan:
     bytes_per_kv: float
     context: float
     prompt_tokens: int
-    usd_per_chip_hour: float
+    usd_per_chip_hour: float | None
+    usable_hbm_fraction: float
     weights_fit: bool
     fits: bool
     weight_bytes_per_chip: float
+    kv_bytes_per_chip: float
     kv_bytes_per_sequence: float
     hbm_bytes_per_chip: float
     max_batch: float
     max_context_at_batch: float
     balance_batch: float
-    at_balance: Operating
+    no_balance_reason: str | None
+    at_balance: Operating | None
     at_batch: Operating
     ttft_s: float
     prefill_tokens_per_s_per_chip: float
     binds: str
     note: str = FLOOR_NOTE
 
+    def _fits_text(self) -> str:
+        """Why it fits or not: the per-chip bytes against the usable HBM."""
+        usable = self.hbm_bytes_per_chip
+        if not self.weights_fit:
+            w, u = _bytes_apart(self.weight_bytes_per_chip, usable)
+            return (f"no: the weights alone, {w} per chip, exceed the {u} usable (one replica spans "
+                    f"{self.placement.chips_per_replica} chip(s); spread it with tp, ep and pp)")
+        total = self.weight_bytes_per_chip + self.kv_bytes_per_chip
+        t, u = _bytes_apart(total, usable)
+        n = self.at_batch.batch
+        why = (f"weights {fmt_bytes(self.weight_bytes_per_chip)} + KV cache {fmt_bytes(self.kv_bytes_per_chip)} "
+               f"({n:,.0f} sequence{'' if n == 1 else 's'}) = {t} per chip, {'<=' if total <= usable else '>'} "
+               f"{u} usable")
+        return f"yes: {why}" if self.fits else f"no: {why}; at most {self.max_batch:,.0f} sequences fit"
+
     def rows(self) -> list[tuple[str, str]]:
-        """(quantity, value) pairs for a table, values formatted with units."""
+        """(quantity, value) pairs for a table, values formatted with units (the note is :attr:`note`)."""
         p = self.placement
         ob, oc = self.at_balance, self.at_batch
-        usd = (lambda o: f"${o.usd_per_million_tokens:.3g}") if self.usd_per_chip_hour else (lambda o: "(no price given)")
 
         def op(o):
-            return [(f"  step time (floor)", fmt_seconds(o.step_time_s)),
-                    (f"  tokens/s per user (ceiling)", f"{o.tokens_per_s_per_user:,.1f}"),
-                    (f"  tokens/s per chip (ceiling)", f"{o.tokens_per_s_per_chip:,.0f}"),
-                    (f"  chip-seconds per 1M output tokens", f"{o.chip_s_per_million_tokens:,.1f}"),
-                    (f"  $ per 1M output tokens", usd(o)),
-                    (f"  binding resource", o.binds + ("" if o.fits else " (does NOT fit in HBM)"))]
-        bal = "inf (KV reads outrun compute: never compute-bound)" if not math.isfinite(self.balance_batch) \
-            else f"{self.balance_batch:,.0f}"
-        out = [("model", self.model), ("chip x count", f"{self.chip} x {self.n_chips}"),
-               ("placement", f"TP{p.tp} EP{p.ep} DP{p.dp} PP{p.pp}: {p.chips_per_replica} chips per replica, "
-                             f"{self.replicas} replica(s)"),
-               ("weights / KV / matmul", f"{self.weight_dtype} ({self.bytes_per_weight:g} B) / {self.kv_dtype} "
-                                         f"({self.bytes_per_kv:g} B) / {self.compute_dtype}"),
-               ("context", f"{self.context:,.0f} tokens"),
-               ("weights per chip", f"{fmt_bytes(self.weight_bytes_per_chip)} of {fmt_bytes(self.hbm_bytes_per_chip)}"),
-               ("KV cache per sequence", fmt_bytes(self.kv_bytes_per_sequence)),
-               ("fits", "yes" if self.fits else (
-                   f"no: the weights do not fit (one replica spans {p.chips_per_replica} chip(s); spread it "
-                   f"with tp, ep and pp)" if not self.weights_fit
-                   else "no: the chosen batch's KV cache does not fit")),
-               ("max batch at this context", f"{self.max_batch:,.0f}"),
-               ("max context at the chosen batch", f"{self.max_context_at_batch:,.0f} tokens"),
-               ("balance batch (compute = memory)", bal),
-               ((f"at the balance batch ({ob.batch:,.0f})" if math.isfinite(self.balance_batch) else
-                 f"at the largest batch that fits ({ob.batch:,.0f}; no balance batch)"), "")] + op(ob) + [
-               (f"at the chosen batch ({oc.batch:,.0f})", "")] + op(oc) + [
-               (f"time to first token, {self.prompt_tokens:,}-token prompt", fmt_seconds(self.ttft_s)),
-               ("prefill tokens/s per chip (ceiling)", f"{self.prefill_tokens_per_s_per_chip:,.0f}"),
-               ("binding resource at the chosen batch", self.binds),
-               ("every number is a", self.note)]
-        return out
+            usd = "(no price given)" if o.usd_per_million_tokens is None else f"${o.usd_per_million_tokens:.3g}"
+            return [("  step time (floor)", fmt_seconds(o.step_time_s)),
+                    ("  tokens/s per user (ceiling)", f"{o.tokens_per_s_per_user:,.1f}"),
+                    ("  tokens/s per chip (ceiling)", f"{o.tokens_per_s_per_chip:,.0f}"),
+                    ("  chip-seconds per 1M output tokens", f"{o.chip_s_per_million_tokens:,.1f}"),
+                    ("  $ per 1M output tokens", usd),
+                    ("  binding resource", o.binds + ("" if o.fits else " (does NOT fit in HBM)"))]
+
+        largest = " = the largest that fits" if oc.batch == self.max_batch else ""
+        if ob is None:              # no balance batch: one block, at the chosen batch
+            blocks = [(f"at the chosen batch ({oc.batch:,.0f}{largest}; no balance batch)", "")] + op(oc)
+        elif ob.batch == oc.batch:  # the chosen batch is the balance batch: one block
+            blocks = [(f"at the chosen batch ({oc.batch:,.0f} = the balance batch{largest})", "")] + op(oc)
+        else:
+            blocks = ([(f"at the balance batch ({ob.batch:,.0f})", "")] + op(ob)
+                      + [(f"at the chosen batch ({oc.batch:,.0f}{largest})", "")] + op(oc))
+        bal = f"{self.balance_batch:,.0f}" if self.no_balance_reason is None else \
+            "none (KV reads outrun compute: never compute-bound)"
+        max_ctx = (f"{self.max_context_at_batch:,.0f} tokens" if math.isfinite(self.max_context_at_batch)
+                   else "unlimited (every layer is windowed: the cache stops growing)")
+        w, u = _bytes_apart(self.weight_bytes_per_chip, self.hbm_bytes_per_chip)
+        f = self.usable_hbm_fraction
+        chip_hbm = fmt_bytes(self.hbm_bytes_per_chip / f, 4)
+        usable = (f"{chip_hbm}: all of the chip's (usable_hbm_fraction 1.0, the default; nothing kept back for "
+                  f"activations or workspace)" if f == 1 else
+                  f"{fmt_bytes(self.hbm_bytes_per_chip, 4)} = {f:.4g} x the chip's {chip_hbm} (usable_hbm_fraction "
+                  f"{f:g}; the default 1.0 is all of it)")
+        return [("model", self.model), ("chip x count", f"{self.chip} x {self.n_chips}"),
+                ("placement", f"TP{p.tp} EP{p.ep} DP{p.dp} PP{p.pp}: {p.chips_per_replica} chips per replica, "
+                              f"{self.replicas} replica(s)"),
+                ("weights / KV / matmul", f"{self.weight_dtype} ({self.bytes_per_weight:g} B) / {self.kv_dtype} "
+                                          f"({self.bytes_per_kv:g} B) / {self.compute_dtype}"),
+                ("context", f"{self.context:,.0f} tokens"),
+                ("usable HBM per chip", usable),
+                ("weights per chip", f"{w} of {u} usable"),
+                ("KV cache per sequence", fmt_bytes(self.kv_bytes_per_sequence)),
+                ("fits", self._fits_text()),
+                ("max batch at this context", f"{self.max_batch:,.0f}"),
+                ("max context at the chosen batch", max_ctx),
+                ("balance batch (compute = memory)", bal)] + blocks + [
+                (f"time to first token, {self.prompt_tokens:,}-token prompt", fmt_seconds(self.ttft_s)),
+                ("prefill tokens/s per chip (ceiling)", f"{self.prefill_tokens_per_s_per_chip:,.0f}"),
+                ("binding resource at the chosen batch", self.binds)]
 
     def table(self) -> str:
-        """The plan as a two-column text table."""
+        """The plan as a two-column text table, then :attr:`note` (floors and ceilings) as a sentence."""
         rows = self.rows()
         w = max(len(k) for k, _ in rows)
-        return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
+        return "\n".join(f"{k:<{w}}  {v}" for k, v in rows) + "\n" + self.note
 
     def to_dict(self) -> dict:
-        """Plain JSON-ready values (floats, ints, strings; inf as the string 'inf')."""
+        """Plain JSON-valid values: floats, ints, strings, None; never inf or NaN.
+
+        A quantity with no finite value is None with its reason beside it: ``balance_batch`` (no
+        balance batch; ``no_balance_reason``), ``max_context_at_batch`` (every layer windowed:
+        ``max_context_reason``). No price gives ``usd_per_chip_hour`` and every
+        ``usd_per_million_tokens`` None; no balance batch gives ``at_balance`` None.
+        """
         def clean(v):
             if isinstance(v, float) and not math.isfinite(v):
-                return "inf" if v > 0 else "-inf"
+                return None
             if isinstance(v, dict):
                 return {k: clean(x) for k, x in v.items()}
             return v
-        return clean(dataclasses.asdict(self))
+        d = clean(dataclasses.asdict(self))
+        if not math.isfinite(self.max_context_at_batch):
+            d["max_context_reason"] = "every layer is windowed: the cache stops growing, so no context is too long"
+        return d
 
 
 def _chip_and_count(chip, n_chips):
-    """A Chip and a chip count from a chip or system name (a system gives its chip and, by default, its size)."""
-    if isinstance(chip, str) and chip.strip().lower() in hardware.systems() and chip.strip().lower() not in hardware.catalog():
-        sy = hardware.system(chip)
-        if not sy.chip:
-            raise KeyError(f"system {sy.key!r} names no chip in the hardware catalog; give a chip instead "
-                           f"(chips: {', '.join(hardware.names())})")
-        c = hardware.get(sy.chip)
-        return c, positive_int("n_chips", sy.packages if n_chips is None else n_chips)
+    """A Chip and a chip count from a chip or system name (a system gives its chip and, by default, its size).
+
+    Raises:
+        KeyError: a name that is neither a chip nor a system; the message suggests the closest of
+            both (``'h100'``: h100-sxm, h100-pcie ...) and lists every valid name.
+        TypeError: neither a string nor a :class:`~llmmath.hardware.Chip`.
+    """
+    if isinstance(chip, str):
+        chips, systems = hardware.catalog(), hardware.systems()
+        key = _catalog.lookup({**systems, **chips}, chip, "chip or system")[0]   # a chip wins a shared name
+        if key not in chips:
+            sy = systems[key]
+            if not sy.chip:
+                raise KeyError(f"system {sy.key!r} names no chip in the hardware catalog; give a chip instead "
+                               f"(chips: {', '.join(hardware.names())})")
+            return hardware.get(sy.chip), positive_int("n_chips", sy.packages if n_chips is None else n_chips)
     c = hardware.get(chip)
     return c, positive_int("n_chips", 1 if n_chips is None else n_chips)
 
@@ -272,6 +335,7 @@ class _Setup:
 
 
 def _operating(s: _Setup, batch_total, replicas, L, price, max_batch) -> Operating:
+    """The decode operating point at ``batch_total`` sequences; ``price``: dollars per chip-hour or None."""
     pl = s.pl
     B_r = batch_total / replicas
     comp, w, kv = (float(x) for x in s.step(B_r, L))
@@ -282,7 +346,7 @@ def _operating(s: _Setup, batch_total, replicas, L, price, max_batch) -> Operati
     return Operating(batch=float(batch_total), step_time_s=t, compute_s=comp, weight_s=w, kv_s=kv,
                      tokens_per_s_per_user=1.0 / t, tokens_per_s_per_chip=batch_total / (t * n),
                      tokens_per_s=batch_total / t, chip_s_per_million_tokens=per_tok_chip_s * 1e6,
-                     usd_per_million_tokens=per_tok_chip_s * 1e6 * price / 3600.0 if price else 0.0,
+                     usd_per_million_tokens=None if price is None else per_tok_chip_s * 1e6 * price / 3600.0,
                      binds=binds, fits=bool(batch_total <= max_batch))
 
 
@@ -317,9 +381,11 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
         compute_dtype: matmul precision (default: ``weight_dtype`` where the chip has it, else bf16).
         tp, ep, dp, pp: the placement of one replica (:class:`Placement`); replicas = n_chips / (pp tp dp).
         prompt_tokens: prompt length for the time to first token (default ``context``).
-        usd_per_chip_hour: a rental price you supply (the catalog holds no prices); dollars per
-            million output tokens are 0 without it.
-        usable_hbm_fraction: share of each chip's HBM for weights + KV (default 1: the floor).
+        usd_per_chip_hour: a rental price you supply (the catalog holds no prices); without it the
+            plan's price and dollars per million output tokens are None.
+        usable_hbm_fraction: share of each chip's HBM for weights + KV cache, in (0, 1] (default
+            1.0: all of it, the roofline's most optimistic capacity; an engine keeps some back for
+            activations and workspace, e.g. vLLM's ``gpu_memory_utilization`` defaults to 0.9).
 
     Returns:
         :class:`Plan`. Times are floors, rates ceilings (:data:`FLOOR_NOTE`).
@@ -327,7 +393,7 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
     Raises:
         ValueError: a bad number (context < 1, batch <= 0, fraction outside (0, 1]...), a placement
             that does not divide the chips, heads or experts (the message says what is allowed).
-        KeyError: unknown model, chip, system or dtype name (with the closest names).
+        KeyError: unknown model, chip or system, or dtype name (with the closest valid names).
         TypeError: a boolean or string where a number is expected.
     """
     m = models.get(model)
@@ -338,7 +404,7 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
     usable = float(positive("usable_hbm_fraction", scalar("usable_hbm_fraction", usable_hbm_fraction)))
     if usable > 1:
         raise ValueError(f"usable_hbm_fraction must be in (0, 1], got {usable_hbm_fraction!r}")
-    price = 0.0 if usd_per_chip_hour is None else float(positive("usd_per_chip_hour", scalar("usd_per_chip_hour",
+    price = None if usd_per_chip_hour is None else float(positive("usd_per_chip_hour", scalar("usd_per_chip_hour",
                                                                                              usd_per_chip_hour)))
     T = int(whole("prompt_tokens", scalar("prompt_tokens", L if prompt_tokens is None else prompt_tokens), 1))
     s = _Setup(m, c, pl, weight_dtype, kv_dtype, compute_dtype, usable)
@@ -361,8 +427,7 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
     balance = w_full / margin * replicas if margin > 0 else math.inf
 
     at_batch = _operating(s, B, replicas, L, price, max_batch)
-    b_bal = balance if math.isfinite(balance) else max(max_batch, 1.0)
-    at_balance = _operating(s, max(b_bal, 1e-9), replicas, L, price, max_batch)
+    at_balance = _operating(s, balance, replicas, L, price, max_batch) if math.isfinite(balance) else None
 
     # prefill: one prompt on an idle replica; MLA in its cheaper up-projected (non-absorbed) form
     attn_prefill = float(m.prefill_attention_flops(T, absorbed=False))
@@ -381,10 +446,12 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
     return Plan(model=m.key, chip=c.key, n_chips=n, placement=pl, replicas=replicas,
                 weight_dtype=dtype_label(weight_dtype), kv_dtype=dtype_label(kv_dtype), compute_dtype=s.compute,
                 bytes_per_weight=s.b_w, bytes_per_kv=s.b_kv, context=L, prompt_tokens=T, usd_per_chip_hour=price,
-                weights_fit=bool(weights_fit), fits=bool(weights_fit and at_batch.fits),
-                weight_bytes_per_chip=float(s.weight_bytes_per_chip), kv_bytes_per_sequence=float(s.kv_seq(L)),
-                hbm_bytes_per_chip=float(s.C), max_batch=max_batch, max_context_at_batch=float(max_ctx),
-                balance_batch=float(balance), at_balance=at_balance, at_batch=at_batch, ttft_s=float(ttft),
+                usable_hbm_fraction=usable, weights_fit=bool(weights_fit), fits=bool(weights_fit and at_batch.fits),
+                weight_bytes_per_chip=float(s.weight_bytes_per_chip), kv_bytes_per_chip=float(B_r * per_seq_chip),
+                kv_bytes_per_sequence=float(s.kv_seq(L)), hbm_bytes_per_chip=float(s.C), max_batch=max_batch,
+                max_context_at_batch=float(max_ctx), balance_batch=float(balance),
+                no_balance_reason=None if math.isfinite(balance) else NO_BALANCE, at_balance=at_balance,
+                at_batch=at_batch, ttft_s=float(ttft),
                 prefill_tokens_per_s_per_chip=float(prefill_rate), binds=binds)
 
 
