@@ -211,7 +211,7 @@ floors_explorer.widget
 # $m \sum_s t_s$ on one rank and $(m + P - 1) \max_s t_s$ pipelined.
 
 # %%
-from llmmath import mpi_bench
+from llmmath import measured, mpi_bench
 
 pipe = mpi_bench.run_pipeline(n_procs=2)
 pred_un, pred_pi = pipe.predicted_unpipelined_s_per_token(), pipe.predicted_pipelined_s_per_token()
@@ -229,7 +229,12 @@ print(f"Two stages made tokens come {speedup:.2f}x faster (predicted {pred_un / 
          "below 1 on this run, which a split of the same work cannot do by itself: the one-rank rounds ran "
          "slower than their stages (load, or a cache that holds one stage's weights but not all)."))
 # What two busy cores cannot flip: two stages are not 2x slower per token than one, nor 4x faster.
-assert pipe.pipelined_s_per_token <= 2 * pipe.unpipelined_s_per_token and core_ratio > 0.5
+measured.check("two stages spread the work; they neither remove it nor double it", lambda p: [
+    measured.Fact("pipelined time per token / unpipelined", p.pipelined_s_per_token / p.unpipelined_s_per_token,
+                  high=2, why="a pipe that serialised its stages and added hops would be slower than one rank"),
+    measured.Fact("core-seconds per token, 2 ranks / 1 rank", 2 * p.pipelined_s_per_token / p.unpipelined_s_per_token,
+                  low=0.5, why="splitting the same work over two cores cannot halve its core-seconds")],
+    pipe, remeasure=lambda: mpi_bench.run_pipeline(n_procs=2))
 
 # %%
 v21 = claims.check(21)
@@ -363,7 +368,17 @@ print(f"hop of {pipe.hop_bytes / 1024:.0f} KiB: {pipe.hop_median_s * 1e6:.1f} us
       f"({pipe.hop_median_s / hop_model:.2f}x). A stage computes {pipe.stage_s.max() * 1e6:.0f} us per micro-batch, "
       f"so a hop adds {pipe.hop_median_s / pipe.stage_s.max():.0%} of a stage to a token's latency here.")
 # Medians of busy-polling ranks; a factor 5 either way still catches a wrong size or a unit slip.
-assert pipe.hop_median_s > 0 and 0.2 < pipe.hop_median_s / hop_model < 5
+def hop_facts(m):
+    p, ping = m
+    a, b = ping.fit()
+    return [measured.Fact("measured hop / alpha + n / beta", p.hop_median_s / (a + p.hop_bytes / b), low=0.2, high=5,
+                          why="a wrong size or a unit slip is off by 4x or 1000x")]
+
+
+measured.check("a pipeline hop costs what a message of its size costs", hop_facts, (pipe, pp),
+               remeasure=lambda: (mpi_bench.run_pipeline(n_procs=2),
+                                  mpi_bench.run(n_procs=2, sizes=[8, 128, 2048, 32768, 262144], ops=("pingpong",),
+                                                progress=False)))
 
 # %%
 v24 = claims.check(24)

@@ -151,6 +151,38 @@ def test_a_failing_notebook_is_reported_with_its_cell_line_and_message(tmp_path)
     assert Path(failed.dest).is_file() and Path(ok.dest).is_file()  # executed (partly) for a look
 
 
+def test_a_failed_measured_check_warns_on_its_page_and_the_build_goes_on(tmp_path, monkeypatch):
+    """In warn mode (the book build's default) a measured check that fails is a warning box and the notebook
+    runs on; a plain assert still fails it; in raise mode (--strict) the measured check fails it too."""
+    build_book = _execution_deps()
+    measured_nb = tmp_path / "01_measured.py"
+    measured_nb.write_text(_HEADER + "# %%\nfrom llmmath import measured\n"
+                           "measured.check('the fall', lambda m: [measured.Fact('fall', m, low=2)], 1.2)\n\n"
+                           "# %%\nprint('ran on')\n")
+    claim_nb = tmp_path / "02_claim.py"
+    claim_nb.write_text(_HEADER + "# %%\nassert 1 + 1 == 3, 'a claim check: the math is wrong'\n")
+    monkeypatch.setenv("LLMMATH_MEASURED_CHECKS", "warn")
+    lines: list[str] = []
+    warned, claim = build_book.execute_all(build_book.plan([measured_nb, claim_nb], tmp_path / "w"), n_jobs=1,
+                                           echo=lines.append)
+    assert warned.ok and not claim.ok and "the math is wrong" in claim.error
+    (cell, line, first), = warned.warnings
+    assert (cell, line) == (1, 10) and first.startswith("MEASURED CHECK DID NOT HOLD: the fall"), warned.warnings
+    assert any("01_measured.py" in ln and "1 measured check(s) did not hold" in ln for ln in lines), lines
+    import nbformat
+    nb = nbformat.read(warned.dest, as_version=4)
+    html = [o["data"]["text/html"] for o in nb.cells[0].outputs if "text/html" in o.get("data", {})]
+    assert html and "llmmath-measured-warning" in html[0] and "fall: 1.2x" in html[0]
+    assert "ran on" in "".join(o.get("text", "") for o in nb.cells[1].outputs)
+    summary = build_book.format_warnings([warned, claim])
+    assert "1 measured check(s) did not hold" in summary and "01_measured.py:10 (cell 1)" in summary
+
+    monkeypatch.setenv("LLMMATH_MEASURED_CHECKS", "raise")
+    strict, = build_book.execute_all(build_book.plan([measured_nb], tmp_path / "s"), n_jobs=1, echo=lambda _: None)
+    assert not strict.ok and strict.error.startswith("MeasuredCheckFailed: MEASURED CHECK DID NOT HOLD")
+    assert build_book.format_warnings([strict]) == ""
+
+
 def test_book_config_renders_the_notebooks_the_build_executed(tmp_path, monkeypatch):
     (tmp_path / "chapters").mkdir()
     (tmp_path / "chapters" / "00_x.ipynb").write_text('{"cells": [], "executed": true}')

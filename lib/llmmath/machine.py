@@ -262,6 +262,11 @@ def _blas_lines() -> list[str]:
             f"{i.get('num_threads', '?')} threads by default)" for i in blas]
 
 
+def blas_line() -> str:
+    """The BLAS libraries this process loaded, with their versions and kernel sets, in one line (threadpoolctl)."""
+    return "; ".join(_blas_lines())
+
+
 def describe(be=None, cpuinfo: str = PROC_CPUINFO, cache_root: str = SYSFS_CACHE) -> str:
     """Several lines describing this machine, for the head of a committed result.
 
