@@ -10,7 +10,10 @@ figure and text change. The first minute of a reader: from the repository's root
 ``01_batch_size.py`` in ``chapters/``, ``exercises/`` and ``solutions/`` opens notebooks (never a text
 editor; by the JupyterLab setting the project installs, not one set here), and a double-click on
 ``lib/llmmath/units.py`` shows plain Python in the same view; a chapter saved from JupyterLab (a copy
-under ``build/``) is byte for byte the committed file. Screenshots are saved to
+under ``build/``) is byte for byte the committed file; a chapter opened by a double-click stays clean (no unsaved
+mark on its tab once its kernel is idle, no "Save changes?" when it is closed). Every wait for the kernel's work
+also watches for an error: it stops as soon as a cell shows a traceback and fails with that cell and its text
+(checked on a small notebook under ``build/`` whose second cell fails). Screenshots are saved to
 ``build/screenshots/browser-*.png``.
 
 Needs Playwright for Python (the ``test`` extra) and Debian's Chromium at
@@ -153,6 +156,60 @@ def browser(lab, tmp_path_factory):
                 shutil.rmtree(checkpoints, ignore_errors=True)
 
 
+# A cell's error, as JupyterLab 4 shows it: an output rendered as application/vnd.jupyter.stderr (the same type as a
+# stream written to stderr, such as a warning) whose text is a traceback: IPython's "Traceback (most recent call
+# last)" header, or a last line "SomeError: message" (a SyntaxError has no header). Returns the first such cell's
+# number (1-based, among all cells), prompt, first line of source and the traceback's text; else null.
+_CELL_ERROR_JS = r"""() => {
+    const cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell')];
+    for (const out of document.querySelectorAll(
+            '.jp-Notebook .jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')) {
+        const text = out.textContent.trim(), last = text.split('\n').pop();
+        if (!/Traceback \(most recent call last\)/.test(text) &&
+            !/^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(:|$)/.test(last)) continue;
+        const cell = out.closest('.jp-Cell');
+        const source = cell && cell.querySelector('.jp-InputArea-editor');
+        const prompt = cell && cell.querySelector('.jp-InputPrompt');
+        return {cell: cells.indexOf(cell) + 1, prompt: prompt ? prompt.textContent.trim() : '',
+                source: source ? source.innerText.trim().split('\n')[0] : '', traceback: out.innerText.trim()};
+    }
+    return null;
+}"""
+
+
+class CellError(AssertionError):
+    """A cell showed an error while a test waited for the kernel's work."""
+
+
+def _wait(page, condition: str, arg=None, *, timeout_ms: int, what: str):
+    """Wait until the JavaScript function ``condition`` (of ``arg``: JSON values and element handles) is truthy,
+    or until a cell of the notebook shows an error, whichever comes first; polls four times a second. An error
+    raises CellError with the cell (number, prompt, first line) and its traceback at once, not at the time-out (a
+    run that stops at a failing assert would otherwise wait out the whole limit); a time-out raises TimeoutError
+    saying what was awaited."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    js = f"""([arg]) => {{
+        const error = ({_CELL_ERROR_JS})();
+        if (error) return {{error}};
+        return ({condition})(arg) ? {{ok: true}} : false;
+    }}"""
+    try:
+        result = page.wait_for_function(js, arg=[arg], timeout=timeout_ms, polling=250).json_value()
+    except PlaywrightTimeout as e:
+        raise TimeoutError(f"waited {timeout_ms / 1000:.0f} s for {what}, in vain (and no cell showed an error)") from e
+    if "error" in result:
+        err = result["error"]
+        raise CellError(f"cell {err['cell']} {err['prompt']} (starting {err['source']!r}) failed while waiting for "
+                        f"{what}:\n{err['traceback']}")
+    return result
+
+
+def _wait_kernel_idle(page, timeout_ms: int = 90_000):
+    """The notebook's kernel has started and is idle (the status bar says so)."""
+    page.locator(".jp-StatusBar-Widget", has_text=re.compile(r"Python 3.*\| Idle")).first.wait_for(timeout=timeout_ms)
+
+
 @contextlib.contextmanager
 def _notebook(lab, browser, chapter: str, shot: str):
     """Open ``chapter`` as a notebook in a fresh workspace of its own, once its kernel is idle: yields the
@@ -168,8 +225,7 @@ def _notebook(lab, browser, chapter: str, shot: str):
         page.goto(f"{base}/lab/workspaces/{shot}/tree/{chapter}?token={token}", wait_until="domcontentloaded")
         # Jupytext opens the .py as a notebook: a notebook panel with its cells.
         page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
-        page.locator(".jp-StatusBar-Widget", has_text=re.compile(r"Python 3.*\| Idle")).first.wait_for(
-            timeout=90_000)  # the kernel has started
+        _wait_kernel_idle(page)
         yield page
         page.screenshot(path=str(SHOTS / f"{shot}.png"))
     except Exception:
@@ -200,23 +256,34 @@ def _run_cells(page, *sources: str):
     return cell
 
 
+def _run_all(page, timeout_ms: int = 300_000):
+    """*Run* → *Run All Cells*; returns once every code cell has run (on busy cores the kernel would otherwise
+    still be timing the chapter's later cells, and a slider's round trips would wait behind them), or raises
+    CellError as soon as a cell fails (the run stops there)."""
+    page.locator(".lm-MenuBar-item").filter(has_text=re.compile(r"^Run$")).first.click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    _wait(page, """() => {
+        const ps = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+        return ps.length > 0 && ps.every(p => /\\[\\d+\\]/.test(p.textContent)); }""",
+          timeout_ms=timeout_ms, what="every cell to run")
+
+
 def _explorer(control):
     """The explorer around a control, its figure (once loaded) and its text panel."""
     explorer = control.locator("xpath=ancestor::div[contains(@class,'widget-vbox')][1]")
     image, panel = explorer.locator("img").first, explorer.locator(".widget-html-content").first
-    control.page.wait_for_function("el => el.complete && el.naturalWidth > 0", arg=image.element_handle(),
-                                   timeout=30_000)
+    _wait(control.page, "el => el.complete && el.naturalWidth > 0", image.element_handle(), timeout_ms=30_000,
+          what="the explorer's figure")
     return explorer, image, panel
 
 
 def _wait_new_image(image, src0):
-    image.page.wait_for_function(
-        "([el, s]) => el.getAttribute('src') !== s && el.complete && el.naturalWidth > 0",
-        arg=[image.element_handle(), src0], timeout=60_000)
+    _wait(image.page, "([el, s]) => el.getAttribute('src') !== s && el.complete && el.naturalWidth > 0",
+          [image.element_handle(), src0], timeout_ms=60_000, what="the explorer's new figure")
 
 
 def _wait_text(el, js_condition: str):
-    el.page.wait_for_function(f"el => {js_condition}", arg=el.element_handle(), timeout=60_000)
+    _wait(el.page, f"el => {js_condition}", el.element_handle(), timeout_ms=60_000, what=f"text: {js_condition}")
 
 
 def _slide(slider, steps: int, value: str, says: str):
@@ -237,12 +304,15 @@ def _slide(slider, steps: int, value: str, says: str):
     return value0, readout.inner_text(), text0, panel.inner_text()
 
 
-def _control(cell_or_page, css: str, label: str):
-    """An explorer's control (``css``: its widget class) labelled ``label`` in an output, once it is there
-    (generous: the kernel may still be running the cells before it on busy cores)."""
-    control = cell_or_page.locator(f".jp-OutputArea-output {css}", has_text=label).first
-    control.wait_for(timeout=120_000)
-    return control
+def _control(page, css: str, label: str, cell=None):
+    """An explorer's control (``css``: its widget class) labelled ``label`` in an output (of ``cell``, a locator,
+    or of any cell), once it is there (generous: the kernel may still be running the cells before it on busy
+    cores; a cell that fails ends the wait at once)."""
+    _wait(page, """([scope, css, label]) => [...(scope || document).querySelectorAll('.jp-OutputArea-output ' + css)]
+                       .some(e => e.textContent.replace(/\\s+/g, ' ').toLowerCase().includes(label.toLowerCase()))""",
+          [cell.element_handle() if cell is not None else None, css, label], timeout_ms=120_000,
+          what=f"the explorer's {label!r} control")
+    return (page if cell is None else cell).locator(f".jp-OutputArea-output {css}", has_text=label).first
 
 
 @pytest.mark.parametrize("chapter, cells, label, steps, values, says", [
@@ -255,17 +325,11 @@ def _control(cell_or_page, css: str, label: str):
 def test_explorer_slider_answers_in_chromium(lab, browser, chapter, cells, label, steps, values, says):
     with _notebook(lab, browser, f"chapters/{chapter}.py", f"browser-ch{chapter[:2]}") as page:
         if cells is None:
-            page.locator(".lm-MenuBar-item").filter(has_text=re.compile(r"^Run$")).first.click()
-            page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-            # every cell has run (on busy cores the kernel would otherwise still be timing the
-            # chapter's later cells, and the slider's round trips would wait behind them)
-            page.wait_for_function("""() => {
-                const ps = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-                return ps.length > 0 && ps.every(p => /\\[\\d+\\]/.test(p.textContent)); }""", timeout=300_000)
-            scope = page
+            _run_all(page)
+            cell = None
         else:
-            scope = _run_cells(page, *cells)
-        slider = _control(scope, ".widget-hslider", label)
+            cell = _run_cells(page, *cells)
+        slider = _control(page, ".widget-hslider", label, cell)
         value0, value1, text0, text1 = _slide(slider, steps, values[1], says[1])
 
     assert (value0, value1) == values, (value0, value1)
@@ -275,7 +339,7 @@ def test_explorer_slider_answers_in_chromium(lab, browser, chapter, cells, label
 def test_chapter8_long_context_explorer_answers_in_chromium(lab, browser):
     with _notebook(lab, browser, "chapters/08_long_context.py", "browser-ch08") as page:
         cell = _run_cells(page, "import numpy as np", "explorers.long_context_explorer()")
-        dropdown = _control(cell, ".widget-dropdown", "model, chips")
+        dropdown = _control(page, ".widget-dropdown", "model, chips", cell)
         explorer, image, panel = _explorer(dropdown)
         src0, text0 = image.get_attribute("src"), panel.inner_text()
 
@@ -377,15 +441,22 @@ def test_double_click_opens_notebooks_from_the_repository_root(lab, browser):
         assert (ROOT / p).read_bytes() == b, f"JupyterLab rewrote {p}"
 
 
+def _scratch_folder(name: str) -> Path:
+    """An empty folder build/{name}/chapters/ with the chapters' jupytext.toml (the one Jupytext reads there), for
+    notebooks a test writes or saves: no file of the checkout is ever written by a test."""
+    work = ROOT / "build" / name / "chapters"
+    shutil.rmtree(work.parent, ignore_errors=True)
+    work.mkdir(parents=True)
+    shutil.copy(ROOT / "chapters" / "jupytext.toml", work)
+    return work
+
+
 def test_saving_a_chapter_in_jupyterlab_leaves_it_byte_for_byte(lab, browser):
     """Reading leaves git clean: open a chapter, let its kernel start (JupyterLab then records the kernel
     and language in the notebook's metadata), save it (Ctrl+S); the file on disk is byte for byte the
     committed one. Done on a copy under build/ (with its folder's jupytext.toml, the one Jupytext reads),
     so no chapter of the checkout is ever written by a test."""
-    work = ROOT / "build" / "lab-save" / "chapters"
-    shutil.rmtree(work.parent, ignore_errors=True)
-    work.mkdir(parents=True)
-    shutil.copy(ROOT / "chapters" / "jupytext.toml", work)
+    work = _scratch_folder("lab-save")
     src = ROOT / "chapters" / "01_batch_size.py"
     copy = work / src.name
     shutil.copy(src, copy)
@@ -410,3 +481,89 @@ def test_saving_a_chapter_in_jupyterlab_leaves_it_byte_for_byte(lab, browser):
         diff = "".join(list(difflib.unified_diff(committed.decode().splitlines(True), saved.decode().splitlines(True),
                                                  "committed", "saved by JupyterLab"))[:40])
         pytest.fail(f"saving chapters/01_batch_size.py in JupyterLab changed it:\n{diff}")
+
+
+def test_a_failing_cell_ends_the_wait_with_its_traceback(lab, browser):
+    """The waits report an error, not a time-out: a notebook whose first cell writes to stderr (not an error) and
+    whose second fails an assert, run from the Run menu; the wait for every cell to run raises at once (not after
+    its five minutes) with the failing cell's number, first line and traceback."""
+    work = _scratch_folder("lab-error")
+    nb = work / "fails.py"
+    nb.write_text("# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python 3 (ipykernel)\n"
+                  "#     language: python\n#     name: python3\n# ---\n\n"
+                  '# %%\nimport sys\nprint("a warning on stderr", file=sys.stderr)\n\n'
+                  '# %%\nassert 1 + 1 == 3, "one plus one is not three"\n\n'
+                  '# %%\nx = 2\n', encoding="utf-8")
+    try:
+        with _notebook(lab, browser, str(nb.relative_to(ROOT)), "browser-cell-error") as page:
+            t0 = time.monotonic()
+            with pytest.raises(CellError) as raised:
+                _run_all(page)
+            took = time.monotonic() - t0
+    finally:
+        shutil.rmtree(work.parent, ignore_errors=True)
+    message = str(raised.value)
+    assert took < 30, f"the failing cell was reported after {took:.0f} s"
+    assert message.startswith("cell 2 [2]: (starting 'assert 1 + 1 == 3, \"one plus one is not three\"')"), message
+    assert "Traceback" in message and "AssertionError: one plus one is not three" in message, message
+    assert "a warning on stderr" not in message, message
+
+
+def test_jupyterlab_has_the_server_extension_the_project_installs():
+    """pip install -e . puts jupyter-config/llmmath_lab.py into site-packages and jupyter-config/
+    jupyter_server_config.d/llmmath.json where the server reads which extensions to load."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llmmath_lab")
+    assert spec is not None, "llmmath_lab is not installed: reinstall the project (pip install -e '.[lab]')"
+    shipped = ROOT / "jupyter-config" / "llmmath_lab.py"
+    assert Path(spec.origin).read_bytes() == shipped.read_bytes(), (
+        f"{spec.origin} is stale: reinstall the project (pip install -e '.[lab]')")
+    config = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.d" / "llmmath.json"
+    assert config.is_file(), f"{config} is missing: reinstall the project (pip install -e '.[lab]')"
+    assert json.loads(config.read_text()) == json.loads(
+        (ROOT / "jupyter-config" / "jupyter_server_config.d" / "llmmath.json").read_text()), f"{config} is stale"
+
+
+def test_opening_a_chapter_leaves_it_clean(lab, browser):
+    """A chapter opened by a double-click and left alone has nothing to save: once its kernel is idle its tab
+    has no unsaved mark, and closing it asks nothing ("Save changes?"). (A text notebook keeps no language_info;
+    JupyterLab marked it changed when it filled one in on opening and again when the kernel reported its own:
+    the server now serves it with that kernel's language_info, jupyter-config/llmmath_lab.py.)"""
+    base, token = lab
+    chapter = "chapters/01_batch_size.py"
+    before = (ROOT / chapter).read_bytes()
+    served = _get(f"{base}/api/contents/{chapter}?type=notebook&content=1&token={token}", timeout=30)
+    assert served["content"]["metadata"].get("language_info", {}).get("name") == "python", (
+        "the server serves the chapter without its kernel's language_info (is the llmmath_lab server extension "
+        "installed? pip install -e '.[lab]')")
+    page, outside = _loopback_page(lab, browser)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        page.goto(f"{base}/lab/workspaces/clean?token={token}", wait_until="domcontentloaded")
+        page.locator(".jp-FileBrowser .jp-BreadCrumbs-home").first.click()
+        _double_click(page, *chapter.split("/"))
+        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
+        _wait_kernel_idle(page)
+        tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab", has_text="01_batch_size.py").first
+        for _ in range(6):  # and for three seconds more: the kernel's language_info arrives about then
+            assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), (
+                "the chapter's tab shows the unsaved mark right after opening")
+            page.wait_for_timeout(500)
+        page.screenshot(path=str(SHOTS / "browser-clean.png"))
+        tab.locator(".lm-TabBar-tabCloseIcon").click()
+        page.wait_for_function("() => !document.querySelector('.jp-NotebookPanel') || !!document.querySelector("
+                               "'.jp-Dialog')", timeout=30_000)
+        page.wait_for_timeout(1000)  # a dialog would be up by now
+        dialogs = page.locator(".jp-Dialog").all_inner_texts()
+        assert not dialogs, f"closing the untouched chapter asked: {dialogs}"
+        assert page.locator(".jp-NotebookPanel").count() == 0
+    except Exception:
+        page.screenshot(path=str(SHOTS / "browser-clean-failure.png"))
+        raise
+    finally:
+        page.close()  # (never a click on Save: the chapter is not written)
+        with contextlib.suppress(Exception):
+            _delete_sessions(lab, [chapter])
+    assert not outside, f"the page asked for something beyond the loopback server: {outside[:5]}"
+    assert (ROOT / chapter).read_bytes() == before, f"JupyterLab rewrote {chapter}"
