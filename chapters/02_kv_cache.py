@@ -620,10 +620,13 @@ if sweep.shape["top_k"] * sweep.shape["block_size"] == int(sweep.context[0]) and
 # (read off a robust fit through every context, `kernels.loglog_slope`); once the
 # cache is at least twice the last-level cache (every context of this sweep, unless
 # that cache is over 128 MiB) no call beats its byte floor by more than measurement
-# noise (measured ÷ predicted above 0.5); block-sparse time grows by less than the
-# square root of the context's growth (its bytes do not grow at all; a sparse call
-# that read the whole cache would grow like the dense one). If a fact fails, the
-# sweep is measured again before the check fails (`llmmath.measured`).
+# noise (measured ÷ predicted above 0.5); at the longest context the block-sparse
+# call, which reads a fixed number of bytes, takes less than halfway between its
+# share of the dense bytes and the dense call's time (a sparse call that read the
+# whole cache would take about as long as the dense one; the two are timed in the
+# same rounds, so load slows both). The growth of sparse time over the sweep is
+# printed, not asserted: its calls are short, and a busy core moves their fit. If a
+# fact fails, the sweep is measured again before the check fails (`llmmath.measured`).
 #
 # How close the dense calls come to the floor is printed, not asserted: the median
 # measured ÷ predicted was 1.1–1.4 on the 2-core VM this course was tuned on and
@@ -636,14 +639,15 @@ def attention_facts(sw):
     """The physical facts of a context sweep (see the check above)."""
     span = sw.context[-1] / sw.context[0]
     big = sw.dense_bytes >= min(2 * kernels.last_level_cache_bytes(), sw.dense_bytes[-1])
+    share = sw.sparse_bytes[-1] / sw.dense_bytes[-1]        # the sparse call's bytes over the dense call's
     return [measured.Fact("dense time's fitted growth / the context's growth",
                           span ** kernels.loglog_slope(sw.context, sw.dense_s) / span, low=1 / 3,
                           why="dense decode attention reads the whole cache"),
             measured.Fact("lowest dense measured / predicted", (sw.dense_s / sw.dense_predicted_s)[big].min(), low=0.5,
                           why="below it a call beat its byte floor: mismeasured"),
-            measured.Fact("block-sparse time's fitted growth / sqrt(the context's growth)",
-                          span ** kernels.loglog_slope(sw.context, sw.sparse_s) / span ** 0.5, high=1,
-                          why="its bytes do not grow with L")]
+            measured.Fact("block-sparse time / dense time at the longest context", sw.sparse_s[-1] / sw.dense_s[-1],
+                          high=(1 + share) / 2, why=f"it reads {share:.0%} of the dense bytes there; a sparse call "
+                          "that read the whole cache would give about 1")]
 
 
 span = sweep.context[-1] / sweep.context[0]
@@ -655,7 +659,10 @@ print(f"dense time grows {growth:.0f}x over {span:.0f}x context; measured / pred
       f"{big_bytes / 2**20:.0f} MiB: {ratio.min():.2f} .. {ratio.max():.2f}, median {np.median(ratio):.2f} "
       f"(printed, not asserted: a target of benchmarks/run.py)")
 sparse_growth = span ** kernels.loglog_slope(sweep.context, sweep.sparse_s)
-print(f"sparse time grows {sparse_growth:.1f}x over the same span (its bytes: {sweep.sparse_bytes[-1] / sweep.sparse_bytes[0]:.0f}x)")
+print(f"sparse time grows {sparse_growth:.1f}x over the same span (its bytes: "
+      f"{sweep.sparse_bytes[-1] / sweep.sparse_bytes[0]:.0f}x; printed, not asserted); at L = {sweep.context[-1]:,.0f} "
+      f"it takes {sweep.sparse_s[-1] / sweep.dense_s[-1]:.2f} of the dense time for "
+      f"{sweep.sparse_bytes[-1] / sweep.dense_bytes[-1]:.2f} of its bytes")
 measured.check("dense attention follows the bytes, sparse does not", attention_facts, sweep,
                remeasure=attention_kernels.context_sweep)
 ref = attention_kernels.reference_decode_attention(*attention_kernels.random_cache(2, 8, 2, 300, 128))

@@ -35,6 +35,15 @@ def test_fact_refuses_bad_bounds(kw, match):
         Fact("r", 1.0, **kw)
 
 
+def test_numpy_values_and_bounds_become_plain_floats_that_the_log_can_write(monkeypatch, tmp_path):
+    np = pytest.importorskip("numpy")
+    fc = Fact("share", np.float64(0.3), high=np.float64(0.6))
+    assert type(fc.value) is float and type(fc.high) is float and fc.holds is True
+    monkeypatch.setenv(measured.LOG_ENV, str(tmp_path / "m.jsonl"))
+    measured.check("np", lambda m: [Fact("share", m, high=(1 + np.float64(0.2)) / 2)], np.float64(0.3))
+    assert json.loads((tmp_path / "m.jsonl").read_text())["holds"] is True
+
+
 def test_fact_refuses_a_value_that_is_not_a_number():
     with pytest.raises(ValueError, match="value must be a number"):
         Fact("r", "fast", low=1)

@@ -77,17 +77,21 @@ class Fact:
                 raise ValueError(f"Fact {self.what!r}: {name} must be a finite number or None, got {b!r}")
         if self.low is not None and self.high is not None and not self.low < self.high:
             raise ValueError(f"Fact {self.what!r}: low ({self.low}) must be below high ({self.high})")
-        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
-            try:
-                object.__setattr__(self, "value", float(self.value))
-            except (TypeError, ValueError):
-                raise ValueError(f"Fact {self.what!r}: value must be a number, got {self.value!r}") from None
+        if isinstance(self.value, bool):
+            raise ValueError(f"Fact {self.what!r}: value must be a number, got {self.value!r}")
+        try:     # plain floats (a NumPy scalar's comparisons give NumPy booleans, which JSON cannot write)
+            object.__setattr__(self, "value", float(self.value))
+        except (TypeError, ValueError):
+            raise ValueError(f"Fact {self.what!r}: value must be a number, got {self.value!r}") from None
+        for name in ("low", "high"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, float(getattr(self, name)))
 
     @property
     def holds(self) -> bool:
-        v = float(self.value)
-        return (not math.isnan(v) and (self.low is None or v > self.low)
-                and (self.high is None or v < self.high))
+        v = self.value
+        return bool(not math.isnan(v) and (self.low is None or v > self.low)
+                    and (self.high is None or v < self.high))
 
     @property
     def margin(self) -> float:
