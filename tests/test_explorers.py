@@ -17,20 +17,6 @@ from llmmath import claims, explorers, widgets
 NO_EXPLORER_YET = {c.id for c in claims.all_claims() if not c.explorer}
 
 
-def _other_value(control):
-    """A value of ``control`` different from its current one, within what it allows."""
-    import ipywidgets as W
-
-    if isinstance(control, (W.Dropdown, W.Select, W.RadioButtons, W.ToggleButtons, W.SelectionSlider)):
-        options = [o[1] if isinstance(o, tuple) else o for o in control.options]
-        return next(o for o in options if o != control.value)
-    if isinstance(control, (W.Checkbox, W.ToggleButton)):
-        return not control.value
-    if isinstance(control, (W.IntSlider, W.FloatSlider, W.FloatLogSlider, W.BoundedIntText, W.BoundedFloatText)):
-        return control.max if control.value != control.max else control.min
-    raise TypeError(f"the test does not know how to move a {type(control).__name__}")
-
-
 def _params():
     for c in claims.all_claims():
         marks = [pytest.mark.xfail(strict=True, reason="no explorer yet")] if c.id in NO_EXPLORER_YET else []
@@ -43,7 +29,7 @@ def test_each_claims_explorer_builds_headless_and_answers_a_control(claim_id):
     assert isinstance(ex, widgets.Explorer)
     before = (ex.image.value, ex.text.value)
     name, control = next(iter(ex.controls.items()))
-    control.value = _other_value(control)
+    control.value = widgets.other_value(control)
     after = (ex.image.value, ex.text.value)
     assert after != before, f"claim {claim_id}: moving {name!r} changed neither the picture nor the text"
     assert "Error" not in ex.text.value, f"claim {claim_id}: {name!r} = {control.value!r} gives {ex.text.value}"

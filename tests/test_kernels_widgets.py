@@ -236,6 +236,112 @@ def test_course_explorers_answer_every_control(make):
         assert ex.text.value and "Traceback" not in ex.text.value, name
 
 
+def test_moves_visit_allowed_values_each_different_from_the_one_before():
+    import ipywidgets as W
+
+    controls = [W.IntSlider(value=3, min=0, max=10), W.FloatSlider(value=0.5, min=0.0, max=2.0, step=0.25),
+                W.FloatLogSlider(value=10.0, base=10, min=-3, max=5), W.Dropdown(options=["a", "b", "c"], value="b"),
+                W.Dropdown(options=[("one", 1), ("two", 2)], value=1), W.SelectionSlider(options=[1, 8, 64]),
+                W.Checkbox(value=False)]
+    for c in controls:
+        values = widgets.moves(c, 7)
+        assert len(values) == 7 and values[0] != c.value and widgets.other_value(c) == values[0]
+        assert all(a != b for a, b in zip(values, values[1:])), type(c).__name__
+        for v in values:  # each is allowed: setting it keeps it
+            c.value = v
+            assert c.value == pytest.approx(v), type(c).__name__
+    log = controls[2]
+    assert all(10.0 ** log.min <= v <= 10.0 ** log.max for v in widgets.moves(log, 5))  # not the exponents
+    with pytest.raises(TypeError, match="Text"):
+        widgets.moves(W.Text(), 1)
+    with pytest.raises(ValueError, match="one allowed value"):
+        widgets.moves(W.Dropdown(options=["only"]), 1)
+
+
+def test_png_bytes_are_the_pixels_they_were_given():
+    import io
+
+    from PIL import Image
+
+    rgba = np.random.default_rng(3).integers(0, 256, (37, 53, 4), dtype=np.uint8)
+    rgba[:20, :30] = (255, 255, 255, 255)  # a flat region, as in a plot
+    png = widgets.png_bytes(rgba)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert np.array_equal(np.asarray(Image.open(io.BytesIO(png))), rgba)
+    with pytest.raises(ValueError, match="RGBA"):
+        widgets.png_bytes(rgba[..., :3])
+
+
+def _frames(claim_id, moves_per_control=3):
+    """Every picture claim ``claim_id``'s explorer shows over a fixed series of moves of each control."""
+    ex = widgets.explorer_for(claim_id)
+    frames = [ex.image.value]
+    for control in ex.controls.values():
+        for v in widgets.moves(control, moves_per_control):
+            control.value = v
+            frames.append(ex.image.value)
+    return frames
+
+
+@pytest.mark.parametrize("claim_id", [7, 21])  # a legend relabelled every frame; a two-line text, bars, hatching
+def test_text_drawn_through_kept_glyphs_has_the_same_pixels(claim_id, monkeypatch):
+    kept = _frames(claim_id)
+    monkeypatch.setattr(widgets, "KEEP_GLYPHS", False)
+    assert _frames(claim_id) == kept
+
+
+def test_kept_artists_are_made_once_and_drawn_like_new_ones():
+    import ipywidgets as W
+
+    def setup(fig):
+        widgets.log_axes(fig.axes[0], (1, 100), (1, 100), "x", "y")
+
+    def draw_new(fig, k):
+        ax = fig.axes[0]
+        arts = [*ax.plot([1, 10 * k], [2, 5 * k], "C1o-"), *ax.plot([3], [k], "k^")]
+        return [*arts, ax.legend(arts[1:], [f"k = {k}"])], ""
+
+    def draw_kept(fig, k):
+        ax = fig.axes[0]
+        arts = [widgets.kept_line(ax, "curve", [1, 10 * k], [2, 5 * k], "C1o-"),
+                widgets.kept_line(ax, "mark", [3], [k], "k^")]
+        legend = widgets.kept(fig, "legend", lambda: ax.legend(arts[1:], ["?"]))
+        return [*arts, widgets.relabelled(legend, [f"k = {k}"])], ""
+
+    new, kept = (widgets.explorer(setup, draw, {"k": W.IntSlider(value=1, min=1, max=9)}) for draw in
+                 (draw_new, draw_kept))
+    line = kept.fig._llmmath_kept[("line", kept.fig.axes[0], "curve")]
+    for k in (5, 9, 2):
+        new.controls["k"].value = kept.controls["k"].value = k
+        assert kept.image.value == new.image.value
+    assert kept.fig._llmmath_kept[("line", kept.fig.axes[0], "curve")] is line and line.axes is kept.fig.axes[0]
+    assert not new.fig.axes[0].lines  # a frame's artists are removed after it; kept ones stay, hidden till asked
+    assert not line.get_visible() and widgets.kept_line(kept.fig.axes[0], "curve", [1], [1]).get_visible()
+    with pytest.raises(ValueError, match="2 labels"):
+        widgets.relabelled(kept.fig._llmmath_kept["legend"], ["a", "b"])
+
+
+def test_a_link_that_moves_other_controls_answers_once():
+    import ipywidgets as W
+
+    seen = []
+
+    def draw(fig, a, b):
+        seen.append((a, b))
+        return [], f"{a} {b}"
+
+    a, b = W.IntSlider(value=1, min=0, max=10), W.IntSlider(value=2, min=0, max=20)
+    ex = widgets.explorer(lambda fig: None, draw, {"a": a, "b": b},
+                          links={"a": lambda change: setattr(b, "value", 2 * change["new"])})
+    a.value = 4
+    assert seen == [(1, 2), (4, 8)] and ex.text.value == "4 8"  # one answer, with b already moved
+    with ex.held():
+        a.value, b.value = 5, 3
+    assert seen[2:] == [(5, 3)]
+    with pytest.raises(KeyError, match="links name controls"):
+        widgets.explorer(lambda fig: None, draw, {"a": a, "b": b}, links={"c": print})
+
+
 def test_fit_knee_recovers_a_roofline_knee_despite_scale_and_one_outlier():
     B = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
     t = 3e-3 * np.maximum(20.0, B)

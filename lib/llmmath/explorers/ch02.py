@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..widgets import Explorer, explorer, log_axes
+from ..widgets import Explorer, explorer, kept, kept_line, log_axes, relabelled
 from . import register
 
 __all__ = ['kv_intensity_explorer', 'context_explorer', 'sparse_attention_explorer']
@@ -127,11 +127,12 @@ def _draw_sparse(fig, model, log2_block, top_k, log2_context, chip):
     dense_here = attention.dense_kv_bytes(L, beta)
     s_star, best = attention.block_topk_optimal(L, top_k, beta, sigma)
     t_sparse, t_dense = attention.kv_read_time_s(model, chip, [here, dense_here])
-    arts = [*ax.plot(_LP, dense, "k-", lw=1, label="dense"),
-            *ax.plot(_LP, y, "C0-", lw=2, label=f"block {s:,.0f} x top-{top_k}"),
-            *ax.plot(_LP, opt, "C2--", label=f"best block at each L (~sqrt L), top-{top_k}"),
-            *ax.plot([L], [here], "ko", label=f"L = {L:,.0f}")]
-    arts.append(ax.legend(handles=arts[:4], fontsize=8, loc="upper left"))
+    # the lines and the legend are made once and moved, the legend relabelled (making them costs more than drawing)
+    arts = [kept_line(ax, "dense", _LP, dense, "k-", lw=1),
+            kept_line(ax, "sparse", _LP, y, "C0-", lw=2), kept_line(ax, "best", _LP, opt, "C2--"),
+            kept_line(ax, "here", [L], [here], "ko")]
+    arts.append(relabelled(kept(fig, "legend", lambda: ax.legend(handles=arts, fontsize=8, loc="upper left")), [
+        "dense", f"block {s:,.0f} x top-{top_k}", f"best block at each L (~sqrt L), top-{top_k}", f"L = {L:,.0f}"]))
     return arts, (f"{model} ({fmt_bytes(beta)} per token per layer): block {s:,.0f} tokens x top-{top_k}: "
                   f"<b>{fmt_bytes(here)}</b> per layer at L = {L:,.0f} against {fmt_bytes(dense_here)} dense; the best "
                   f"block there is {s_star:,.0f} tokens, {fmt_bytes(best)}.<br>On one {chip}, all layers, one "

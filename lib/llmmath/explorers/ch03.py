@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..widgets import Explorer, explorer, log_axes
+from ..widgets import Explorer, explorer, kept_line, log_axes
 from . import register
 
 __all__ = ['balance_explorer', 'utilization_explorer', 'size_explorer', 'sparsity_explorer']
@@ -138,12 +138,13 @@ def _draw_size(fig, chip, context, n_chips, weight_dtype):
         b = float(serving.balance_batch(k, chip, context, weight_dtype, weight_dtype))
         ok = bool(serving.balance_batch_fits(k, chip, context, n_chips, weight_dtype, weight_dtype))
         mark = "o" if m.is_moe else "s"
+        # one marker per model and look, made once and moved (making 14 markers costs more than drawing them)
         if not np.isfinite(b):
-            arts += ax.plot([m.total_params], [9e5], "x", color="0.5")
+            arts.append(kept_line(ax, (k, "x"), [m.total_params], [9e5], "x", color="0.5"))
             none.append(k)
             continue
-        arts += ax.plot([m.total_params], [b], mark, color="C1" if m.is_moe else "C0",
-                        mfc=("C1" if m.is_moe else "C0") if ok else "none")
+        arts.append(kept_line(ax, (k, mark, ok), [m.total_params], [b], mark, color="C1" if m.is_moe else "C0",
+                              mfc=("C1" if m.is_moe else "C0") if ok else "none"))
         if not m.is_moe:
             dense.append(b)
     spread = f"{min(dense):,.0f}-{max(dense):,.0f}" if dense else "none"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..widgets import Explorer, explorer
+from ..widgets import Explorer, explorer, kept
 from . import register
 
 __all__ = ['expert_parallel_explorer', 'scale_domain_explorer', 'domain_params_explorer']
@@ -106,7 +106,6 @@ def expert_parallel_explorer(model: str = "deepseek-v3", system: str = "gb200-nv
         ep.options = new
         ep.value = keep
 
-    sys_dd.observe(cap, names="value")
     return explorer(_setup_expert_parallel, _draw_expert_parallel, {
         "model": W.Dropdown(options=moe, value=model, description="model"),
         "system": sys_dd,
@@ -114,7 +113,7 @@ def expert_parallel_explorer(model: str = "deepseek-v3", system: str = "gb200-nv
         "racks": W.IntSlider(value=2, min=1, max=8, description="racks"),
         "context": W.IntSlider(value=4096, min=0, max=131072, step=4096, description="context"),
         "log2_batch": W.IntSlider(value=12, min=6, max=16, description="log2 B/rack"),
-    }, width=7.0)
+    }, width=7.0, links={"system": cap})
 
 register('expert_parallel_explorer', expert_parallel_explorer)
 
@@ -151,10 +150,16 @@ def _draw_scale_domain(fig, system, baseline):
     s, b = hardware.system(system), hardware.system(baseline)
     g = parallelism.domain_growth(s, b)
     x3, x4 = np.arange(3), np.arange(4)
-    artists = [*ax.bar(x3 - 0.2, [getattr(b, f) for f in _COUNTS], 0.4, color="0.7"),
-               *ax.bar(x3 + 0.2, [getattr(s, f) for f in _COUNTS], 0.4, color="C0"),
-               *bx.bar(x4 - 0.2, [getattr(b, f) for f in _LINKS], 0.4, color="0.7"),
-               *bx.bar(x4 + 0.2, [getattr(s, f) for f in _LINKS], 0.4, color="C0")]
+    artists = []
+    for key, axes, x, fields, system, color in (("counts, baseline", ax, x3 - 0.2, _COUNTS, b, "0.7"),
+                                                ("counts", ax, x3 + 0.2, _COUNTS, s, "C0"),
+                                                ("links, baseline", bx, x4 - 0.2, _LINKS, b, "0.7"),
+                                                ("links", bx, x4 + 0.2, _LINKS, s, "C0")):
+        # the bars are made once and given new heights (making them costs more than drawing them)
+        bars = kept(fig, key, lambda axes=axes, x=x, color=color: axes.bar(x, np.ones(len(x)), 0.4, color=color))
+        for bar, f in zip(bars, fields):
+            bar.set_height(getattr(system, f))
+        artists += bars
     ratio = (f"{s.scale_up_over_scale_out:.1f}x" if np.isfinite(s.scale_up_over_scale_out)
              else "not published (no per-GPU NIC figure)")
     return artists, (

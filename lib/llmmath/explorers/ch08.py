@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..widgets import Explorer, explorer, log_axes
+from ..widgets import Explorer, explorer, kept, kept_line, log_axes, relabelled
 from . import register
 
 __all__ = ['prefill_decode_explorer', 'attention_crossover_explorer', 'long_context_explorer',
@@ -42,13 +42,16 @@ def _draw_prefill_decode(fig, prompt_tokens, config, batch):
     d_here = serving.decode_step(model, chip, batch, prompt_tokens, n_chips=n, check_capacity=False)
     fit_here = bool(serving.fits_in_hbm(model, chip, batch, prompt_tokens, n_chips=n))
     dc = np.asarray(dec.cost_chip_s_per_token)
-    arts = [*ax.plot(_T, pre.cost_chip_s_per_token, "C0-", label="prefill"),
-            *ax.plot(_T[fits], dc[fits], "C1-", label=f"decode, B = {batch}"),
-            *ax.plot(_T[~fits], dc[~fits], "--", color="0.6", label="decode: weights + KV exceed HBM")]
-    arts += ax.plot([prompt_tokens], [float(p_here.cost_chip_s_per_token)], "o", color="C0", ms=8)
-    arts += ax.plot([prompt_tokens], [float(d_here.cost_chip_s_per_token)], "s", ms=8,
-                    color="C1" if fit_here else "0.6")
-    arts.append(ax.legend(handles=arts[:3], fontsize=8, loc="upper right"))
+    # lines and legend made once and moved (kept), the legend relabelled: making them costs more than drawing them
+    arts = [kept_line(ax, "prefill", _T, pre.cost_chip_s_per_token, "C0-"),
+            kept_line(ax, "decode", _T[fits], dc[fits], "C1-"),
+            kept_line(ax, "no fit", _T[~fits], dc[~fits], "--", color="0.6"),
+            kept_line(ax, "prefill here", [prompt_tokens], [float(p_here.cost_chip_s_per_token)], "o", color="C0",
+                      ms=8),
+            kept_line(ax, ("decode here", fit_here), [prompt_tokens], [float(d_here.cost_chip_s_per_token)], "s",
+                      ms=8, color="C1" if fit_here else "0.6")]
+    arts.append(relabelled(kept(fig, "legend", lambda: ax.legend(handles=arts[:3], fontsize=8, loc="upper right")),
+                           ["prefill", f"decode, B = {batch}", "decode: weights + KV exceed HBM"]))
     bound = lambda s: "compute-bound" if bool(s.compute_bound) else "memory-bound"  # noqa: E731
     cap = "" if fit_here else (" <b style='color:#b00'>-- does not fit: weights + KV exceed the HBM of "
                                f"{n} x {chip}; drawn grey, a roofline only</b>")

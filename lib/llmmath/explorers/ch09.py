@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..widgets import Explorer, explorer, log_axes
+from ..widgets import Explorer, explorer, kept, kept_line, log_axes
 from . import register
 
 __all__ = ['adversarial_explorer', 'reversible_explorer', 'kv_tier_explorer']
@@ -39,10 +39,19 @@ def _draw_adversarial(fig, index, eps, direction):
         s = np.random.default_rng(index).choice([-1.0, 1.0], size=x.shape)
         xp = np.clip(x + eps * s, 0, 1)
     p0, p1 = m.probabilities(x)[0], m.probabilities(xp)[0]
-    arts = [a0.imshow(x.reshape(8, 8), cmap="gray_r", vmin=0, vmax=1),
-            a1.imshow(xp.reshape(8, 8), cmap="gray_r", vmin=0, vmax=1)]
-    arts += list(a2.bar(np.arange(10) - 0.2, p0, 0.4, color="0.7"))
-    arts += list(a2.bar(np.arange(10) + 0.2, p1, 0.4, color="C3" if p1.argmax() != t[0] else "C0"))
+    # the two images and twenty bars are made once and updated (making them cost more than the rest of a frame)
+    arts = [kept(fig, "clean", lambda: a0.imshow(np.zeros((8, 8)), cmap="gray_r", vmin=0, vmax=1)),
+            kept(fig, "perturbed", lambda: a1.imshow(np.zeros((8, 8)), cmap="gray_r", vmin=0, vmax=1))]
+    arts[0].set_data(x.reshape(8, 8))
+    arts[1].set_data(xp.reshape(8, 8))
+    clean = kept(fig, "clean bars", lambda: a2.bar(np.arange(10) - 0.2, np.zeros(10), 0.4, color="0.7"))
+    moved = kept(fig, "perturbed bars", lambda: a2.bar(np.arange(10) + 0.2, np.zeros(10), 0.4, color="C0"))
+    for bar, h in zip(clean, p0):
+        bar.set_height(h)
+    for bar, h in zip(moved, p1):
+        bar.set_height(h)
+        bar.set_facecolor("C3" if p1.argmax() != t[0] else "C0")
+    arts += [*clean, *moved]
     verdict = "<b style='color:#b00'>flipped</b>" if p1.argmax() != p0.argmax() else "unchanged"
     return arts, (f"true digit {t[0]}; clean prediction {p0.argmax()} ({p0.max():.0%}); with a {direction} "
                   f"perturbation of {eps:.3f} per pixel ({eps * 16:.1f} of the 16 grey levels; Goodfellow et al.'s "
@@ -102,17 +111,18 @@ def _draw_reversible(fig, depth, precision, gain, scale):
     curves = {m: np.asarray(reversible.activation_bytes(depth=_DEPTHS, mode=m, **kw)) / 1e9
               for m in ("store", "checkpoint", "recompute")}
     here = {m: float(reversible.activation_bytes(depth=depth, mode=m, **kw)) / 1e9 for m in curves}
+    # the lines and the legend are made once and moved (kept): making them cost more than drawing them
     arts = []
     for m, c in zip(curves, ("C3", "C1", "C0")):
         over = curves[m] > 80
-        arts += a1.plot(_DEPTHS, curves[m], "-", color=c, label=m)
-        arts += a1.plot(_DEPTHS[over], curves[m][over], "x", color="0.4")
-        arts += a1.plot([depth], [here[m]], "o", color=c, ms=7)
-    arts.append(a1.legend(handles=arts[0::3], fontsize=8, loc="lower right"))
+        arts += [kept_line(a1, m, _DEPTHS, curves[m], "-", color=c, label=m),
+                 kept_line(a1, (m, "over"), _DEPTHS[over], curves[m][over], "x", color="0.4"),
+                 kept_line(a1, (m, "here"), [depth], [here[m]], "o", color=c, ms=7)]
+    arts.append(kept(fig, "legend", lambda: a1.legend(handles=arts[0::3], fontsize=8, loc="lower right")))
     drift = reversible.drift_table()[(precision, gain)]
     i = list(reversible.DRIFT_DEPTHS).index(depth)
-    arts += a2.loglog(reversible.DRIFT_DEPTHS, np.maximum(drift, 1e-18), "o-", color="C0", lw=2)
-    arts += a2.plot([depth], [max(drift[i], 1e-18)], "D", color="C3", ms=8)
+    arts += [kept_line(a2, "drift", reversible.DRIFT_DEPTHS, np.maximum(drift, 1e-18), "o-", color="C0", lw=2),
+             kept_line(a2, "here", [depth], [max(drift[i], 1e-18)], "D", color="C3", ms=8)]
     fits = "" if here["store"] <= 80 else " <b style='color:#b00'>(stored: exceeds an H100's 80 GB -- x marks)</b>"
     return arts, (f"{depth} blocks, {scale}: stored {here['store']:.3g} GB{fits}, checkpointed {here['checkpoint']:.3g} GB, "
                   f"recomputed through the inverse {here['recompute']:.3g} GB (flat in depth; Reformer's paper: 2 GB "
