@@ -1,7 +1,7 @@
 """Build reveal.js lecture slides from the chapter notebooks, executed, offline.
 
     python tools/build_slides.py                      # every chapter -> build/slides/NN_slug.slides.html
-    python tools/build_slides.py chapters/01_batch_size.py
+    python tools/build_slides.py chapters/01_batch_size.py    # one deck (the others built before stay)
 
 Slide boundaries are the cells' ``slideshow`` metadata in ``chapters/*.py``
 (``tools/mark_slides.py`` sets them by a rule; edit by hand in JupyterLab's
@@ -9,8 +9,8 @@ property inspector). Each chapter is read with Jupytext, executed (plots and
 widget snapshots included) by ``tools/build_book.py``'s :func:`execute_all`
 (the same order, parallelism, failure report and quiet output as the book: the
 chapters that measure time run alone; executed notebooks and kernel logs go to
-``build/.executed-slides``), and exported with ``jupyter nbconvert``'s
-SlidesExporter through ``book/slides/llmmath-reveal`` (nbconvert's reveal
+``build/.executed-slides``; every figure drawn for a projector: :func:`kernel_profile`),
+and exported with ``jupyter nbconvert``'s SlidesExporter through ``book/slides/llmmath-reveal`` (nbconvert's reveal
 template without its CDN URLs). reveal.js, jQuery, require.js, MathJax 3 and the
 widget manager come from npm (``book/package-lock.json``) into
 ``build/slides/_assets``; the build fails if a slide deck names a CDN.
@@ -18,11 +18,14 @@ Open ``build/slides/index.html`` from disk; in a deck, ``s`` opens the speaker v
 
 Every slide is made to fit a 1280x720 screen: before the export,
 ``tools/paginate_slides.py`` cuts each executed notebook's slides to that size
-(in memory: long markdown split at its paragraphs, sub-slides added where a
-slide would overflow); the template sets the slide to 1280x720, caps figures'
-height, wraps code, hides the ``In [n]:`` prompts, and shrinks what is still too
-wide or tall when a slide is shown. ``tools/check_slides.py`` (and
-``tests/test_slides.py``) measure every built slide in Chromium.
+(in memory: code hidden unless its cell is tagged ``slide-code``, long markdown
+split at its paragraphs, sub-slides added where a slide would overflow, a heading
+or lead-in kept with what it introduces); the template sets the slide to
+1280x720, shows a figure as large as its slide allows (at least 60 % of its width,
+and wide enough for its smallest text to be 18 px), wraps code, hides the
+``In [n]:`` prompts, and shrinks what is still too wide or tall when a slide is
+shown. ``tools/check_slides.py`` (and ``tests/test_slides.py``) measure every
+built slide in Chromium.
 ``--export-only`` re-exports the notebooks executed by the last build (after a
 change to the template or the pagination; nothing is executed).
 """
@@ -79,7 +82,7 @@ def export(executed: Path, out_dir: Path) -> tuple[Path, int]:
     c.SlidesExporter.exclude_input_prompt = True
     c.SlidesExporter.exclude_output_prompt = True
     c.TagRemovePreprocessor.enabled = True
-    c.TagRemovePreprocessor.remove_input_tags = {"slides-output-only"}  # a cell's output on a slide of its own
+    c.TagRemovePreprocessor.remove_input_tags = {paginate_slides.OUTPUT_ONLY}  # code not shown: its output only
     c.SlidesExporter.reveal_theme = "white"  # its fonts ship with reveal.js ("simple" imports Google Fonts)
     c.SlidesExporter.reveal_number = "c/t"
     c.SlidesExporter.require_js_url = f"{A}/require.min.js"
@@ -90,11 +93,28 @@ def export(executed: Path, out_dir: Path) -> tuple[Path, int]:
     exporter = SlidesExporter(config=c)
     exporter.mermaid_js_url = exporter.mermaid_layout_elk_js_url = ""  # not config traits; unused
     body, _ = exporter.from_notebook_node(nb, resources={"mathjax_shim_url": f"{A}/mathjax2-shim.js",
-                                                         "metadata": {"name": executed.stem}})
+                                                         "metadata": {"name": executed.stem},
+                                                         "llmmath_slides": paginate_slides.template_settings()})
     n_slides = sum(1 for cell in nb.cells if cell.metadata.get("slideshow", {}).get("slide_type") in ("slide", "subslide"))
     out = out_dir / f"{executed.stem}.slides.html"
     out.write_text(body, encoding="utf-8")
     return out, n_slides
+
+
+def kernel_profile(ipython_dir: Path) -> Path:
+    """An IPython directory whose startup file draws every figure for a slide; return it.
+
+    The kernels that execute the chapters for the slides start with it (``IPYTHONDIR``): each
+    figure they show is drawn larger beside its text where its layout allows, at more pixels,
+    and says how small its smallest text is (:func:`paginate_slides.draw_figures_for_slides`).
+    The book's figures are not changed."""
+    startup = ipython_dir / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-llmmath-slides.py").write_text(
+        "# written by tools/build_slides.py (kernel_profile): figures drawn for slides\n"
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'tools')!r})\n"
+        "import paginate_slides\npaginate_slides.draw_figures_for_slides()\n", encoding="utf-8")
+    return ipython_dir
 
 
 def write_index(decks: list[Path]) -> Path:
@@ -140,13 +160,19 @@ def main(argv=None) -> int:
             print(f"{out.relative_to(ROOT)}: {n} slides and sub-slides")
         write_index(sorted(OUT.glob("*.slides.html")))
         return 0
-    for d in (OUT, EXECUTED):
-        if d.exists():
-            shutil.rmtree(d)
+    if args.chapters:  # only these chapters: the other decks stay
+        for p in srcs:
+            for old in (OUT / f"{p.stem}.slides.html", EXECUTED / "chapters" / f"{p.stem}.ipynb"):
+                old.unlink(missing_ok=True)
+    else:
+        for d in (OUT, EXECUTED):
+            if d.exists():
+                shutil.rmtree(d)
     assets = book_assets.vendor(OUT / A, reveal=True)
     shutil.copy2(ROOT / "book" / "_static" / "mathjax2-shim.js", assets / "mathjax2-shim.js")
     os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # the kernels inherit these
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    os.environ["IPYTHONDIR"] = str(kernel_profile(EXECUTED / "ipython"))
     jobs = build_book.plan(srcs, EXECUTED, texts={p: chapter_text(p) for p in srcs})
     results = build_book.execute_all(jobs, n_jobs=args.jobs, verbose=args.verbose)
     failed = [r for r in results if not r.ok]
@@ -160,7 +186,7 @@ def main(argv=None) -> int:
         out, n = export(Path(r.dest), OUT)
         decks.append(out)
         print(f"{out.relative_to(ROOT)}: {n} slides and sub-slides")
-    index = write_index(decks)
+    index = write_index(sorted(OUT.glob("*.slides.html")))
     cdn = book_assets.cdn_references(OUT)
     if cdn:
         print("the slides name a CDN (they must work offline):\n  " + "\n  ".join(cdn), file=sys.stderr)

@@ -2,6 +2,7 @@
 
     python tools/check_slides.py                      # every deck in build/slides/
     python tools/check_slides.py build/slides/01_batch_size.slides.html
+    python tools/check_slides.py --shots build/slide-shots   # and a screenshot of every slide
 
 Each deck is opened offline (every request that is not a local file is
 aborted), MathJax and the widget snapshots are left to render, and every slide
@@ -11,8 +12,14 @@ coordinates (which it scales to the window), is no taller than the deck's
 configured height and no wider than its width, and nothing inside it (a code
 line, an equation, a table, an image) runs past its right edge or hides more than
 12 px of itself behind a scroll bar (MathJax's hidden assistive MathML overhangs
-a paragraph by a few pixels). Prints one line per slide that does not fit:
-deck, slide h/v, its first heading, height and width. Exit 1 if any.
+a paragraph by a few pixels). A slide *reads from afar* (a projector at
+1280x720, where a slide's pixel is the screen's) when no text in it is under
+18 px, each figure is at least 60 % of the slide's width and its smallest text
+(as recorded when the slides' kernel drew it, else the least the course's
+figure style allows) is 18 px as shown, it shows no code from a cell not tagged
+``slide-code``, and it does not end on a heading or a lead-in sentence (one
+ending with a colon). Prints one line per slide that fails, with its number as
+reveal.js shows it, its first heading and what it fails. Exit 1 if any.
 Needs Playwright and Chromium, as ``tools/check_site.py``.
 """
 
@@ -25,6 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+import paginate_slides as pg  # noqa: E402
 from check_site import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 VIEWPORT = {"width": 1280, "height": 720}
@@ -32,7 +40,7 @@ VIEWPORT = {"width": 1280, "height": 720}
 _MEASURE = """() => {
   const cfg = Reveal.getConfig();
   const out = [];
-  for (const s of Reveal.getSlides()) {
+  for (const [n, s] of Reveal.getSlides().entries()) {
     const idx = Reveal.getIndices(s);
     Reveal.slide(idx.h, idx.v);
     const outer = s.parentElement.closest('section');
@@ -60,9 +68,40 @@ _MEASURE = """() => {
         cut.push(`${e.tagName.toLowerCase()} ${over > 2 ? '+' + Math.round(over) + 'px' : Math.round(hidden) + 'px hidden'}: ${t}`);
       }
     }
-    out.push({h: idx.h, v: idx.v || 0, heading: head ? head.textContent.replace('¶', '').trim().slice(0, 70) : '',
+    const shown = e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+    const words = e => e.textContent.replace('¶', '').replace(/\\s+/g, ' ').trim();
+    // what the slide ends on: the last block of its last cell shown
+    let ends = null;
+    const cells = Array.from(s.querySelectorAll('.jp-Cell')).filter(shown);
+    const last = cells[cells.length - 1];
+    if (last && last.classList.contains('jp-MarkdownCell')) {
+      const md = last.querySelector('.jp-RenderedMarkdown') || last;
+      const blocks = Array.from(md.children).filter(e => shown(e) && words(e));
+      const b = blocks[blocks.length - 1];
+      if (b && /^H[1-6]$/.test(b.tagName)) ends = 'a heading: ' + words(b).slice(0, 60);
+      else if (b && b.tagName === 'P' && /:[*_]*$/.test(words(b))) ends = 'a lead-in: ' + words(b).slice(-60);
+    }
+    // the smallest text: every element with text of its own (math: its container; figures apart)
+    const cellZoom = e => { const c = Array.from(s.children).find(c => c.contains(e)); return c ? parseFloat(c.style.zoom || '1') : 1; };
+    let small = null;
+    for (const e of s.querySelectorAll('*')) {
+      const tag = e.tagName.toLowerCase();
+      if (tag.startsWith('mjx-') && tag !== 'mjx-container') continue;
+      if (tag !== 'mjx-container' && (e.closest('mjx-container') || tag === 'script' || tag === 'style')) continue;
+      const own = tag === 'mjx-container' ? words(e) : Array.from(e.childNodes)
+        .filter(n => n.nodeType === 3).map(n => n.textContent).join('').trim();
+      if (!own || !shown(e)) continue;
+      const px = parseFloat(getComputedStyle(e).fontSize) * cellZoom(e);
+      if (!small || px < small.px) small = {px: Math.round(px * 10) / 10, text: own.replace(/\\s+/g, ' ').slice(0, 40)};
+    }
+    const figures = Array.from(s.querySelectorAll('.jp-OutputArea-output img')).filter(shown).map(img =>
+      ({shown_width: Math.round(img.getBoundingClientRect().width / scale), image_width: img.naturalWidth,
+        smallest_text: parseFloat(img.dataset.smallestTextPx) || null}));
+    const code = Array.from(s.querySelectorAll('.jp-CodeCell:not(.celltag_slide-code) .jp-InputArea')).filter(shown)
+      .map(e => words(e).slice(0, 40));
+    out.push({n: n + 1, h: idx.h, v: idx.v || 0, heading: head ? head.textContent.replace('¶', '').trim().slice(0, 70) : '',
               height: Math.round(height), width: Math.round(s.scrollWidth), cut: cut.slice(0, 3),
-              max_height: cfg.height, max_width: cfg.width,
+              max_height: cfg.height, max_width: cfg.width, ends_on: ends, smallest_text: small, figures: figures, code: code,
               zoom: s.children.length ? parseFloat(s.children[0].style.zoom || '1') : 1});
   }
   Reveal.slide(0, 0);
@@ -77,8 +116,12 @@ def _reveal_path(deck: Path) -> str:
     return m.group(1)
 
 
-def measure_decks(decks: list[Path], timeout_s: float = 90) -> dict[str, list[dict]]:
-    """``{deck name: [{h, v, heading, height, width, cut, max_height, max_width}, ...]}`` for every slide."""
+def measure_decks(decks: list[Path], timeout_s: float = 90, shots: Path | None = None) -> dict[str, list[dict]]:
+    """``{deck name: [{n, h, v, heading, height, width, cut, max_height, max_width, ends_on, smallest_text,
+    figures, code, zoom}, ...]}`` for every slide (``n``: its number as reveal.js shows it).
+
+    With ``shots``, also a screenshot of every slide as reveal.js numbers it (``c/t``),
+    ``shots/<deck>/NN.png`` (NN from 01)."""
     from playwright.sync_api import sync_playwright
 
     results = {}
@@ -105,44 +148,93 @@ def measure_decks(decks: list[Path], timeout_s: float = 90) -> dict[str, list[di
                 page.evaluate("() => Reveal.configure({transition: 'none', backgroundTransition: 'none'})")
                 page.wait_for_timeout(300)
                 results[deck.name] = page.evaluate(_MEASURE)
+                if shots is not None:
+                    folder = shots / deck.name.removesuffix(".slides.html")
+                    folder.mkdir(parents=True, exist_ok=True)
+                    for n, sl in enumerate(results[deck.name], 1):
+                        page.evaluate(f"() => Reveal.slide({sl['h']}, {sl['v']})")
+                        page.wait_for_timeout(150)
+                        page.screenshot(path=str(folder / f"{n:02d}.png"))
                 page.close()
         finally:
             browser.close()
     return results
 
 
-def misfits(slides: list[dict], tolerance_px: int = 0) -> list[dict]:
-    return [s for s in slides if s["height"] > s["max_height"] + tolerance_px
-            or s["width"] > s["max_width"] + tolerance_px or s["cut"]]
-
-
-def describe(deck: str, s: dict) -> str:
+def overflows(s: dict) -> list[str]:
+    """What does not fit the slide: its height, its width, what is cut at its right edge."""
     why = []
     if s["height"] > s["max_height"]:
         why.append(f"height {s['height']} > {s['max_height']} ({s['height'] / s['max_height']:.2f}x)")
     if s["width"] > s["max_width"]:
         why.append(f"width {s['width']} > {s['max_width']}")
-    why += [f"cut: {c}" for c in s["cut"]]
-    return f"{deck} #/{s['h']}/{s['v']} «{s['heading']}»: " + "; ".join(why)
+    return why + [f"cut: {c}" for c in s["cut"]]
+
+
+def unreadable(s: dict) -> list[str]:
+    """What a projected slide fails, besides its figures' text: text under ``MIN_TEXT_PX``, a
+    figure under ``MIN_FIGURE_FRACTION`` of the slide's width, code shown from a cell not tagged
+    ``slide-code``, a slide that ends on a heading or a lead-in (a paragraph ending with a colon)."""
+    why = []
+    small = s["smallest_text"]
+    if small and small["px"] < pg.MIN_TEXT_PX - 0.25:
+        why.append(f"text of {small['px']:g} px < {pg.MIN_TEXT_PX}: «{small['text']}»")
+    for i, f in enumerate(s["figures"], 1):
+        if f["shown_width"] < pg.MIN_FIGURE_FRACTION * s["max_width"] - 0.5:
+            why.append(f"figure {i} {f['shown_width']} px wide < {pg.MIN_FIGURE_FRACTION:.0%} of {s['max_width']}")
+    why += [f"shows code not tagged {pg.SLIDE_CODE}: «{c}»" for c in s["code"]]
+    if s["ends_on"]:
+        why.append(f"ends on {s['ends_on']}")
+    return why
+
+
+def small_figure_text(s: dict) -> list[str]:
+    """A figure whose smallest text is under ``MIN_TEXT_PX`` as shown (from what it recorded when
+    drawn, else from the course's least font: :func:`paginate_slides.figure_text_px`)."""
+    why = []
+    for i, f in enumerate(s["figures"], 1):
+        text = pg.figure_text_px(f["image_width"], f["shown_width"], f["smallest_text"])
+        if text < pg.MIN_TEXT_PX - 0.25:
+            why.append(f"figure {i}'s text as small as {text:.1f} px < {pg.MIN_TEXT_PX} (shown {f['shown_width']} px "
+                       f"wide of its {f['image_width']}; {'recorded' if f['smallest_text'] else 'not redrawn for slides'})")
+    return why
+
+
+def problems(s: dict) -> list[str]:
+    return overflows(s) + unreadable(s) + small_figure_text(s)
+
+
+def misfits(slides: list[dict]) -> list[dict]:
+    """The slides that do not fit or cannot be read from afar."""
+    return [s for s in slides if problems(s)]
+
+
+def describe(deck: str, s: dict, why=problems) -> str:
+    return f"{deck} slide {s['n']} (#/{s['h']}/{s['v']}) «{s['heading']}»: " + "; ".join(why(s))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("decks", nargs="*", type=Path)
     ap.add_argument("--all", action="store_true", help="print every slide's height, not only the misfits")
+    ap.add_argument("--shots", type=Path, metavar="DIR",
+                    help="also save a screenshot of every slide, DIR/<deck>/NN.png (NN: the slide's number)")
     args = ap.parse_args(argv)
     decks = args.decks or sorted((ROOT / "build" / "slides").glob("*.slides.html"))
-    results = measure_decks(decks)
+    results = measure_decks(decks, shots=args.shots)
     bad = 0
     for deck, slides in results.items():
         worst = max(slides, key=lambda s: s["height"])
         zoomed = [s["zoom"] for s in slides if s["zoom"] < 1]
-        print(f"{deck}: {len(slides)} slides, {len(misfits(slides))} do not fit; tallest {worst['height']} px "
-              f"of {worst['max_height']} («{worst['heading']}»); {len(zoomed)} shrunk to fit"
+        print(f"{deck}: {len(slides)} slides, {len(misfits(slides))} do not fit or read badly; tallest "
+              f"{worst['height']} px of {worst['max_height']} («{worst['heading']}»); {len(zoomed)} shrunk to fit"
               + (f" (smallest zoom {min(zoomed):.2f})" if zoomed else ""))
-        for s in slides if args.all else misfits(slides):
-            print("  " + describe(deck, s) if s in misfits(slides)
-                  else f"  #/{s['h']}/{s['v']} {s['height']} px, zoom {s['zoom']:.2f} «{s['heading'][:40]}»")
+        for s in slides:
+            if problems(s):
+                print("  " + describe(deck, s))
+            elif args.all:
+                print(f"  slide {s['n']} (#/{s['h']}/{s['v']}) {s['height']} px, zoom {s['zoom']:.2f}, smallest text "
+                      f"{s['smallest_text']['px'] if s['smallest_text'] else '-'} px «{s['heading'][:40]}»")
         bad += len(misfits(slides))
     return 1 if bad else 0
 
