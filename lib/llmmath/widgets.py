@@ -10,10 +10,9 @@ costs about 30 ms per log-scaled axes on a 2-core CPU; blitting keeps a slider
 answer within the course's budget (50 ms warm, 150 ms for the first move after a
 build: ``benchmarks/widgets.py`` times every claim's explorer). So do, where
 making artists costs more than drawing them (bars, legends, images, many markers),
-artists made once and moved after (:func:`kept`, :func:`kept_line`); a PNG written
-without Pillow's row filters (:func:`png_bytes`); text drawn through a cache of its
-glyphs (:func:`_keep_glyphs`); and one answer to a move that sets other controls
-too (``links``). Each gives the same pixels as without it.
+artists made once and moved after (:func:`kept`, :func:`kept_line`), and one answer
+to a move that sets other controls too (``links``). Each gives the same pixels as
+without it.
 
 No compute happens here beyond calling the library; the widget builds headless
 (nbval) without a browser. The chapters' explorers live in :mod:`llmmath.explorers`,
@@ -25,15 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-import struct
 import time
-import zlib
 from typing import Callable
 
 import numpy as np
 
 __all__ = ["Explorer", "explorer", "explorer_for", "kept", "kept_line", "log_axes", "moves", "other_value",
-           "png_bytes", "relabelled"]
+           "relabelled"]
 
 
 class Explorer:
@@ -50,8 +47,7 @@ class Explorer:
             the explorer answers once, after the link, with every control set, instead of once
             per control the link moved.
 
-    A control move answers once (:meth:`held`); every frame draws its text through a cache of
-    the glyphs it has drawn before (:func:`_keep_glyphs`).
+    A control move answers once (:meth:`held`).
     """
 
     def __init__(self, setup: Callable, draw: Callable, controls: dict, ncols: int = 1,
@@ -113,7 +109,6 @@ class Explorer:
         """Recompute and redraw; returns the seconds it took (also kept in ``last_update_s``)."""
         t0 = time.perf_counter()
         canvas = self.fig.canvas
-        _keep_glyphs(canvas.get_renderer())
         canvas.restore_region(self._background)
         artists = []
         try:
@@ -128,7 +123,7 @@ class Explorer:
                     a.remove()
             for a in _kept_artists(self.fig):  # hidden till a frame asks for them again (kept)
                 a.set_visible(False)
-        self.image.value = png_bytes(canvas.buffer_rgba())
+        self.image.value = _png(canvas)
         self.text.value = msg or ""
         self.last_update_s = time.perf_counter() - t0
         return self.last_update_s
@@ -137,140 +132,17 @@ class Explorer:
         return self.widget._repr_mimebundle_(**kwargs)
 
 
-#: Whether explorers draw text through a cache of the glyphs they have drawn before (:func:`_keep_glyphs`).
-KEEP_GLYPHS = True
-_GLYPHS_KEPT = 20_000  # glyph images per figure before the cache starts again (each a few hundred bytes)
+def _png(canvas) -> bytes:
+    """The canvas's pixels as PNG bytes (Pillow, fastest compression: the PNG is sent on every slider move)."""
+    import io
 
+    from PIL import Image
 
-def _keep_glyphs(renderer) -> None:
-    """Make Matplotlib's Agg ``renderer`` (one explorer's) keep each glyph image and each line's layout it draws.
-
-    Why: Matplotlib 3.11 lays out every text with libraqm and rasterizes it one glyph at a time, on
-    every draw: about 0.1 ms a glyph on a 2-core CPU, so a legend of four labels costs ~15 ms a frame,
-    though the same few glyphs are drawn at the same sub-pixel offsets frame after frame. This keeps
-    (per renderer) each line's layout, keyed by its text, font and features, and each glyph's
-    bitmap, keyed by font, size, glyph, transform and the glyph's position modulo one pixel (its
-    1/64-pixel phase): FreeType renders a glyph moved by whole pixels into the same bitmap, moved.
-    The pixels are the same as without it (``tests/test_kernels_widgets.py`` compares them).
-
-    A no-op where Matplotlib draws text otherwise (before 3.11: whole strings at once), when
-    :data:`KEEP_GLYPHS` is false, or when ``renderer`` already keeps its glyphs.
-    """
-    cls = type(renderer)
-    if (not KEEP_GLYPHS or getattr(renderer, "_llmmath_keeps_glyphs", False)
-            or not hasattr(cls, "_draw_text_glyphs_and_boxes") or not hasattr(renderer, "_prepare_font")):
-        return
-    from matplotlib.backends.backend_agg import get_hinting_flag
-    from matplotlib.ft2font import FT2Font, RenderMode
-
-    if not (hasattr(FT2Font, "_render_glyph") and hasattr(FT2Font, "_set_transform") and hasattr(FT2Font, "_layout")):
-        return
-    plain_glyphs, plain_text = cls._draw_text_glyphs_and_boxes, cls.draw_text
-    bitmaps, layouts, matrices, heights = {}, {}, {}, {}
-
-    def draw_glyphs(gc, x, y, angle, glyphs, boxes):
-        # backend_agg.RendererAgg._draw_text_glyphs_and_boxes (Matplotlib 3.11), with the bitmaps kept
-        if boxes:  # mathtext's rules: as Matplotlib draws them
-            return plain_glyphs(renderer, gc, x, y, angle, glyphs, boxes)
-        cos, sin = math.cos(math.radians(angle)), math.sin(math.radians(angle))
-        flags, aa, height = get_hinting_flag(), gc.get_antialiased(), renderer.height
-        if len(bitmaps) > _GLYPHS_KEPT:
-            bitmaps.clear()
-            layouts.clear()
-        for font, size, index, slant, extend, dx, dy in glyphs:  # dy is upwards
-            m = matrices.get((angle, slant, extend))
-            if m is None:
-                m = matrices[angle, slant, extend] = tuple(map(tuple, (
-                    0x10000 * np.array([[cos, -sin], [sin, cos]]) @ [[extend, extend * slant], [0, 1]]
-                ).round().astype(int).tolist()))
-            px, py = round(0x40 * (x + dx * cos - dy * sin)), round(0x40 * (height - y + dx * sin + dy * cos))
-            key = (font, size, index, m, px & 63, py & 63, flags, aa)
-            kept = bitmaps.get(key)
-            if kept is None:
-                font.set_size(size, renderer.dpi)
-                font._set_transform(m, [px & 63, py & 63])
-                bitmap = font._render_glyph(index, flags, RenderMode.NORMAL if aa else RenderMode.MONO)
-                buffer = bitmap.buffer if aa else bitmap.buffer * 0xff
-                kept = bitmaps[key] = (buffer, bitmap.left, bitmap.top)
-            buffer, left, top = kept
-            # the whole pixels of the position move the bitmap (FreeType's y is upwards, the image's down)
-            renderer._renderer.draw_text_image(buffer, left + (px >> 6), int(height) - (top + (py >> 6))
-                                               + buffer.shape[0], 0, gc)
-
-    def draw_text(gc, x, y, s, prop, angle, ismath=False, mtext=None):
-        # backend_agg.RendererAgg.draw_text (Matplotlib 3.11), with each line's layout kept
-        if ismath:
-            return plain_text(renderer, gc, x, y, s, prop, angle, ismath, mtext)
-        features = mtext.get_fontfeatures() if mtext is not None else None
-        language = mtext.get_language() if mtext is not None else None
-        flags = get_hinting_flag()
-        try:
-            key = (s, hash(prop), features, language, flags)
-            items = layouts.get(key)
-        except TypeError:  # unhashable features or language: lay it out every time
-            key, items = None, None
-        if items is None:
-            font = renderer._prepare_font(prop)
-            items = [(i.ft_object, i.glyph_index, i.x, i.y)
-                     for i in font._layout(s, flags=flags, features=features, language=language)]
-            if key is not None:
-                layouts[key] = items
-        size = prop.get_size_in_points()
-        draw_glyphs(gc, x, y, angle, ((f, size, g, 0, 1, gx, gy) for f, g, gx, gy in items), [])
-
-    def font_height_metrics(prop):
-        # the font's ascent, descent and line gap that Text._get_layout (Matplotlib 3.11) reads from its
-        # OS/2 or hhea table on every layout, kept per font (Text asks renderers for them first)
-        key = hash(prop)
-        if key not in heights:
-            heights[key] = _font_height_metrics(prop, renderer.dpi)
-        return heights[key]
-
-    renderer._draw_text_glyphs_and_boxes = draw_glyphs
-    if not hasattr(renderer, "_get_font_height_metrics"):
-        renderer._get_font_height_metrics = font_height_metrics
-    renderer.draw_text = draw_text
-    renderer._llmmath_keeps_glyphs = True
-
-
-def _font_height_metrics(prop, dpi: float) -> tuple:
-    """``(ascent, descent, line gap)`` in pixels of the font ``prop`` names, from its OS/2 or hhea table;
-    ``(None, None, None)`` where it has neither. As ``matplotlib.text.Text._get_layout`` (3.11) reads them."""
-    from matplotlib.font_manager import fontManager, get_font
-
-    font = get_font(fontManager._find_fonts_by_props(prop))
-    for table_name, gap, ascent, descent in (("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
-                                              ("hhea", "lineGap", "ascent", "descent")):
-        table = font.get_sfnt_table(table_name)
-        if table is None:
-            continue
-        scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * dpi / 72
-        return table[ascent] * scale, -table[descent] * scale, table[gap] * scale
-    return None, None, None
-
-
-def _png_chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-
-def png_bytes(rgba) -> bytes:
-    """An RGBA image (``(height, width, 4)`` uint8, e.g. a canvas's ``buffer_rgba()``) as PNG bytes.
-
-    Every row is stored unfiltered and deflated at zlib level 1: the same pixels and about the same
-    size as Pillow's ``compress_level=1``, in about a third of its time (Pillow tries five row filters
-    per row; a plot, mostly flat colour, gains little from them). The PNG is sent on every slider move.
-    """
-    a = np.asarray(rgba, dtype=np.uint8)
-    if a.ndim != 3 or a.shape[2] != 4:
-        raise ValueError(f"png_bytes wants a (height, width, 4) RGBA array, got shape {a.shape}")
-    h, w, _ = a.shape
-    rows = np.empty((h, 1 + 4 * w), np.uint8)
-    rows[:, 0] = 0                      # filter type 0 (none) on every row
-    rows[:, 1:] = a.reshape(h, 4 * w)
-    return b"".join((b"\x89PNG\r\n\x1a\n",
-                     _png_chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)),  # 8-bit RGBA
-                     _png_chunk(b"IDAT", zlib.compress(rows, 1)),
-                     _png_chunk(b"IEND", b"")))
+    w, h = canvas.get_width_height(physical=True)
+    buf = io.BytesIO()
+    Image.frombuffer("RGBA", (w, h), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(buf, format="png",
+                                                                                      compress_level=1)
+    return buf.getvalue()
 
 
 def kept(fig, key, make: Callable):
