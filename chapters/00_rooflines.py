@@ -207,7 +207,7 @@ for name, fl, by, t in rows:
     ax.plot(fl / by, fl / t, "o", ms=8, label=f"{name}: measured")
 ax.set_xlabel("arithmetic intensity (FLOP/byte)")
 ax.set_ylabel("FLOP/s")
-ax.set_title(f"{be.device_name}")
+ax.set_title(plots.short_device_name(be.device_name))
 ax.grid(True, which="both", alpha=0.3)
 ax.legend(fontsize=8)
 plt.show()

@@ -117,3 +117,18 @@ def test_every_figure_of_the_chapter_is_legible(results, chapter):
     assert r["figures"] > 0, f"{chapter}: no figure was checked"
     assert not r["problems"], (f"{chapter}: {len(r['problems'])} of {r['texts']} texts in {r['figures']} figures "
                                "are illegible or misplaced:\n" + "\n".join(r["problems"]))
+
+
+def test_short_device_name_fits_a_title_whatever_the_cpu_reports():
+    from llmmath.plots import short_device_name
+
+    assert short_device_name("Intel(R) Xeon(R) Processor, 2 cores") == "Intel Xeon, 2 cores"
+    assert short_device_name("AMD EPYC, 2 cores") == "AMD EPYC, 2 cores"
+    assert short_device_name("Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz, 2 cores") == \
+        "Intel Xeon Platinum 8480+, 2 cores"
+    long = short_device_name("Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz, 2 cores", max_chars=20)
+    assert len(long) <= 20 and long.endswith("..., 2 cores")          # the core count survives the cut
+    assert len(short_device_name("x" * 80)) == 36
+    import pytest
+    with pytest.raises(ValueError, match="at least 8"):
+        short_device_name("NVIDIA H200", max_chars=4)

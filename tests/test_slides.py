@@ -306,10 +306,18 @@ def test_every_built_slide_reads_from_afar(built_slides):
     assert not _failing(built_slides, check_slides.unreadable)
 
 
-@pytest.mark.xfail(reason="explorers are drawn once, at the book's size (lib/llmmath/widgets.py), and some "
-                          "chapter figures hold 8-pt text that their layout cannot enlarge: their smallest "
-                          "text is 12-17.7 px on a slide (issue 26, item 6)", strict=False)
-def test_every_built_figure_has_18_px_text(built_slides):
+def test_no_built_figure_text_under_12_px_and_the_18_px_shortfall_is_listed(built_slides):
+    """The target is 18 px for every figure's smallest text on a slide (check_slides.py fails below it). Not yet
+    met (issue 26, item 6): explorer snapshots are drawn once, at the book's size (lib/llmmath/widgets.py), and
+    a few chapter figures hold 8-pt text their layout cannot enlarge: 12.4-17.7 px on 17 of 139 slides when
+    measured. This keeps that from getting worse, where a non-strict xfail could never fail: no figure's text
+    under 12 px; the slides under 18 px are printed (pytest -s)."""
     import check_slides
+    import paginate_slides as pg
 
-    assert not _failing(built_slides, check_slides.small_figure_text)
+    shown = [(deck, s["n"], pg.figure_text_px(f["image_width"], f["shown_width"], f["smallest_text"]))
+             for deck, slides in built_slides.items() for s in slides for f in s["figures"]]
+    assert shown, "no figure on any built slide"
+    print(_failing(built_slides, check_slides.small_figure_text) or "every figure's text is at least 18 px")
+    tiny = [row for row in shown if row[2] < 12]
+    assert not tiny, f"figure text under 12 px on a slide: {tiny}"

@@ -17,12 +17,14 @@ figure and a point stays a point. Text is never smaller than :data:`MIN_FONT_PT`
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from . import hardware, roofline, serving
 
 __all__ = ["new_axes", "roofline_plot", "decode_vs_batch_plot", "batch_sweep_plot", "STYLE", "apply_style",
-           "fit_width", "BOOK_WIDTH_PX", "MAX_WIDTH_IN", "MIN_FONT_PT", "MIN_BASE_FONT_PT", "DPI"]
+           "fit_width", "short_device_name", "BOOK_WIDTH_PX", "MAX_WIDTH_IN", "MIN_FONT_PT", "MIN_BASE_FONT_PT", "DPI"]
 
 DPI = 80
 BOOK_WIDTH_PX = 688  # the book's text column (sphinx-book-theme at a 1280-pixel window): wider figures are shrunk
@@ -64,6 +66,25 @@ def fit_width(width: float, ncols: int = 1, height: float | None = None) -> tupl
         return width, height
     f = limit / total
     return width * f, None if height is None else height * max(f, 0.75)
+
+
+def short_device_name(name: str, max_chars: int = 36) -> str:
+    """A machine's name short enough for a plot title, whatever the CPU reports: ``"Intel(R) Xeon(R) Platinum
+    8480+ CPU @ 2.00GHz, 2 cores"`` -> ``"Intel Xeon Platinum 8480+, 2 cores"``. Drops trademark marks, the word
+    "Processor"/"CPU" and the clock, then cuts the model's name (not a ", N cores" tail) to ``max_chars``
+    characters in all, marking the cut with "...".
+    Raises ValueError for ``max_chars`` < 8."""
+    if max_chars < 8:
+        raise ValueError(f"max_chars must be at least 8, got {max_chars!r}")
+    s = re.sub(r"\((R|TM|tm|r)\)|\b(Processor|CPU)\b|@\s*[\d.]+\s*GHz", "", str(name))
+    s = re.sub(r"\s+,", ",", re.sub(r"\s{2,}", " ", s)).strip(" ,")
+    if len(s) <= max_chars:
+        return s
+    head, sep, tail = s.rpartition(", ")        # keep a ", 2 cores" tail whole; cut the model's name
+    if not (sep and re.fullmatch(r"\d+ cores?", tail)):
+        head, tail = s, ""
+    keep = max(1, max_chars - len(sep + tail) - 3)
+    return head[:keep].rstrip(" ,") + "..." + (sep + tail if tail else "")
 
 
 def new_axes(ncols: int = 1, width: float = 6.0, height: float = 4.0, dpi: int = DPI):
@@ -141,7 +162,8 @@ def batch_sweep_plot(sweep, ax=None):
     ax.loglog(sweep.batch, sweep.compute_s, ":", color="tab:red", alpha=0.6, label="compute time (FLOPs / F)")
     ax.set_xlabel("batch B (rows of X)")
     ax.set_ylabel("time per product (s)")
-    ax.set_title(f"Y = X(Bx{sweep.d_model}) W({sweep.weight_shape[0]}x{sweep.weight_shape[1]}), {sweep.dtype}, {sweep.device}")
+    ax.set_title(f"Y = X(Bx{sweep.d_model}) W({sweep.weight_shape[0]}x{sweep.weight_shape[1]}), {sweep.dtype}\n"
+                 f"{short_device_name(sweep.device)}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     return ax
