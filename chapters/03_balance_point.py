@@ -297,13 +297,15 @@ print(f"knee at E = {sweep.n_experts} / knee at E = {sweep8.n_experts}: {knee_ra
 # would include the BLAS's packing of every expert and both knees would move up
 # (`moe_sweep(layout="plain")` on the 2-core VM this course is tested on: about three
 # times $R\,E/k$ for both, their ratio still near 4). **Check:** the ratio of the two knees is
-# above 2 and below 16 (the roofline says 4; a knee that ignored sparsity would give 1,
-# one that grew as the square of the experts 16). Under heavy load (a load average of 6 on
-# two cores) one run saw 15; a ratio that fails is measured again before the check fails.
+# above 1.5 and below 16 (the roofline says 4; a knee that ignored sparsity would give 1,
+# one that grew as the square of the experts 16). Flake checks on a 2-core Intel Xeon VM
+# measured 2.1–4.2 (idle and with one core busy) and 3.6–4.8 with OpenBLAS's Haswell kernels;
+# under heavy load (a load average of 6 on two cores) one run elsewhere saw 15. A ratio that
+# fails is measured again before the check fails.
 
 # %%
 measured.check("the knee moves with sparsity", lambda pair: [measured.Fact(
-    "knee at E = 32 / knee at E = 8", pair[0].fitted_knee_batch / pair[1].fitted_knee_batch, low=2, high=16,
+    "knee at E = 32 / knee at E = 8", pair[0].fitted_knee_batch / pair[1].fitted_knee_batch, low=1.5, high=16,
     why="the roofline gives 4; a knee blind to sparsity gives 1")], (sweep, sweep8),
     remeasure=lambda: (moe.moe_sweep(progress=False),
                        moe.moe_sweep([2**i for i in range(1, 10)], n_experts=8, top_k=4, progress=False)))

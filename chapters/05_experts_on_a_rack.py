@@ -265,7 +265,8 @@ def pooled_slope(res):
 def mpi_facts(res):
     """The physical facts of the collectives' timings (see the check above)."""
     a, b = res.fit()
-    facts = [measured.Fact("fitted beta, seconds per byte", b, low=0, unit=" s/B", why="bytes take time")]
+    facts = [measured.Fact("fitted beta (ping-pong bandwidth)", b, low=1e8, unit=" B/s",
+                           why="any transport between two ranks moves over 0.1 GB/s; a unit slip is off by 1e3")]
     for op, (n, t) in res.ops.items():
         keep = n >= MiB
         facts += [
