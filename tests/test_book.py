@@ -178,6 +178,12 @@ def test_a_failed_measured_check_warns_on_its_page_and_the_build_goes_on(tmp_pat
     summary = build_book.format_warnings([warned, claim])
     assert "1 measured check(s) did not hold" in summary and "01_measured.py:10 (cell 1)" in summary
 
+    monkeypatch.delenv("LLMMATH_MEASURED_CHECKS")           # the build's default is warn, for its kernels only
+    default, = build_book.execute_all(build_book.plan([measured_nb], tmp_path / "d"), n_jobs=1, echo=lambda _: None)
+    assert default.ok and default.warnings
+    import os
+    assert "LLMMATH_MEASURED_CHECKS" not in os.environ     # this process (a pytest worker running chapters next) raises
+
     monkeypatch.setenv("LLMMATH_MEASURED_CHECKS", "raise")
     strict, = build_book.execute_all(build_book.plan([measured_nb], tmp_path / "s"), n_jobs=1, echo=lambda _: None)
     assert not strict.ok and strict.error.startswith("MeasuredCheckFailed: MEASURED CHECK DID NOT HOLD")

@@ -318,7 +318,20 @@ def execute_all(jobs: list[Job], *, n_jobs: int | None = None, verbose: bool = F
     Returns the results in the order of ``jobs``.
     """
     n_jobs = max(1, n_jobs or default_jobs())
-    os.environ.setdefault(MODE_ENV, "warn")   # the kernels inherit it: a failed measured check warns (see above)
+    # the kernels inherit it: a failed measured check warns (see above); only for this call, so a caller's own
+    # process (a pytest worker that runs chapters next) keeps raising
+    before = os.environ.get(MODE_ENV)
+    os.environ.setdefault(MODE_ENV, "warn")
+    try:
+        return _execute_all(jobs, n_jobs, verbose, echo)
+    finally:
+        if before is None:
+            os.environ.pop(MODE_ENV, None)
+        else:
+            os.environ[MODE_ENV] = before
+
+
+def _execute_all(jobs, n_jobs, verbose, echo) -> list[Result]:
     alone = [j for j in jobs if j.timing]
     shared = [j for j in jobs if not j.timing]
     results: dict[int, Result] = {}
