@@ -290,7 +290,7 @@ for a in (ax1, ax2):
 ax1.axvline(Ls, color="gray", ls=":"); ax1.set_xlabel("context L (tokens)"); ax1.set_ylabel("chip-seconds per token")
 ax1.set_title(f"{m} on {n}x{c}: cost rises on both sides of L*", fontsize=9); ax1.legend(fontsize=8)
 ax2.set_xlabel("L / L*"); ax2.set_ylabel("MFU"); ax2.legend(fontsize=8)
-ax2.set_title("dashed: the batch's KV does not fit on the 8 chips", fontsize=9)
+ax2.set_title("dashed: the KV does not fit on 8 chips", fontsize=9)
 plt.show()
 
 # %% [markdown]

@@ -48,22 +48,22 @@ from llmmath import _catalog, claims, hardware, kernels, measured, models, plots
 
 # %% slideshow={"slide_type": "subslide"}
 T = np.unique(np.round(np.logspace(0, 5, 60)))
-fig, ax = plots.new_axes(width=8, height=6.2)
+fig, ax = plots.new_axes(width=8, height=5.2)
 for m, c, n in (("llama-3.1-70b", "h100-sxm", 8), ("llama-3.1-8b", "h100-sxm", 1)):
     pre = serving.prefill_step(m, c, T, n_chips=n)
-    ax.loglog(T, pre.cost_chip_s_per_token, "-", label=f"{m}: prefill, prompt of T tokens")
+    ax.loglog(T, pre.cost_chip_s_per_token, "-", label=f"{m} on {n} x {c}: prefill")
     color = ax.lines[-1].get_color()
     for B, style in ((1, ":"), (64, "--")):
         dec = serving.decode_step(m, c, B, T, n_chips=n, check_capacity=False)
         fits = np.asarray(serving.fits_in_hbm(m, c, B, T, n_chips=n))
         cost = np.asarray(dec.cost_chip_s_per_token)
-        ax.loglog(T[fits], cost[fits], style, color=color, label=f"{m}: decode at B={B}, context T")
+        ax.loglog(T[fits], cost[fits], style, color=color, label=f"{m}: decode, B={B}")
         if (~fits).any():   # weights + KV exceed the HBM: drawn grey, a roofline only
             ax.loglog(T[~fits], cost[~fits], style, color="0.7",
-                      label=f"{m}: B={B} beyond {int(T[~fits][0]):,} tokens does not fit {n} x {c}")
+                      label=f"{m}: B={B} past {int(T[~fits][0]):,} does not fit")
 ax.set_xlabel("tokens T (prompt length, or decode context)"); ax.set_ylabel("chip-seconds per token")
 ax.set_title("Per token: prefill falls to the compute floor, decode does not"); ax.grid(True, which="both", alpha=0.3)
-ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14))  # below the axes: every corner holds a curve
+ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)  # below the axes: every corner holds a curve
 plt.show()
 
 # %%

@@ -85,7 +85,7 @@ bins = np.linspace(0, 1, 41)
 ax2.hist(flip_fgsm, bins, alpha=0.7, label=f"gradient sign: median {np.median(flip_fgsm):.3f}")
 ax2.hist(np.where(np.isfinite(flip_rand), flip_rand, 1.0), bins, alpha=0.7,
          label=f"random sign: median {np.median(flip_rand):.3f}\n({np.mean(~np.isfinite(flip_rand)):.0%} never flip, drawn at 1)")
-ax2.set_xlabel("smallest perturbation that flips the prediction"); ax2.set_ylabel("test images")
+ax2.set_xlabel("smallest perturbation flipping the label"); ax2.set_ylabel("test images")
 ax2.set_title("Per image: how far to the decision boundary")
 ax2.set_ylim(0, ax2.get_ylim()[1] * 1.5)  # headroom: the legend sits above the tallest bars, not on them
 ax2.legend(fontsize=8, loc="upper center")

@@ -96,7 +96,7 @@ _MEASURE = """() => {
     }
     const figures = Array.from(s.querySelectorAll('.jp-OutputArea-output img')).filter(shown).map(img =>
       ({shown_width: Math.round(img.getBoundingClientRect().width / scale), image_width: img.naturalWidth,
-        smallest_text: parseFloat(img.dataset.smallestTextPx) || null}));
+        smallest_text: window.llmmathRecordedText(img)}));
     const code = Array.from(s.querySelectorAll('.jp-CodeCell:not(.celltag_slide-code) .jp-InputArea')).filter(shown)
       .map(e => words(e).slice(0, 40));
     out.push({n: n + 1, h: idx.h, v: idx.v || 0, heading: head ? head.textContent.replace('¶', '').trim().slice(0, 70) : '',

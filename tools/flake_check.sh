@@ -22,21 +22,9 @@
 # OPENBLAS_L2_SIZE=512 before it to test the kernel set some hosts choose.
 set -uo pipefail
 
-n_runs=5
-busy=0
-out=""
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --busy) busy=1 ;;
-        --out) out="$2"; shift ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
-        *) if [[ "$1" =~ ^[1-9][0-9]*$ ]]; then n_runs="$1"; else
-               echo "flake_check: N must be a whole number >= 1, got '$1' (usage: tools/flake_check.sh N [--busy] [--out FILE])" >&2
-               exit 2
-           fi ;;
-    esac
-    shift
-done
+check_name=flake_check n_default=5 usage_lines="2,16p"
+source "$(dirname "$0")/check_args.sh"
+n_runs="$n"
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/llmmath-flake.XXXXXX")"

@@ -53,7 +53,7 @@ BUDGET = 610  # px of content per slide: HEIGHT less reveal's padding, the slide
 CONTENT_WIDTH = 1200  # px of a slide's width that its cells fill
 MIN_TEXT_PX = 18  # no text on a slide smaller, figures' included (tools/check_slides.py)
 MIN_FIGURE_FRACTION = 0.6  # a figure is shown at least this fraction of the slide's width
-FIGURE_ZOOMS = (1.6, 1.5, 1.4, 1.3, 1.25, 1.2, 1.15, 1.1, 1.05)  # tried in turn on a slide's figure (zoom_for_slide)
+FIGURE_ZOOMS = (1.6, 1.5, 1.4, 1.3, 1.25, 1.2, 1.15, 1.13, 1.1, 1.05)  # tried in turn on a slide's figure (zoom_for_slide)
 FIGURE_RES = 2  # a slide's figure has this many times the book's pixels
 SMALLEST_TEXT = "llmmath_smallest_text_px"  # a figure output's metadata: its smallest text, px of its image
 MD_LINE, MD_CHARS = 33, 100  # markdown: 22 px text, line height 1.5; characters per line at the slide's width
@@ -91,8 +91,11 @@ def figure_min_width(image_width_px: float, recorded: float | None = None) -> fl
 
 def template_settings() -> dict:
     """What the slide template's script needs to size figures (``book/slides/llmmath-reveal``)."""
+    from llmmath import widgets
+
     return {"min_figure_fraction": MIN_FIGURE_FRACTION, "min_text_px": MIN_TEXT_PX,
-            "book_font_px": plots.MIN_FONT_PT * plots.DPI / 72, "book_width_px": plots.BOOK_WIDTH_PX}
+            "book_font_px": plots.MIN_FONT_PT * plots.DPI / 72, "book_width_px": plots.BOOK_WIDTH_PX,
+            "smallest_text_class": widgets.SMALLEST_TEXT_CLASS}
 
 
 def _drawn_texts(fig) -> list:
@@ -152,12 +155,26 @@ def zoom_for_slide(fig) -> float:
     return zoom
 
 
+def smallest_drawn_text_px(fig) -> float:
+    """The smallest text ``fig`` draws, in px of its image (0 if it draws none)."""
+    return round(min((t.get_fontsize() for t in _drawn_texts(fig)), default=0) * fig.dpi / 72, 2)
+
+
+def explorer_for_slide(fig) -> float:
+    """An explorer's figure made a slide's figure (:func:`zoom_for_slide`); its smallest text, px of its image."""
+    zoom_for_slide(fig)
+    return smallest_drawn_text_px(fig)
+
+
 def draw_figures_for_slides() -> None:
     """In a kernel that executes a chapter for the slides (``tools/build_slides.py``'s kernel_profile):
     every figure the inline backend shows is first made a slide's figure (:func:`zoom_for_slide`),
-    and its output's metadata records its smallest text (:data:`SMALLEST_TEXT`). The book's
-    figures are not changed, nor the explorers' (drawn once, at the book's size)."""
+    and its output's metadata records its smallest text (:data:`SMALLEST_TEXT`); so is every
+    explorer's figure (``llmmath.widgets.for_slides``), its smallest text carried by its image as a
+    CSS class (``widgets.SMALLEST_TEXT_CLASS``). The book's figures are not changed."""
     from matplotlib_inline import backend_inline
+
+    from llmmath import widgets
 
     fetch = backend_inline._fetch_figure_metadata  # the inline backend asks it about every figure it shows
 
@@ -166,10 +183,11 @@ def draw_figures_for_slides() -> None:
         if not getattr(fig, "_llmmath_slide", False):
             fig._llmmath_slide = True
             md["llmmath_zoom"] = zoom_for_slide(fig)
-            md[SMALLEST_TEXT] = round(min((t.get_fontsize() for t in _drawn_texts(fig)), default=0) * fig.dpi / 72, 2)
+            md[SMALLEST_TEXT] = smallest_drawn_text_px(fig)
         return md or None
 
     backend_inline._fetch_figure_metadata = fetch_for_slide
+    widgets.for_slides = explorer_for_slide
 
 
 def _strip_markup(s: str) -> str:
@@ -179,11 +197,18 @@ def _strip_markup(s: str) -> str:
 
 
 def md_blocks(source: str) -> list[str]:
-    """The markdown's blocks, split at blank lines outside ``$$ … $$``, fenced code and tables."""
+    """The markdown's blocks, split at blank lines outside ``$$ … $$``, fenced code and tables; a
+    heading is a block of its own (the paragraph under it may follow without a blank line)."""
     blocks, cur, in_math, in_fence = [], [], False, False
     for ln in source.splitlines():
         if ln.strip().startswith("```"):
             in_fence = not in_fence
+        if not in_fence and not in_math and re.match(r"#{1,6} ", ln):
+            if cur:
+                blocks.append("\n".join(cur))
+            blocks.append(ln)
+            cur = []
+            continue
         if not in_fence:
             in_math ^= ln.count("$$") % 2 == 1
         if not ln.strip() and not in_math and not in_fence:

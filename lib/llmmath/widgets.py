@@ -32,6 +32,15 @@ import numpy as np
 __all__ = ["Explorer", "explorer", "explorer_for", "kept", "kept_line", "log_axes", "moves", "other_value",
            "relabelled"]
 
+#: Set by a kernel that executes the chapters for the lecture slides
+#: (``tools/paginate_slides.py``'s ``draw_figures_for_slides``): ``for_slides(fig) -> px`` redraws an
+#: explorer's figure, once its static part is drawn, for a projector (larger text beside its plot,
+#: more pixels) and returns its smallest text in px of its image. The explorer's image then carries
+#: that size as a CSS class, :data:`SMALLEST_TEXT_CLASS` followed by hundredths of a px, from which
+#: the slide template sizes the snapshot. ``None`` (the default, the book and the lab): drawn as is.
+for_slides: Callable | None = None
+SMALLEST_TEXT_CLASS = "llmmath-smallest-text-px-"
+
 
 class Explorer:
     """Controls + a figure image + a text panel. Display ``.widget`` (or the Explorer itself).
@@ -67,10 +76,13 @@ class Explorer:
         setup(self.fig)
         for ax in self.fig.axes:
             ax.set_autoscale_on(False)
+        smallest_text_px = for_slides(self.fig) if for_slides is not None else None
         self.fig.canvas.draw()
         self.fig.set_layout_engine("none")  # freeze the layout: the background must not move
         self._background = self.fig.canvas.copy_from_bbox(self.fig.bbox)
         self.image = W.Image(format="png")
+        if smallest_text_px:
+            self.image.add_class(f"{SMALLEST_TEXT_CLASS}{round(smallest_text_px * 100)}")
         self.text = W.HTML()
         self.last_update_s = float("nan")
         self._links = dict(links or {})

@@ -144,14 +144,14 @@ SPLIT_RUNS = {"DeepSeek-V3 on H800": "deepseek-v3", "Llama 3.1 405B on H100": "l
 
 def _setup_split(fig):
     a1, a2 = fig.axes
-    log_axes(a1, (0.05, 1.0), (0.0, 3.2), "MFU of RL rollouts / inference relative to pre-training",
+    log_axes(a1, (0.05, 1.0), (0.0, 3.2), "RL / inference MFU, relative to pre-training",
              "tokens for machine time\nequal to pre-training's", logx=False, logy=False)
     a1.axhline(1, color="gray", lw=1)
     a1.axvline(0.3, color="C3", ls=":", lw=1, label="the speaker's 30%")
     a2.set_ylim(0, 1)
     a2.set_xlim(-0.6, 2.6)
     a2.set_xticks([0, 1, 2], ["pre-training", "RL", "inference"])
-    a2.set_ylabel("share of machine time, equal token counts")
+    a2.set_ylabel("machine-time share (equal tokens)")
     a2.axhline(1 / 3, color="k", ls="--", lw=1, label="a third each")
     a2.grid(True, axis="y", alpha=0.3)
     a2.legend(fontsize=8, loc="upper right")
