@@ -21,6 +21,9 @@ source "$(dirname "$0")/check_args.sh"
 n_builds="$n"
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
+if [ -n "$out" ]; then   # the report is appended after cd-ing into the clone: make the path absolute first
+    mkdir -p "$(dirname "$out")" && out="$(cd "$(dirname "$out")" && pwd)/$(basename "$out")"
+fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"; [ -n "${busy_pid:-}" ] && kill "$busy_pid" 2>/dev/null' EXIT
 git clone -q "$repo" "$work/llmmath"
@@ -49,7 +52,7 @@ for i in $(seq 1 "$n_builds"); do
     pdf_rc=$?
     t2=$(date +%s)
     warned=$(sed -n 's/^\([0-9]*\) measured check(s) did not hold.*/\1/p' "$work/book-$i.log" | tail -1)
-    pages=$(grep -o "[0-9]* pages" "$work/pdf-$i.log" | tail -1)
+    pages=$(sed -n 's/.*: \([0-9]*\) pages from .*/\1 pages/p' "$work/pdf-$i.log" | tail -1)
     echo "build $i: book exit $book_rc in $((t1 - t0)) s (${warned:-0} measured-check warnings);" \
          "pdf exit $pdf_rc in $((t2 - t1)) s, ${pages:-no page count}" | tee -a "$report"
     if [ "$book_rc" != 0 ] || [ "$pdf_rc" != 0 ]; then
