@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llmmath import attention, models, serving
+from llmmath import _hf_config, attention, models, serving
 
 HERE = Path(__file__).resolve().parent / "hf_configs"
 META = {"key", "name", "source", "published_total_params", "published_active_params", "published_total_source",
@@ -158,3 +158,34 @@ def test_window_fields_are_validated():
     with pytest.raises(ValueError, match="sliding_window"):
         dataclasses.replace(models.get("llama-3.1-8b"), sliding_window=128, n_window_layers=33)
     assert np.all(np.diff(models.get("gpt-oss-120b").kv_bytes_per_token(context=[64, 1e3, 1e5])) < 0)
+
+
+def test_without_model_type_the_architecture_is_matched_exactly():
+    cfg = _cfg("llama-3.1-8b")
+    del cfg["model_type"]
+    assert models.from_hf_config(cfg).total_params == 8_030_261_248        # LlamaForCausalLM, exactly
+    # Llama 4 Scout (109B total) and Qwen3-Next (80B) once matched "llama" and "qwen3" by substring
+    # and came back as 11.1B and 3.0B with only a warning
+    for arch in ("Llama4ForCausalLM", "Qwen3NextForCausalLM", "MyLlamaForCausalLM"):
+        with pytest.raises(ValueError, match=f"'{arch}'.*no class this reader knows"):
+            models.from_hf_config(cfg | {"architectures": [arch]})
+
+
+def test_unmodelled_fields_that_size_weights_are_refused_by_name():
+    # Qwen3-Next's config read as a dense qwen3: its 512 experts of 512 and its linear-attention heads
+    # hold most of its 80B parameters; counting without them gave 3.0B
+    qwen3_next = _cfg("qwen3-4b") | {"num_experts": 512, "num_experts_per_tok": 10, "moe_intermediate_size": 512,
+                                      "shared_expert_intermediate_size": 512, "linear_num_key_heads": 16,
+                                      "full_attention_interval": 4}
+    with pytest.raises(ValueError, match="linear_num_key_heads, moe_intermediate_size, num_experts, "
+                                         "num_experts_per_tok, shared_expert_intermediate_size size weights"):
+        models.from_hf_config(qwen3_next, warn=False)
+    # a nested sub-model (Llama 4's text_config and vision_config) is refused too
+    with pytest.raises(ValueError, match="text_config, vision_config"):
+        models.from_hf_config(_cfg("llama-3.1-8b") | {"text_config": {}, "vision_config": {}})
+    # the rule reads names: these size weights; the made-up ones of test_unknown_fields_are_reported_by_name do not
+    for field in ("num_experts", "intermediate_size_mlp", "kv_lora_rank", "num_local_experts", "decoder_sparse_step",
+                  "interleave_moe_layer_step", "text_config"):
+        assert _hf_config.holds_parameters(field), field
+    for field in ("memory_tokens", "num_fancy_adapters", "rope_scaling", "full_attention_interval"):
+        assert not _hf_config.holds_parameters(field), field

@@ -36,8 +36,13 @@ gpt2                   ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default
 
 Fields that do not change a parameter count or a KV byte (token ids, rope
 settings, dropout, initialisation, dtype, quantisation metadata...) are listed in
-``_NO_EFFECT`` and skipped. Anything else is *unmodelled*: its name goes into
-``Model.unmodelled_config_fields`` and a warning, never silently dropped.
+``_NO_EFFECT`` and skipped. Anything else is *unmodelled*. One whose name says it
+sizes weights (:func:`holds_parameters`: experts, widths, heads, layers, a nested
+sub-model's config) makes the reader refuse the config, naming it, since the
+count would leave those weights out; any other goes into
+``Model.unmodelled_config_fields`` and a warning, never silently dropped. Without
+``model_type``, the family comes from ``architectures`` by exact class name
+(``_ARCHITECTURES``), never by a part of one.
 """
 
 from __future__ import annotations
@@ -113,18 +118,35 @@ class _Reader:
         return int(v)
 
 
+# The class names ``transformers`` writes into a config's ``architectures`` for each family this reader
+# knows, matched exactly (a substring match once read Llama4ForCausalLM as Llama and Qwen3NextForCausalLM
+# as Qwen3, and returned 11.1B and 3.0B for models of 109B and 80B).
+_ARCHITECTURES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
+                  "Qwen2ForCausalLM": "qwen2", "Qwen2MoeForCausalLM": "qwen2_moe", "Qwen3ForCausalLM": "qwen3",
+                  "Qwen3MoeForCausalLM": "qwen3_moe", "DeepseekV2ForCausalLM": "deepseek_v2",
+                  "DeepseekV3ForCausalLM": "deepseek_v3", "GptOssForCausalLM": "gpt_oss", "GPT2LMHeadModel": "gpt2"}
+
+# Parts of a field's name that say it sizes weights (experts, widths, heads, layers, a nested sub-model's
+# config): such a field left unread would leave parameters out of the count, so the reader refuses it.
+_SIZES_WEIGHTS = ("expert", "intermediate_size", "lora_rank", "head_dim", "_heads", "hidden_size", "layers",
+                  "vocab", "_config", "linear_", "conv_kernel", "moe", "sparse_step")
+
+
+def holds_parameters(field: str) -> bool:
+    """Whether a config field's name says it sizes weights (:data:`_SIZES_WEIGHTS`)."""
+    return any(part in field for part in _SIZES_WEIGHTS)
+
+
 def _model_type(cfg: dict, where: str) -> str:
     mt = cfg.get("model_type")
-    if mt is None:  # an old config: guess from the architecture name
-        arch = " ".join(cfg.get("architectures") or []).lower()
-        for fam, hint in (("deepseek_v3", "deepseekv3"), ("deepseek_v2", "deepseekv2"), ("mixtral", "mixtral"),
-                          ("qwen3_moe", "qwen3moe"), ("qwen2_moe", "qwen2moe"), ("qwen3", "qwen3"),
-                          ("qwen2", "qwen2"), ("gpt_oss", "gptoss"), ("mistral", "mistral"), ("llama", "llama"),
-                          ("gpt2", "gpt2")):
-            if hint in arch:
-                return fam
-        raise ValueError(f"{where}: no 'model_type' and no known 'architectures'; allowed model_type: "
-                         f"{', '.join(_FAMILIES)}")
+    if mt is None:  # an old config: its architecture's class name, exactly
+        archs = cfg.get("architectures") or []
+        known = {_ARCHITECTURES[a] for a in archs if a in _ARCHITECTURES}
+        if len(known) == 1:
+            return known.pop()
+        raise ValueError(f"{where}: no 'model_type', and architectures {archs} name "
+                         f"{'no class' if not known else 'more than one family'} this reader knows; known classes: "
+                         f"{', '.join(_ARCHITECTURES)}; or give model_type, one of: {', '.join(_FAMILIES)}")
     if mt not in _FAMILIES:
         raise ValueError(f"{where}: model_type {mt!r} is not one this reader understands; allowed: "
                          f"{', '.join(_FAMILIES)}")
@@ -177,6 +199,11 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
                       d_ff_expert=r.int("intermediate_size"), attn_bias=True, mlp_bias=True, router_bias=True,
                       attn_sinks=True)
     unknown = tuple(sorted(k for k in cfg if not k.startswith("_") and k not in r.used and k not in _NO_EFFECT))
+    sizing = [k for k in unknown if holds_parameters(k)]
+    if sizing:
+        raise ValueError(f"{where}: model_type {mt!r} is read as {mt} here, but its fields {', '.join(sizing)} size "
+                         f"weights that family does not have (experts, widths, heads or a sub-model this reader "
+                         f"does not model): counting without them would be wrong, so the config is refused")
     key = name or _default_name(cfg, where, mt)
     if unknown and warn:
         warnings.warn(f"{where} ({key}): config fields not modelled (they may change the count): "

@@ -461,10 +461,13 @@ def from_hf_config(path_or_dict, name: str | None = None, warn: bool = True) -> 
 
     Nothing is downloaded. Understood families (``model_type``): llama, mistral,
     mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2,
-    gpt_oss and gpt2 (see :mod:`llmmath._hf_config` for the field mapping). Fields
-    the reader does not know are listed in the result's ``unmodelled_config_fields``
-    and, unless ``warn=False``, named in a :class:`UserWarning`; keys starting with
-    ``_`` (``_name_or_path``) are metadata and skipped.
+    gpt_oss and gpt2 (see :mod:`llmmath._hf_config` for the field mapping); a config
+    without ``model_type`` is placed by its ``architectures`` class name, matched
+    exactly. A field the reader does not model whose name says it sizes weights
+    (experts, widths, heads, layers, a nested sub-model's config) is refused; any
+    other is listed in the result's ``unmodelled_config_fields`` and, unless
+    ``warn=False``, named in a :class:`UserWarning`; keys starting with ``_``
+    (``_name_or_path``) are metadata and skipped.
 
     ``name`` is the model's key; without it, the config's own name (``_name_or_path``, e.g.
     ``meta-llama/Llama-3.1-8B`` gives ``llama-3.1-8b``), else the file's name (``llama-3.1-8b.json``
@@ -472,8 +475,9 @@ def from_hf_config(path_or_dict, name: str | None = None, warn: bool = True) -> 
     names nothing ``hf-<model_type>``.
 
     Raises:
-        ValueError: an unknown ``model_type``, a missing required field, or a value
-            this schema cannot express (the message names the field and what is allowed).
+        ValueError: an unknown ``model_type`` (or, without one, no known architecture class),
+            a missing required field, an unmodelled field that sizes weights, or a value this
+            schema cannot express (the message names the field and what is allowed).
         TypeError: not a path, a string or a dict.
         FileNotFoundError: a path that does not exist.
     """
