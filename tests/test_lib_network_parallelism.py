@@ -66,6 +66,32 @@ def test_bad_network_inputs(call, match):
         call()
 
 
+def test_point_to_point_over_six_hops_of_a_tpu_v5e_4x4_by_hand():
+    # How to Scale Your Model, TPU chapter, question 5: bf16[8, 128, 8192] from (0,0) to (3,3) of a v5e 4x4
+    # (no wraparound: 3 + 3 hops), half the array out of each of two ports at 4.5e10 B/s, 1 us per hop
+    n_bytes = 2 * 8 * 128 * 8192
+    assert n_bytes == 16_777_216
+    t = N.p2p_time_s(n_bytes, hops=3 + 3, bytes_per_s=2 * 4.5e10, latency_per_hop_s=1e-6)
+    assert t == pytest.approx(6e-6 + 186.41e-6, rel=1e-4)          # 192.4 us (the book: ~188 + 6 with 1.7e7 B)
+    # cut-through: each extra hop adds its latency only, whatever the size; store-and-forward would
+    # have cost 6 x 186 us = 1.1 ms
+    for size in (1, 1e6, 1e9):
+        extra = N.p2p_time_s(size, 6, 9e10, 1e-6) - N.p2p_time_s(size, 1, 9e10, 1e-6)
+        assert extra == pytest.approx(5e-6, rel=1e-9, abs=1e-15)
+    assert N.p2p_time_s([0, n_bytes], 1, 9e10).tolist() == pytest.approx([0.0, n_bytes / 9e10])
+
+
+@pytest.mark.parametrize("kw, match", [({"hops": 0}, "hops must be a whole number"),
+                                       ({"hops": 2.5}, "hops must be a whole number"),
+                                       ({"n_bytes": -1}, "n_bytes must be >= 0"),
+                                       ({"bytes_per_s": 0}, "bytes_per_s must be > 0"),
+                                       ({"latency_per_hop_s": -1e-6}, "latency_per_hop_s must be >= 0")])
+def test_bad_point_to_point_inputs(kw, match):
+    args = {"n_bytes": 1e6, "hops": 2, "bytes_per_s": 9e10, "latency_per_hop_s": 1e-6} | kw
+    with pytest.raises(ValueError, match=match):
+        N.p2p_time_s(**args)
+
+
 def test_fit_recovers_alpha_and_beta():
     n = np.logspace(1, 8, 20)
     t = 2e-6 + n / 5e9
