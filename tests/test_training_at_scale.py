@@ -46,6 +46,31 @@ def test_megatron_18_bytes_and_distributed_optimizer(d):
     assert memory.model_state_bytes_per_gpu(1.0, dp=d, zero_stage=3) == pytest.approx(18 / d)
 
 
+def test_deepspeeds_zero_estimators_by_hand():
+    # DeepSpeed's estimate_zero3_model_states_mem_needs without offload: 4 x the largest layer + 18 P / N.
+    # Llama-2-70B (68,976,648,192 parameters; its largest layer is the 32,000 x 8,192 embedding) on 8 GPUs:
+    P, largest, n = 68_976_648_192, 32_000 * 8_192, 8
+    GiB = 2**30
+    assert memory.model_state_bytes_per_gpu(P, dp=n, zero_stage=3) / GiB == pytest.approx(144.54, abs=0.005)
+    z3 = memory.model_state_bytes_per_gpu(P, dp=n, zero_stage=3, gathered_params=largest)
+    assert z3 == pytest.approx(4 * largest + 18 * P / n, rel=1e-15) and z3 / GiB == pytest.approx(145.52, abs=0.005)
+    parts = memory.model_state_parts(P, dp=n, zero_stage=3, gathered_params=largest)
+    assert parts["gathered"] == 4 * largest                     # bf16: the layer's weights and gradient, 2 + 2
+    assert memory.model_state_parts(P, dp=n, zero_stage=3, weight_dtype="fp8", gathered_params=largest,
+                                    master_weights=True)["gathered"] == 2 * largest
+    # estimate_zero2_model_states_mem_needs without offload: 2 P + 18 P / N (2 + 4 bytes of gradients,
+    # 4 of fp32 weights, 8 of Adam, all sharded)
+    z2 = memory.model_state_bytes_per_gpu(P, dp=n, zero_stage=2, grad_dtype="bf16", fp32_grad_copy=True)
+    assert z2 == pytest.approx(2 * P + 18 * P / n, rel=1e-15)
+    assert "gathered" not in memory.model_state_parts(P, dp=n, zero_stage=2)
+    with pytest.raises(ValueError, match="gathered_params applies to ZeRO-3"):
+        memory.model_state_bytes_per_gpu(P, dp=n, zero_stage=2, gathered_params=largest)
+    with pytest.raises(ValueError, match="gathered_params must be >= 0"):
+        memory.model_state_bytes_per_gpu(P, dp=n, zero_stage=3, gathered_params=-1)
+    with pytest.raises(TypeError, match="fp32_grad_copy"):
+        memory.model_state_bytes_per_gpu(P, fp32_grad_copy=1)
+
+
 def test_model_state_parts_broadcast_and_refuse_nonsense():
     parts = memory.model_state_parts(np.array([1e9, 2e9]), dp=np.array([[1], [4]]), zero_stage=2)
     assert parts["gradients"].shape == (2, 2)

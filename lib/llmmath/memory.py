@@ -37,7 +37,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import hardware, models
-from ._validate import broadcast, finite_result, flag, in_range, positive, positive_int, result, scalar, whole
+from ._validate import (broadcast, finite_result, flag, in_range, non_negative, positive, positive_int, result, scalar,
+                        whole)
 from .hardware import default_compute_dtype
 from .units import dtype_bytes
 
@@ -125,7 +126,8 @@ OPTIMIZER_STATE_BYTES = {"adam": 8.0, "adamw": 8.0, "sgd_momentum": 4.0, "sgd": 
 
 @finite_result
 def model_state_parts(total_params, *, dp=1, zero_stage: int = 0, weight_dtype="bf16", grad_dtype="fp32",
-                      master_weights: bool = True, optimizer: str = "adam") -> dict:
+                      master_weights: bool = True, optimizer: str = "adam", fp32_grad_copy: bool = False,
+                      gathered_params=0, gathered_bytes_per_param=None) -> dict:
     """Bytes of model state one GPU holds, by kind: weights, gradients, fp32 master weights, optimizer state.
 
     ``total_params`` are the parameters of one model-parallel shard (after TP/PP/EP);
@@ -135,7 +137,14 @@ def model_state_parts(total_params, *, dp=1, zero_stage: int = 0, weight_dtype="
     shards over the ``dp`` replicas: stage 1 the optimizer state and master weights,
     stage 2 also the gradients, stage 3 (= FSDP full sharding) also the weights.
 
-    The published conventions, all reproduced by this function:
+    ``fp32_grad_copy``: an fp32 copy of the (sharded) gradients besides the 16-bit ones, as
+    DeepSpeed's ZeRO-1/2 optimizer keeps (4 more bytes per parameter, sharded with the
+    gradients). ``gathered_params`` (ZeRO-3 only): the parameters of the largest layer,
+    gathered whole while it runs, held besides the shards: ``gathered_bytes_per_param`` each
+    (default twice the weights' width: the layer's weights and its gradient before the
+    reduce-scatter, both at that width; for bf16 that is DeepSpeed's 4 bytes).
+
+    The published conventions, all reproduced by this function (N: data-parallel GPUs):
 
     ============================================  ==========================  ==================
     convention                                    arguments                   bytes per parameter
@@ -146,7 +155,16 @@ def model_state_parts(total_params, *, dp=1, zero_stage: int = 0, weight_dtype="
     Megatron distributed optimizer                fp32 grads, stage 1         6 + 12/d
     Megatron, fp32 params and grads               fp32, no master             16; distributed 8 + 8/d
     ZeRO-3 with fp32 gradients                    fp32 grads, stage 3         18/N
+    DeepSpeed's ZeRO-2 estimator                  bf16 grads, fp32_grad_copy, 2 + 18/N
+    (``estimate_zero2_model_states_mem_needs``,   stage 2
+    no offload)
+    DeepSpeed's ZeRO-3 estimator                  fp32 grads, stage 3,        18/N, plus 4 bytes
+    (``estimate_zero3_model_states_mem_needs``,   gathered_params = the       per parameter of the
+    no offload)                                   largest layer's             largest layer
     ============================================  ==========================  ==================
+
+    (DeepSpeed's estimators, ``deepspeed/runtime/zero/stage_1_and_2.py`` and ``stage3.py``; the
+    ZeRO-2 one comments its 18 as 2 + 4 bytes of gradients, 4 of fp32 weights, 8 of Adam.)
 
     (The ZeRO paper keeps fp16 gradients; Megatron-LM accumulates gradients in fp32, its
     distributed optimizer shards the master weights and Adam moments but keeps the full
@@ -154,45 +172,64 @@ def model_state_parts(total_params, *, dp=1, zero_stage: int = 0, weight_dtype="
     between "16 bytes per parameter" and "18" is exactly the gradients' dtype.)
 
     Returns:
-        dict ``weights``, ``gradients``, ``master_weights``, ``optimizer``: bytes per GPU,
-        floats or arrays broadcast over ``total_params`` and ``dp``.
+        dict ``weights``, ``gradients``, ``master_weights``, ``optimizer`` (and ``gathered`` when
+        ``gathered_params`` is given): bytes per GPU, floats or arrays broadcast over
+        ``total_params``, ``dp`` and ``gathered_params``.
 
     Raises:
         ValueError: non-positive ``total_params``; ``dp`` not a whole number >= 1; ``zero_stage``
             not 0-3; ``master_weights`` with fp32 weights (they are their own master copy:
-            pass ``master_weights=False``); unknown ``optimizer``.
+            pass ``master_weights=False``); unknown ``optimizer``; ``gathered_params`` below 0,
+            or above 0 at a stage other than 3 (where every weight is held whole);
+            ``gathered_bytes_per_param`` <= 0.
         KeyError: unknown dtype.
-        TypeError: a non-boolean ``master_weights``.
+        TypeError: a non-boolean ``master_weights`` or ``fp32_grad_copy``.
     """
     if zero_stage not in (0, 1, 2, 3) or isinstance(zero_stage, bool):
         raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
     if optimizer not in OPTIMIZER_STATE_BYTES:
         raise ValueError(f"optimizer must be one of {tuple(OPTIMIZER_STATE_BYTES)}, got {optimizer!r}")
     master_weights = flag("master_weights", master_weights)
-    b_w, b_g = dtype_bytes(weight_dtype), dtype_bytes(grad_dtype)
+    b_w, b_g = dtype_bytes(weight_dtype), dtype_bytes(grad_dtype) + (4.0 if flag("fp32_grad_copy", fp32_grad_copy) else 0.0)
     if master_weights and b_w >= 4:
         raise ValueError(f"master_weights=True with weight_dtype={weight_dtype!r}: fp32 weights are their own "
                          f"master copy; allowed: master_weights=False, or 16-bit (or smaller) weights")
-    N, d = broadcast(total_params=positive("total_params", total_params), dp=whole("dp", dp, 1))
+    gathered = non_negative("gathered_params", gathered_params)
+    if np.any(gathered > 0) and zero_stage != 3:
+        raise ValueError(f"gathered_params applies to ZeRO-3 (zero_stage=3), where a layer's weights are gathered "
+                         f"while it runs; at zero_stage={zero_stage} every weight is held whole, got "
+                         f"gathered_params={gathered_params!r}")
+    b_gathered = 2.0 * b_w if gathered_bytes_per_param is None else positive("gathered_bytes_per_param",
+                                                                             gathered_bytes_per_param)
+    N, d, G = broadcast(total_params=positive("total_params", total_params), dp=whole("dp", dp, 1),
+                        gathered_params=gathered)
     shard = lambda stage: np.where(zero_stage >= stage, d, 1.0)  # noqa: E731
-    return {"weights": result(N * b_w / shard(3)),
-            "gradients": result(N * b_g / shard(2)),
-            "master_weights": result(N * (4.0 if master_weights else 0.0) / shard(1)),
-            "optimizer": result(N * OPTIMIZER_STATE_BYTES[optimizer] / shard(1))}
+    parts = {"weights": result(N * b_w / shard(3)),
+             "gradients": result(N * b_g / shard(2)),
+             "master_weights": result(N * (4.0 if master_weights else 0.0) / shard(1)),
+             "optimizer": result(N * OPTIMIZER_STATE_BYTES[optimizer] / shard(1))}
+    if np.any(G > 0):
+        parts["gathered"] = result(G * b_gathered + 0.0 * N)
+    return parts
 
 
 @finite_result
 def model_state_bytes_per_gpu(total_params, *, dp=1, zero_stage: int = 0, weight_dtype="bf16", grad_dtype="fp32",
-                              master_weights: bool = True, optimizer: str = "adam"):
+                              master_weights: bool = True, optimizer: str = "adam", fp32_grad_copy: bool = False,
+                              gathered_params=0, gathered_bytes_per_param=None):
     """Bytes of weights + gradients + master weights + optimizer state on one GPU (sum of :func:`model_state_parts`).
 
     ``bf16`` weights, ``fp32`` gradients, fp32 master weights and Adam (the defaults) are
     Megatron-LM's 18 bytes per parameter; ``zero_stage=1`` is its distributed optimizer,
-    ``6 + 12/dp``; ``grad_dtype="bf16"`` gives the ZeRO paper's 16 and its stages. See
-    :func:`model_state_parts` for the table of conventions, arguments and errors.
+    ``6 + 12/dp``; ``grad_dtype="bf16"`` gives the ZeRO paper's 16 and its stages; DeepSpeed's
+    estimators are ``fp32_grad_copy=True`` (ZeRO-2) and ``gathered_params`` (ZeRO-3: the largest
+    layer, gathered in flight). See :func:`model_state_parts` for the table of conventions,
+    arguments and errors.
     """
     parts = model_state_parts(total_params, dp=dp, zero_stage=zero_stage, weight_dtype=weight_dtype,
-                              grad_dtype=grad_dtype, master_weights=master_weights, optimizer=optimizer)
+                              grad_dtype=grad_dtype, master_weights=master_weights, optimizer=optimizer,
+                              fp32_grad_copy=fp32_grad_copy, gathered_params=gathered_params,
+                              gathered_bytes_per_param=gathered_bytes_per_param)
     return result(sum(np.asarray(v) for v in parts.values()))
 
 
