@@ -75,6 +75,30 @@ for m in ("llama-3.1-8b", "llama-3.1-70b"):
         print(f"  {m:<14} {c:<9} B = 1 / 64 / 256: " + " / ".join(f"{d / pre:,.0f}x" for d in dec))
 
 # %% [markdown]
+# **An MoE model needs a longer prompt.** Prefill reads each weight once. A
+# dense model then multiplies it $T$ times, but a prompt of a few hundred tokens
+# already routes to nearly every expert of an MoE layer (each is missed by all
+# $T$ tokens with probability $(1-k/E)^T$), so prefill reads *all* $N_\text{tot}$
+# parameters while each token multiplies only its $N_\text{act}$: the intensity
+# is about $T\,N_\text{act}/N_\text{tot}$ FLOP/byte in bf16, and one prompt on
+# one chip turns compute-bound only near $T^* \approx (F/W)\,N_\text{tot}/N_\text{act}$.
+# (MLA's attention is counted in its prefill form, which attends to
+# up-projected keys and values: 81,920 FLOPs per position per layer for
+# DeepSeek-V3, against the 278,528 of the absorbed form decode uses.)
+
+# %%
+print("shortest prompt whose prefill is compute-bound, one chip, bf16 (tokens)")
+for c in ("h100-sxm", "b200", "mi300x"):
+    ridge = hardware.get(c).balance_flops_per_byte("bf16")
+    row = {m: serving.prefill_compute_bound_tokens(m, c) for m in ("llama-3.1-70b", "deepseek-v3")}
+    ds = models.get("deepseek-v3")
+    print(f"  {c:<9} ridge {ridge:4.0f}: llama-3.1-70b {row['llama-3.1-70b']:6,.0f}; deepseek-v3 "
+          f"{row['deepseek-v3']:6,.0f} (ridge x N_tot / N_mm = {ridge * ds.total_params / ds.matmul_params_per_token:,.0f})")
+pre_ds = serving.prefill_step("deepseek-v3", "h100-sxm", 4096)
+print(f"deepseek-v3, one 4,096-token prompt on one h100-sxm: compute {float(pre_ds.compute_s) * 1e3:.0f} ms, "
+      f"memory {float(pre_ds.memory_s) * 1e3:.0f} ms -> {'compute' if pre_ds.compute_bound else 'memory'}-bound")
+
+# %% [markdown]
 # **Measured.** The same weights (an $8000 \times 6400$ fp32 layer, 205 MB, beyond
 # any CPU cache), run for $T$ tokens at once (one product $X_{T\times d}W$) and one
 # token at a time ($T$ products with a single row), timed on this machine beside

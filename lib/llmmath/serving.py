@@ -41,7 +41,7 @@ __all__ = [
     "DecodeStep", "decode_step", "decode_step_time_s", "decode_cost_per_token",
     "latency_floor_s", "balance_batch", "max_batch", "fits_in_hbm", "cost_ratio_unbatched",
     "expected_busiest_chip_experts", "expert_parallel_chip_bytes", "expert_parallel_decode_step", "expert_parallel_cost_ratio_unbatched",
-    "prefill_step", "prefill_cost_per_token", "context_attention_flops_per_token", "attention_crossover_context",
+    "prefill_step", "prefill_cost_per_token", "prefill_compute_bound_tokens", "context_attention_flops_per_token", "attention_crossover_context",
     "kv_limit_context", "utilization_vs_balance", "batch_over_balance", "balance_batch_fits", "chips_to_hold",
 ]
 
@@ -539,9 +539,12 @@ def prefill_step(model, chip, prompt_tokens, batch=1, n_chips=1, weight_dtype="b
 
     Compute: ``B (T * 2 N_mm + causal attention)``, where causal attention over
     a prompt of T tokens costs ``attention_flops_per_token(T (T-1) / 2)`` (token i
-    attends to i earlier ones). Memory: the weights once (all the experts the
-    ``B T`` tokens touch) plus the new KV cache written, ``B T beta``; the prompt's
-    own K and V are reused from on-chip memory (FlashAttention-style), not re-read.
+    attends to i earlier ones), for MLA in its up-projected prefill form
+    (:meth:`~llmmath.models.Model.prefill_attention_flops`). Memory: the weights once (all
+    the experts the ``B T`` tokens touch) plus the new KV cache written, ``B T beta``; the
+    prompt's own K and V are reused from on-chip memory (FlashAttention-style), not re-read.
+    So a dense model's prefill does ~T FLOPs per weight byte (bf16) and an MoE model's only
+    ~``T N_act / N_tot`` once its prompt touches every expert (:func:`prefill_compute_bound_tokens`).
     Returns a :class:`DecodeStep` whose ``batch`` counts tokens (``B T``), so its
     ``cost_chip_s_per_token`` and ``mfu`` read per prompt token. Capacity is not checked.
 
@@ -563,7 +566,7 @@ def _prefill_step(model, chip, prompt_tokens, batch=1, n_chips=1, weight_dtype="
     with np.errstate(over="ignore"):
         tokens = check_finite("prefill_step (batch * prompt_tokens)", B * T, prompt_tokens=T, batch=B)
         check_finite("prefill_step (causal attention pairs)", T * (T - 1) / 2.0, prompt_tokens=T)
-    attn = np.asarray(m.prefill_attention_flops(T))  # T (T-1)/2 pairs per full layer, fewer in windowed ones
+    attn = np.asarray(m.prefill_attention_flops(T, absorbed=False))  # T (T-1)/2 pairs per full layer (fewer if windowed)
     compute = B * (T * 2.0 * m.matmul_params_per_token + attn) / (n * F)
     W = n * c.hbm_bytes_per_s
     weight = np.asarray(m.expected_params_read(tokens)) * b_w / W
@@ -571,6 +574,35 @@ def _prefill_step(model, chip, prompt_tokens, batch=1, n_chips=1, weight_dtype="
     compute, weight, kv, tokens = np.broadcast_arrays(compute, weight, kv, tokens)
     total = np.maximum(compute, weight + kv) if overlap == "max" else compute + weight + kv
     return DecodeStep(result(compute), result(weight), result(kv), result(total), result(tokens), n)
+
+
+def prefill_compute_bound_tokens(model, chip, n_chips=1, weight_dtype="bf16", kv_dtype="bf16",
+                                 compute_dtype=None) -> float:
+    """The shortest prompt whose prefill (one prompt, :func:`prefill_step`) is compute-bound (tokens).
+
+    Compute grows like ``T (2 N_mm + attention)``; the bytes like the weights the prompt touches
+    plus ``T`` rows and KV entries, so past the first tokens a dense model turns compute-bound
+    near the chip's ridge point ``F / W`` (bf16: one FLOP per weight byte per token), while an
+    MoE model, whose prompt soon touches every expert, needs about ``ridge x N_tot / (2 N_mm / b_w)``
+    tokens: DeepSeek-V3 in bf16 on one H100 ~5,400 (its 4,096-token prefill waits on memory).
+    Found by bisection over whole ``T`` in ``1 .. 2**24``; ``inf`` if none is compute-bound there.
+
+    Raises:
+        ValueError, KeyError: as :func:`prefill_step`.
+    """
+    def bound(T: int) -> bool:
+        st = _prefill_step(model, chip, T, 1, n_chips, weight_dtype, kv_dtype, compute_dtype, "max")
+        return bool(st.compute_s >= st.weight_s + st.kv_s)
+
+    lo, hi = 1, 2 ** 24
+    if bound(lo):
+        return 1.0
+    if not bound(hi):
+        return math.inf
+    while hi - lo > 1:      # bound(lo) is False, bound(hi) True
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if bound(mid) else (mid, hi)
+    return float(hi)
 
 
 @finite_result
