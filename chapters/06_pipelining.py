@@ -253,7 +253,13 @@ assert v21.verdict == "holds"
 # stages and micro-batches of $b$ sequences (routed experts spread over the $E$
 # GPUs; attention and other dense weights replicated on each):
 #
-# $$\text{weights} = \frac{1}{P}\Big(\frac{N_\text{routed}}{E} + N_\text{other}\Big) b_w .$$
+# $$\text{weights} \approx \frac{1}{P}\Big(\frac{N_\text{routed}}{E} + N_\text{other}\Big) b_w ,$$
+#
+# and exactly, stage by stage, its own layers' share: the first stage also
+# holds the input embedding and the last the LM head, and 61 layers do not
+# divide evenly, so the GPU that must fit is the busiest stage's, not this
+# average (DeepSeek-V3 at EP64 in 8 stages: 1.38 times the even share; the
+# library's `Model.stage_params` lists what each stage holds).
 #
 # For the KV cache, decode needs $P$ micro-batches in flight to keep $P$ stages
 # busy, so $P\,b$ sequences hold a cache, and each stage keeps $1/P$ of the
@@ -289,8 +295,8 @@ plt.show()
 # stage: the weights halve at $P = 2$, and the KV cache stays where it was.
 #
 # **Explore.** Move the stages $P$, and the model, EP, TP, micro-batch and
-# context: the bars (left) are weights and KV per GPU for every $P$; the weights
-# fall like $1/P$, the KV does not move (claim 25).
+# context: the bars (left) are weights and KV per GPU of the busiest stage for
+# every $P$; the weights fall nearly like $1/P$, the KV does not move (claim 25).
 
 # %% slideshow={"slide_type": "subslide"}
 memory_explorer = explorers.pipeline_placement_explorer()

@@ -429,7 +429,7 @@ assert published.step_time_s <= 1.1 * fit[0].step_time_s and fit[0].layout["tp"]
 # pipeline depth for data parallelism until the memory runs out.
 #
 # **Explore.** Pick a model, chip, GPU count and layout; the left panel stacks
-# the first stage's bytes by kind against HBM (hatched: it does not fit), the
+# the busiest stage's bytes by kind against HBM (hatched: it does not fit), the
 # right one splits the step into compute, bubble and the communication that is
 # not hidden. Try DeepSeek-V3 on 2,048 GPUs with PP16 and EP64 (its published
 # layout): in bf16 activations it does not fit — DeepSeek recomputes norms and

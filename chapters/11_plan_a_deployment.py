@@ -96,8 +96,12 @@ assert odd.unmodelled_config_fields == ("num_memory_tokens",)
 # weights), **max context** at a batch, the **balance batch** (compute =
 # memory), tokens/s per user ($1/t_\text{step}$) and per chip
 # ($B/(n\,t_\text{step})$), **chip-seconds and dollars per million tokens**
-# ($n\,t_\text{step}/B$), **time to first token** (the prompt's FLOPs on the
-# replica, or its weights' read, whichever is longer), and **which resource binds**.
+# ($n\,t_\text{step}/B$), **time to first token** (the prompt's FLOPs, or its
+# weights' read, whichever is longer: its attention, dense layers, shared experts
+# and head run on its own TP chips, only the routed experts it picks spread over
+# the stage's TP·DP), and **which resource binds**. The weights a chip holds are
+# those of the busiest pipeline stage: the first also holds the embedding, the
+# last the LM head.
 #
 # ### Plan 1 — a dense 8B on one GPU
 

@@ -250,7 +250,10 @@ def test_llama3_published_layouts_fit_and_their_memory_by_hand():
     row = TL.LLAMA3_405B_LAYOUTS[1]
     st = _llama(row, zero_stage=2)
     assert st.fits
-    shard = 405_853_388_800 / (8 * 16)
+    # the first stage's GPU (the busiest): 8 of the 126 layers and the embedding, over TP8 -- not 405.85B / 128
+    layer = 2 * 16384 * 16384 + 2 * 16384 * 1024 + 3 * 16384 * 53248 + 2 * 16384
+    shard = (8 * layer + 128_256 * 16384) / 8
+    assert st.stage == 0 and shard == 3_450_372_096
     assert st.memory_bytes["weights"] == pytest.approx(2 * shard)
     assert st.memory_bytes["gradients"] + st.memory_bytes["master_weights"] + st.memory_bytes["optimizer"] \
         == pytest.approx(16 * shard / 128)
@@ -285,7 +288,8 @@ def test_layout_search_puts_the_published_layout_near_the_best():
 def test_communication_volumes_by_hand():
     row = TL.LLAMA3_405B_LAYOUTS[1]
     st = _llama(row, zero_stage=1)
-    shard = 405_853_388_800 / 128
+    layer = 2 * 16384 * 16384 + 2 * 16384 * 1024 + 3 * 16384 * 53248 + 2 * 16384
+    shard = (8 * layer + 128_256 * 16384) / 8          # the stage with the most to synchronise: the first
     # ZeRO-1/2: reduce-scatter fp32 gradients and all-gather bf16 weights: (p-1)/p (4 + 2) bytes per parameter
     assert st.comm_bytes["dp"] == pytest.approx(127 / 128 * 6 * shard)
     # TP: 4 all-reduces of one micro-batch's hidden states per layer, 2(t-1)/t of them sent, 126/16 layers, 16 micro-batches
@@ -314,6 +318,22 @@ def test_llama_8b_on_one_8_gpu_box_by_hand():
     assert z2.step_time_s == pytest.approx((model + a * 8192 / 2 * D) / (8 * 989.5e12))
     # the label: micro-batches of 1 sequence, 64 / (8 x 1) = 8 of them per step
     assert z2.describe() == "TP1 CP1 PP1 DP8 mb1 x8 1f1b ZeRO-2 selective"
+
+
+def test_training_memory_is_the_busiest_stages_not_an_average():
+    # Llama-3.1-8B (d 4096, 8 KV heads of 128, d_ff 14336, 32 layers, vocab 128256, untied) in 4 stages of 8 layers
+    layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
+    emb = 128256 * 4096
+    kw = dict(seq_len=4096, pp=4, zero_stage=0, recompute="selective")
+    # 16 micro-batches: under 1F1B the first stage holds 4 in flight, the last 1: the first is the busiest
+    st = TL.training_step("llama-3.1-8b", "h100-sxm", global_batch=16, **kw)
+    assert st.stage == 0 and st.memory_bytes["weights"] == (8 * layer + emb) * 2       # averaged: 2.0076e9 x 2
+    assert st.memory_bytes["gradients"] == (8 * layer + emb) * 4                      # fp32
+    # one micro-batch: every stage holds one; the last, with the head and the final norm, holds the most
+    one = TL.training_step("llama-3.1-8b", "h100-sxm", global_batch=1, **kw)
+    assert one.stage == 3 and one.memory_bytes["weights"] == (8 * layer + emb + 4096) * 2
+    assert "on a GPU of stage 3" in TL.training_step("llama-3.1-8b", "h100-pcie", global_batch=1, seq_len=131072,
+                                                      pp=4, zero_stage=0, recompute="none").fit_warning()
 
 
 def test_fit_warning_states_the_numbers_of_a_layout_that_does_not_fit():

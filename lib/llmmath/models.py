@@ -268,6 +268,52 @@ class Model:
                 + n_dense * self._layer_params(dense_mlp)
                 + self.n_moe_layers * self._layer_params(moe_mlp))
 
+    def stage_layers(self, stages: int) -> list[range]:
+        """The layers each of ``stages`` pipeline stages holds: consecutive, as even as counts allow.
+
+        ``n_layers = q * stages + r``: the first ``r`` stages take ``q + 1`` layers, the rest ``q``
+        (the default split of layer-count partitioners, e.g. Megatron-LM's).
+
+        Raises:
+            ValueError: ``stages`` not a whole number in ``1..n_layers``.
+        """
+        if isinstance(stages, bool) or not isinstance(stages, (int, np.integer)) or not 1 <= stages <= self.n_layers:
+            raise ValueError(f"stages must be a whole number in 1..{self.n_layers} ({self.key} has {self.n_layers} "
+                             f"layers), got {stages!r}")
+        q, r = divmod(self.n_layers, int(stages))
+        bounds = np.cumsum([0] + [q + (s < r) for s in range(int(stages))])
+        return [range(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def stage_params(self, stages: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(moe_layers, other_params)``: per pipeline stage, its MoE layers (each holds ``n_experts``
+        routed experts of ``expert_params``) and every other parameter it holds (integer arrays of
+        length ``stages``).
+
+        A stage holds its layers (:meth:`stage_layers`); the first also the input embedding, the
+        last the final norm and the LM head, where a tied table needs a copy of the embedding
+        when ``stages > 1`` (Megatron-LM keeps one on the last stage and all-reduces their
+        gradients). So the stages are not equal: Llama-2-70B in 4 stages holds 17,375,240,192
+        parameters on its last stage (20 layers, the head and the final norm) where the average
+        is 17,244,162,048; Llama-3.1-8B's last stage holds 13% more than the average, and
+        Llama-3.1-405B's first in 16 stages (8 layers and the embedding) 8.8% more. The busiest
+        stage, not the average, must fit (Megatron-LM's theoretical-memory report and
+        llm-analysis report the most loaded stage). With one stage ``other_params + moe_layers *
+        n_experts * expert_params`` is :attr:`total_params`.
+
+        Raises:
+            ValueError: ``stages`` not a whole number in ``1..n_layers``.
+        """
+        split = self.stage_layers(stages)
+        dense_layer = self._layer_params(self.mlp_params(self.d_ff))
+        moe_layer = self._layer_params(self.n_shared_experts * self.expert_params + self.router_params_per_layer
+                                       + (self.d_model if self.shared_expert_gate else 0)) if self.is_moe else 0
+        moe = np.array([sum(1 for i in layers if self.is_moe and i >= self.n_dense_layers) for layers in split])
+        other = np.array([(len(layers) - k) * dense_layer + k * moe_layer for layers, k in zip(split, moe)])
+        other[0] += self.embedding_params
+        head = self.lm_head_params or (self.vocab * self.d_model if len(split) > 1 else 0)
+        other[-1] += self._norm_params(self.d_model) + head
+        return moe, other
+
     @property
     def active_params(self) -> int:
         """N_act: weights one token uses -- all but the routed experts it skips.

@@ -16,8 +16,10 @@ The placement (the wide-EP serving layout of chapter 6)::
 
 Per chip, for ``B_r`` sequences of context L on one replica (b_w, b_kv bytes per element)::
 
-    weights  = [N_other / tp + R] b_w / pp          R = n_moe ceil(E/ep) P_e ep / (tp dp): routed experts on the
-                                                    fullest chip (= N_routed / (tp dp) when ep divides E)
+    weights  = max over stages s of [N_other,s / tp + R_s] b_w      the busiest stage's chip: its layers, the
+                                                    embedding on the first, the head on the last (Model.stage_params);
+                                                    R_s = n_moe,s ceil(E/ep) P_e ep / (tp dp): its routed experts on
+                                                    the fullest chip (= N_routed,s / (tp dp) when ep divides E)
     kv       = B_r kv_seq(L) / (dp tp_kv pp)          tp_kv = min(tp, n_kv) (1 for MLA: the latent is shared)
     t_compute = B_r (2 N_mm + a(L)) / (n_r F)
     t_memory  = [N_other_read / tp + R frac(B_r / pp)] b_w / W + kv / W
@@ -125,7 +127,8 @@ class Plan:
     outrun the compute, the reason then in ``no_balance_reason``), ``at_balance`` (None when
     there is no balance batch) and ``at_batch`` (:class:`Operating`), ``usd_per_chip_hour``
     (None when no price was given), ``ttft_s`` (time to first token of one ``prompt_tokens``
-    prompt on an idle replica), ``prefill_tokens_per_s_per_chip`` (compute-bound prefill
+    prompt on an idle replica: its attention and other non-expert work on its own ``tp`` chips,
+    its routed experts over the stage's ``tp x dp``), ``prefill_tokens_per_s_per_chip`` (compute-bound prefill
     ceiling), ``binds`` (at the chosen batch: compute, HBM bandwidth, or HBM capacity when it
     does not fit).
     """
@@ -311,7 +314,10 @@ class _Setup:
         # expert-parallel rank, each split over the stage_chips / ep chips of that rank
         experts_per_rank = -(-m.n_experts // pl.ep) if m.is_moe else 0
         self.routed_chip = m.n_moe_layers * experts_per_rank * m.expert_params * pl.ep / pl.stage_chips
-        self.weight_bytes_per_chip = (self.other / pl.tp + self.routed_chip) / pl.pp * self.b_w
+        # held: a chip of the busiest pipeline stage (its layers; the embedding on the first, the head on the last)
+        moe_s, other_s = m.stage_params(pl.pp)
+        routed_s = moe_s * experts_per_rank * m.expert_params * pl.ep / pl.stage_chips
+        self.weight_bytes_per_chip = float(np.max(other_s / pl.tp + routed_s)) * self.b_w
         self.tp_kv = 1 if m.is_mla else min(pl.tp, m.n_kv_heads)
         self.kv_split = pl.dp * self.tp_kv * pl.pp            # one sequence's cache spread over this many chips
         self.free = self.C - self.weight_bytes_per_chip
@@ -429,12 +435,15 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
     at_batch = _operating(s, B, replicas, L, price, max_batch)
     at_balance = _operating(s, balance, replicas, L, price, max_batch) if math.isfinite(balance) else None
 
-    # prefill: one prompt on an idle replica; MLA in its cheaper up-projected (non-absorbed) form
+    # prefill: one prompt on an idle replica, through the stages in turn. Its attention, dense layers, shared
+    # experts and head run on its own attention data-parallel group (tp chips); only the routed experts it picks
+    # are spread over the stage's tp x dp chips. MLA in its cheaper up-projected (non-absorbed) form.
     attn_prefill = float(m.prefill_attention_flops(T, absorbed=False))
     prefill_flops = T * 2.0 * m.matmul_params_per_token + attn_prefill
+    routed_flops = T * 2.0 * m.n_moe_layers * m.experts_per_token * m.expert_params
     frac = 1.0 - (1.0 - m.experts_per_token / m.n_experts) ** T if m.is_moe else 0.0
     read_s = (s.other_read / pl.tp + s.routed_chip * frac) * s.b_w / s.W   # each chip its own share
-    ttft = max(prefill_flops / (n_r * s.F), read_s)
+    ttft = max((prefill_flops - routed_flops) / (pl.tp * s.F) + routed_flops / (pl.stage_chips * s.F), read_s)
     prefill_rate = s.F * T / prefill_flops                 # compute-bound, per chip
 
     if not weights_fit:

@@ -13,7 +13,7 @@ A layout is five degrees whose product is the GPU count, nested from the innermo
   :func:`llmmath.parallelism.pipeline_bubble_fraction`);
 * ``dp``: data-parallel replicas, with ZeRO sharding of the model state over ``dp x cp``;
 * ``ep``: expert parallelism for MoE layers, carved out of the ``tp x cp x dp`` GPUs of a
-  stage (Megatron-LM's expert-data-parallel layout): routed experts ``/ (ep pp)``, their
+  stage (Megatron-LM's expert-data-parallel layout): a stage's routed experts ``/ ep``, their
   data-parallel degree ``tp cp dp / ep``.
 
 A group of ``k`` ranks whose stride (the product of the degrees inside it) times ``k``
@@ -30,8 +30,11 @@ the compute), ring attention's transfers overlap the attention compute, and tens
 pipeline- and expert-parallel transfers are on the critical path. With
 ``compute_efficiency = 1`` the time is a floor and the MFU a ceiling.
 
-Approximations, stated: parameters other than routed experts are spread evenly over the
-stages (the embedding and LM head really sit on the first and last); an MoE layer's
+Memory is that of the busiest GPU: each stage holds its own layers, the first also the
+embedding, the last the final norm and LM head (:meth:`llmmath.models.Model.stage_params`),
+with its activations under the schedule; the largest total is reported.
+
+Approximations, stated: an MoE layer's
 activations are those of a gated MLP of width ``(k + shared) d_ff_expert``; MLA attention is
 counted as multi-head attention of width ``n_heads (d_nope + d_rope)``; logits and temporary
 buffers are left out.
@@ -61,7 +64,7 @@ LLAMA3_405B_LAYOUTS = (
 
 @dataclasses.dataclass(frozen=True)
 class TrainingStep:
-    """One training step under a layout: bytes on the busiest (first-stage) GPU and seconds by part."""
+    """One training step under a layout: bytes on the busiest GPU (usually the first stage's) and seconds by part."""
 
     layout: dict                  # tp, cp, pp, dp, ep, micro_batch, microbatches, schedule, chunks, zero_stage, recompute
     memory_bytes: dict            # weights, gradients, master_weights, optimizer, activations (per GPU)
@@ -75,6 +78,7 @@ class TrainingStep:
     hardware_flops: float         # with recomputation
     n_gpus: int
     peak_flops_per_s: float
+    stage: int = 0                # the pipeline stage whose GPU holds memory_bytes (0 = first)
 
     @property
     def total_bytes(self) -> float:
@@ -85,15 +89,15 @@ class TrainingStep:
         return self.total_bytes <= self.hbm_bytes
 
     def fit_warning(self) -> str:
-        """``""`` when the first-stage GPU's bytes fit in HBM; otherwise a one-line warning with the numbers.
+        """``""`` when the busiest GPU's bytes fit in HBM; otherwise a one-line warning with the numbers.
 
         For printing beside a layout, so that one that cannot run is never shown as if it ran:
-        ``"WARNING: does not fit: 106.9 GB on the first-stage GPU > 80.0 GB of HBM (26.9 GB over)"``.
+        ``"WARNING: does not fit: 106.9 GB on a GPU of stage 0 > 80.0 GB of HBM (26.9 GB over)"``.
         """
         if self.fits:
             return ""
         over = self.total_bytes - self.hbm_bytes
-        return (f"WARNING: does not fit: {self.total_bytes / 1e9:.1f} GB on the first-stage GPU > "
+        return (f"WARNING: does not fit: {self.total_bytes / 1e9:.1f} GB on a GPU of stage {self.stage} > "
                 f"{self.hbm_bytes / 1e9:.1f} GB of HBM ({over / 1e9:.1f} GB over)")
 
     @property
@@ -148,6 +152,25 @@ def _layer_activation_bytes(m, seq_local, micro_batch, tp, sp, recompute, moe_la
                                                    dropout=dropout))
 
 
+def _stage_memory(m, stage: int, layers: range, moe_layers: int, other: int, *, tp, cp, dp, ep, pp, mb, s_loc, b,
+                  sp, recompute, dropout, schedule, chunks, kw) -> dict:
+    """Bytes on one GPU of pipeline stage ``stage``, by kind: its model state and its activations."""
+    state = memory.model_state_parts(other / tp, dp=dp * cp, **kw)
+    if moe_layers:
+        e_state = memory.model_state_parts(moe_layers * m.n_experts * m.expert_params / ep, dp=tp * cp * dp // ep, **kw)
+        state = {k: state[k] + e_state[k] for k in state}
+    dense_layers = len(layers) - moe_layers
+    per_mb = 0.0
+    if dense_layers:
+        per_mb += dense_layers * _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, False, dropout)
+    if moe_layers:
+        per_mb += moe_layers * _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, True, dropout)
+    mem = {k: float(v) for k, v in state.items()}
+    mem["activations"] = float(memory.pipeline_activation_bytes(per_mb, 1, pp, mb, schedule=schedule, chunks=chunks,
+                                                                stage=stage))
+    return mem
+
+
 def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: int = 1, pp: int = 1,
                   dp: int = 1, ep: int = 1, micro_batch: int = 1, zero_stage: int = 1, recompute: str = "selective",
                   schedule: str = "1f1b", chunks: int = 1, sequence_parallel: bool = True,
@@ -170,7 +193,8 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
         dropout: the model trains with dropout (modern LLMs: no).
 
     Returns:
-        :class:`TrainingStep` (memory of the first stage's GPU, which holds the most activations).
+        :class:`TrainingStep` (memory of the busiest stage's GPU: usually the first, which holds the
+        most activations and the embedding).
 
     Raises:
         ValueError: a degree < 1; ``tp`` not dividing the heads (or KV heads); ``pp`` > layers;
@@ -206,28 +230,16 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
     sp = bool(sequence_parallel) and tp > 1
     s_loc = S // cp
 
-    # ---- memory: model state -------------------------------------------------------------------------------
-    routed = m.n_moe_layers * m.n_experts * m.expert_params if m.is_moe else 0
-    dense_pg = (m.total_params - routed) / (tp * pp)
-    expert_pg = routed / (ep * pp)
+    # ---- memory of the busiest GPU: each stage's model state (its layers; the embedding on the first, the head
+    # on the last: Model.stage_params) and activations (1F1B: the first stage holds the most micro-batches)
     kw = dict(zero_stage=zero_stage, weight_dtype=weight_dtype, grad_dtype=grad_dtype,
               master_weights=dtype_bytes(weight_dtype) < 4)
-    state = memory.model_state_parts(dense_pg, dp=dp * cp, **kw)
-    if expert_pg:
-        e_state = memory.model_state_parts(expert_pg, dp=tp * cp * dp // ep, **kw)
-        state = {k: state[k] + e_state[k] for k in state}
-
-    # ---- memory: activations on the first stage ----------------------------------------------------------
-    layers_first = int(np.ceil(m.n_layers / pp))
-    n_moe_first = sum(1 for i in range(layers_first) if m.is_moe and i >= m.n_dense_layers)
-    per_mb = 0.0
-    if layers_first > n_moe_first:
-        per_mb += (layers_first - n_moe_first) * _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, False, dropout)
-    if n_moe_first:
-        per_mb += n_moe_first * _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, True, dropout)
-    acts = float(memory.pipeline_activation_bytes(per_mb, 1, pp, mb, schedule=schedule, chunks=chunks, stage=0))
-    mem = {k: float(v) for k, v in state.items()}
-    mem["activations"] = acts
+    per_stage = [_stage_memory(m, s, layers, moe_layers, other, tp=tp, cp=cp, dp=dp, ep=ep, pp=pp, mb=mb,
+                               s_loc=s_loc, b=b, sp=sp, recompute=recompute, dropout=dropout, schedule=schedule,
+                               chunks=chunks, kw=kw)
+                 for s, (layers, moe_layers, other) in enumerate(zip(m.stage_layers(pp), *m.stage_params(pp)))]
+    busiest = max(range(pp), key=lambda s: sum(per_stage[s].values()))
+    mem = per_stage[busiest]
 
     # ---- compute -------------------------------------------------------------------------------------------
     peak = c.flops_per_s(compute_dtype)
@@ -267,6 +279,9 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
                       + 2 * network.all_gather_time_s(params * b_w, ranks, bw))
         return t, nbytes
 
+    moe_s, other_s = m.stage_params(pp)           # the stage with the most to synchronise sets the time
+    dense_pg = float(np.max(other_s)) / tp
+    expert_pg = float(np.max(moe_s)) * m.n_experts * m.expert_params / ep if m.is_moe else 0.0
     t_d, n_d = _dp_sync(dense_pg, dp * cp, bw_dp)
     t_e, n_e = _dp_sync(expert_pg, tp * cp * dp // ep, bw_ep) if expert_pg else (0.0, 0.0)
     comm_s["dp"], comm_bytes["dp"] = t_d + t_e, n_d + n_e
@@ -309,7 +324,7 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
     layout = dict(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=b, microbatches=mb, schedule=schedule,
                   chunks=chunks, zero_stage=zero_stage, recompute=recompute, sequence_parallel=sp)
     return TrainingStep(layout, mem, float(c.hbm_bytes), compute_s, bubble_s, comm_s, exposed, comm_bytes,
-                        model_flops, hw_flops, n, float(peak))
+                        model_flops, hw_flops, n, float(peak), busiest)
 
 
 def _divisors(n: int) -> list[int]:
@@ -323,7 +338,7 @@ def search_layouts(model, chip, n_gpus: int, global_batch: int, seq_len: int, *,
 
     Tries each combination of the given degrees, micro-batch sizes, ZeRO stages and recompute
     modes that divides the GPUs, the sequence and the batch (impossible ones are skipped),
-    keeps those whose first-stage GPU fits in HBM, and sorts them by predicted step time
+    keeps those whose busiest GPU fits in HBM, and sorts them by predicted step time
     (:func:`training_step`; extra keyword arguments go to it).
 
     Returns:
