@@ -40,10 +40,14 @@ ok = check_answer("06.2", answer)
 
 # %% [markdown]
 # ### Problem 3 — weights per GPU with wide EP and two stages
-# DeepSeek-V3 in fp8 on EP32 × PP2 (64 GPUs). Routed experts: 58 MoE layers ×
-# 256 experts × $3 \cdot 7168 \cdot 2048$ parameters; everything else (attention,
-# dense layers, shared experts, embeddings: the rest of 671,026,419,200) is
-# replicated on each GPU of a stage. How many bytes of weights does each GPU hold?
+# DeepSeek-V3 in fp8 on EP32 × PP2 (64 GPUs). Its 61 layers split 31/30. The
+# first stage holds the 3 dense layers (583,483,392 parameters each), 28 MoE
+# layers and the input embedding (129,280 × 7,168); the second holds 30 MoE
+# layers, the final norm (7,168) and the LM head (129,280 × 7,168). An MoE
+# layer is 232,997,120 parameters replicated on every GPU of its stage
+# (attention, the shared expert, the router) plus 256 routed experts of
+# $3 \cdot 7168 \cdot 2048$ parameters spread over the 32 GPUs. How many bytes
+# of weights must a GPU of the busier stage hold?
 
 # %%
 answer = ...  # bytes

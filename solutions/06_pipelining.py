@@ -60,16 +60,21 @@ assert abs(parallelism.boundary_traffic_ratio("kimi-k2", 2, 64, 900e9, 50e9) / a
 
 # %% [markdown]
 # ### Problem 3 — weights per GPU with wide EP and two stages
-# DeepSeek-V3 in fp8 on EP32 × PP2 (64 GPUs). Routed experts: 58 MoE layers ×
-# 256 experts × $3 \cdot 7168 \cdot 2048$ parameters; everything else (attention,
-# dense layers, shared experts, embeddings: the rest of 671,026,419,200) is
-# replicated on each GPU of a stage. How many bytes of weights does each GPU hold?
+# DeepSeek-V3 in fp8 on EP32 × PP2 (64 GPUs). Its 61 layers split 31/30. The
+# first stage holds the 3 dense layers (583,483,392 parameters each), 28 MoE
+# layers and the input embedding (129,280 × 7,168); the second holds 30 MoE
+# layers, the final norm (7,168) and the LM head (129,280 × 7,168). An MoE
+# layer is 232,997,120 parameters replicated on every GPU of its stage
+# (attention, the shared expert, the router) plus 256 routed experts of
+# $3 \cdot 7168 \cdot 2048$ parameters spread over the 32 GPUs. How many bytes
+# of weights must a GPU of the busier stage hold?
 
 # %%
 # BEGIN SOLUTION stub: answer = ...  # bytes
-routed = 58 * 256 * 3 * 7168 * 2048
-rest = 671_026_419_200 - routed
-answer = (routed / 32 + rest) / 2 * 1
+expert = 3 * 7168 * 2048
+first = 3 * 583_483_392 + 28 * (232_997_120 + 256 * expert / 32) + 129_280 * 7168
+second = 30 * (232_997_120 + 256 * expert / 32) + 7168 + 129_280 * 7168
+answer = max(first, second) * 1          # fp8: one byte per parameter
 # END SOLUTION
 ok = check_answer("06.3", answer)
 # BEGIN SOLUTION
@@ -78,9 +83,12 @@ assert abs(parallelism.memory_per_gpu("deepseek-v3", ep=32, pp=2, weight_dtype="
 # END SOLUTION
 
 # %% [markdown] tags=["solution"]
-# **Worked answer.** Routed: 653.9B params / 32 = 20.4 GB; the rest, 17.1 GB, is
-# replicated; halved by the two stages: 18.8 GB per GPU. The replicated part is
-# almost half: widening EP alone cannot shrink it.
+# **Worked answer.** The first stage: 1.75 GB of dense layers, 28 × (0.233 +
+# 8 × 0.044) GB = 16.4 GB of MoE layers, 0.93 GB of embedding: 19.07 GB per GPU.
+# The second: 30 MoE layers and the head, 18.49 GB. An even split of the 671B
+# over two stages would say 18.78 GB for both: 1.5 % short for the GPU that
+# must fit. The replicated part (attention, shared experts, dense layers,
+# embeddings) is almost half of it: widening EP alone cannot shrink it.
 
 # %% [markdown]
 # ### Problem 4 — KV cache per GPU under pipelining

@@ -152,23 +152,28 @@ def _layer_activation_bytes(m, seq_local, micro_batch, tp, sp, recompute, moe_la
                                                    dropout=dropout))
 
 
-def _stage_memory(m, stage: int, layers: range, moe_layers: int, other: int, *, tp, cp, dp, ep, pp, mb, s_loc, b,
-                  sp, recompute, dropout, schedule, chunks, kw) -> dict:
-    """Bytes on one GPU of pipeline stage ``stage``, by kind: its model state and its activations."""
-    state = memory.model_state_parts(other / tp, dp=dp * cp, **kw)
-    if moe_layers:
-        e_state = memory.model_state_parts(moe_layers * m.n_experts * m.expert_params / ep, dp=tp * cp * dp // ep, **kw)
-        state = {k: state[k] + e_state[k] for k in state}
-    dense_layers = len(layers) - moe_layers
-    per_mb = 0.0
-    if dense_layers:
-        per_mb += dense_layers * _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, False, dropout)
-    if moe_layers:
-        per_mb += moe_layers * _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, True, dropout)
-    mem = {k: float(v) for k, v in state.items()}
-    mem["activations"] = float(memory.pipeline_activation_bytes(per_mb, 1, pp, mb, schedule=schedule, chunks=chunks,
-                                                                stage=stage))
-    return mem
+def _stage_memories(m, *, tp, cp, dp, ep, pp, mb, s_loc, b, sp, recompute, dropout, schedule, chunks, kw) -> list:
+    """Bytes on one GPU of each pipeline stage, by kind: its model state (its layers; the embedding on the
+    first stage, the head on the last: ``Model.stage_params``) and its activations under the schedule.
+    Stages that hold the same layers share one computation of their state (most do)."""
+    split, (moe_s, other_s) = m.stage_layers(pp), m.stage_params(pp)
+    dense_act = _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, False, dropout)
+    moe_act = _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, True, dropout) if m.is_moe else 0.0
+    per_mb = np.array([(len(layers) - k) * dense_act + k * moe_act for layers, k in zip(split, moe_s)])
+    acts = memory.pipeline_activation_bytes(per_mb, 1, pp, mb, schedule=schedule, chunks=chunks, stage=np.arange(pp))
+    states: dict = {}
+    out = []
+    for stage, (moe_layers, other) in enumerate(zip(moe_s, other_s)):
+        key = (int(moe_layers), int(other))
+        if key not in states:
+            state = memory.model_state_parts(other / tp, dp=dp * cp, **kw)
+            if moe_layers:
+                e_state = memory.model_state_parts(moe_layers * m.n_experts * m.expert_params / ep,
+                                                   dp=tp * cp * dp // ep, **kw)
+                state = {k: state[k] + e_state[k] for k in state}
+            states[key] = {k: float(v) for k, v in state.items()}
+        out.append({**states[key], "activations": float(np.atleast_1d(acts)[stage])})
+    return out
 
 
 def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: int = 1, pp: int = 1,
@@ -234,10 +239,8 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
     # on the last: Model.stage_params) and activations (1F1B: the first stage holds the most micro-batches)
     kw = dict(zero_stage=zero_stage, weight_dtype=weight_dtype, grad_dtype=grad_dtype,
               master_weights=dtype_bytes(weight_dtype) < 4)
-    per_stage = [_stage_memory(m, s, layers, moe_layers, other, tp=tp, cp=cp, dp=dp, ep=ep, pp=pp, mb=mb,
-                               s_loc=s_loc, b=b, sp=sp, recompute=recompute, dropout=dropout, schedule=schedule,
-                               chunks=chunks, kw=kw)
-                 for s, (layers, moe_layers, other) in enumerate(zip(m.stage_layers(pp), *m.stage_params(pp)))]
+    per_stage = _stage_memories(m, tp=tp, cp=cp, dp=dp, ep=ep, pp=pp, mb=mb, s_loc=s_loc, b=b, sp=sp,
+                                recompute=recompute, dropout=dropout, schedule=schedule, chunks=chunks, kw=kw)
     busiest = max(range(pp), key=lambda s: sum(per_stage[s].values()))
     mem = per_stage[busiest]
 
