@@ -542,3 +542,25 @@ def test_utilization_with_partial_overlap_by_hand():
     assert np.allclose(serving.utilization_vs_balance(x, 0.0), serving.utilization_vs_balance(x, "sum"))
     with pytest.raises(ValueError, match="overlap"):
         serving.utilization_vs_balance(1.0, 1.5)
+
+
+def test_shortest_compute_bound_prompt_by_hand():
+    # Llama-3.1-8B (8,030,261,248 parameters; untied 128,256 x 4,096 table looked up, not multiplied; 32 layers,
+    # 32 heads and 8 KV heads of 128) on one H100 SXM (989.5 TFLOP/s bf16 dense, 3.35 TB/s), bf16:
+    #   compute = 2 N_mm T + 4 x 32 x 128 x 32 x T (T-1)/2 FLOPs;  bytes = (N - V d + T d) x 2 + T x 131,072
+    n, table, d = 8_030_261_248, 128_256 * 4_096, 4_096
+    T = np.arange(1, 5_001, dtype=float)
+    compute = (2 * (n - table) * T + 4 * 32 * 128 * 32 * T * (T - 1) / 2) / 989.5e12
+    memory = ((n - table + T * d) * 2 + T * 2 * 32 * 8 * 128 * 2) / 3.35e12
+    hand = T[np.argmax(compute >= memory)]
+    assert serving.prefill_compute_bound_tokens("llama-3.1-8b", "h100-sxm") == hand
+    assert 250 < hand < 300                      # about the ridge point, 295 FLOP/byte: T FLOPs per weight byte
+    # an MoE model needs ~N_tot / N_act times longer prompts (claim 32's check does DeepSeek-V3 by hand)
+    assert serving.prefill_compute_bound_tokens("deepseek-v3", "h100-sxm") > 15 * hand
+    # fp8 weights multiplied in fp8: twice the FLOP/s, half the bytes: the same prompt length (~1 token either way);
+    # fp8 weights multiplied in bf16: half the bytes at the same FLOP/s: half the prompt
+    assert abs(serving.prefill_compute_bound_tokens("llama-3.1-8b", "h100-sxm", weight_dtype="fp8") - hand) <= 2
+    half = serving.prefill_compute_bound_tokens("llama-3.1-8b", "h100-sxm", weight_dtype="fp8", compute_dtype="bf16")
+    assert half == pytest.approx(hand / 2, rel=0.03)
+    with pytest.raises(ValueError, match="n_chips"):
+        serving.prefill_compute_bound_tokens("llama-3.1-8b", "h100-sxm", n_chips=0)
