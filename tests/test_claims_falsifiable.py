@@ -270,6 +270,7 @@ SECOND_CHIP_OR_MODEL = [
     ("GB300 NVL72's 288 GB per GPU copied from the GB200 row (186 GB)", 22),        # GB300 datasheet capacity
     ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", 6),                # L*, MFU on a B200 by hand
     ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", 32),               # prefill/decode cost on B200s
+    ("DeepSeek-V3 expert width taken as the dense d_ff (18432)", 32),             # MoE prefill crossover by hand
     ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", 35),               # cost growth on a B200
     ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", 40),               # read vs recompute on a B200
     ("GB200's with-sparsity tensor FLOP/s taken as dense", 29),                    # SGLang's GB200 decode MFU
