@@ -162,26 +162,40 @@ assert v20.verdict == "holds"
 #
 # $$\frac{\text{chip-s per token, pipelined}}{\text{chip-s per token, one stage}} = \frac{P\,\max_s t_s}{\sum_s t_s} \;\ge\; 1 .$$
 #
-# Equal stages give exactly 1; an uneven split costs. DeepSeek-V3's 61 layers do
-# not divide by 8, its first three layers are dense (no experts: far lighter),
-# and the LM head sits on the last stage. The floors below are computed layer by
-# layer (`parallelism.stage_floors_s`); the check re-derives them by hand from
-# the published config and the GB200 datasheet.
+# Equal stages give exactly 1; an uneven split costs.
+#
+# **The layout decides the floor.** Each stage is 64 GPUs laid out as
+# DeepSeek serves V3: every GPU serves its own $b/64$ sequences (data-parallel
+# attention) and so holds and reads its own copy of the attention, dense-layer,
+# shared-expert and head weights; only the routed experts are spread, 4 per GPU.
+# A chip's floor is its own bytes over its own bandwidth. Pooling, as chapter 1
+# does, spreads all 671 GB evenly over the 64 GPUs as if any GPU could read any
+# weight; it is right for a dense model under tensor parallelism, and too
+# optimistic here, because the non-expert weights are read 64 times, once per GPU.
+# In this layout DeepSeek-V3's three dense layers are the heaviest per GPU
+# (583 M parameters each, replicated, against 233 M + 4 experts of 44 M = 409 M
+# for an MoE layer), 61 layers do not divide by 8, and the LM head sits on the
+# last stage. The floors below are computed layer by layer
+# (`parallelism.stage_floors_s`); the check re-derives them by hand from the
+# published config and the GB200 datasheet.
 
 # %%
-one = serving.decode_step("deepseek-v3", "gb200", 2048, 8192, n_chips=64, weight_dtype="fp8", check_capacity=False)
+one = parallelism.pipelined_decode("deepseek-v3", "gb200", 64, 1, 2048, 8192, weight_dtype="fp8")
+pooled = serving.decode_step("deepseek-v3", "gb200", 2048, 8192, n_chips=64, weight_dtype="fp8", check_capacity=False)
+print(f"DeepSeek-V3, fp8, 64 GB200s, b = 2048, L = 8192, one stage: {one.stage_s * 1e3:.2f} ms per step on each GPU "
+      f"of this layout; {pooled.time_s * 1e3:.2f} ms if its bytes were pooled ({one.stage_s / pooled.time_s:.2f}x)")
 hbm_gb200 = hardware.get("gb200").hbm_bytes
 print(f"{'model':<12} {'P':>3} {'layers per stage':<26} {'slowest stage':>13} {'sum of stages':>13} "
       f"{'token latency':>13} {'chips':>6} {'chip-s/token vs P=1':>20}  fits 186 GB/GPU?")
 for key in ("deepseek-v3", "kimi-k2"):
-    base = serving.decode_step(key, "gb200", 2048, 8192, n_chips=64, weight_dtype="fp8", check_capacity=False)
+    base = parallelism.pipelined_decode(key, "gb200", 64, 1, 2048, 8192, weight_dtype="fp8")
     fit = parallelism.memory_over_stages(key, [1, 2, 4, 8], hbm_gb200, ep=64, batch=2048, context=8192,
                                          weight_dtype="fp8")
     for j, P in enumerate((1, 2, 4, 8)):
         d = parallelism.pipelined_decode(key, "gb200", 64, P, 2048, 8192, weight_dtype="fp8")
         split = "/".join(str(len(r)) for r in parallelism.stage_layers(key, P))
         print(f"{key:<12} {P:>3} {split:<26} {d.stage_s * 1e3:>11.3f}ms {d.stages_s.sum() * 1e3:>11.3f}ms "
-              f"{d.token_latency_s * 1e3:>11.3f}ms {d.n_chips:>6} {d.chip_s_per_token / base.cost_chip_s_per_token:>19.3f}x"
+              f"{d.token_latency_s * 1e3:>11.3f}ms {d.n_chips:>6} {d.chip_s_per_token / base.chip_s_per_token:>19.3f}x"
               f"  {'yes' if fit.fits[j] else 'NO: does not fit'} ({fit.fill[j]:.0%})")
 
 # %% [markdown]
@@ -266,6 +280,12 @@ assert v21.verdict == "holds"
 # layers of each, spread over its $E$ GPUs:
 #
 # $$\text{KV} = \frac{(P\,b)\,L\,\beta}{P\,E} = \frac{b\,L\,\beta}{E}\quad\text{— the } P \text{ cancels.}$$
+#
+# That is for stages of equal depth. The busiest stage holds $\lceil n_\text{layers}/P\rceil$
+# layers, so when $P$ does not divide the layers its GPUs hold a little more
+# than this: DeepSeek-V3's first stage at $P = 4$ has 16 of 61 layers, 4.9%
+# above a quarter. Pipelining never shrinks the KV per GPU; an uneven split
+# grows it.
 
 # %% slideshow={"slide_type": "subslide"}
 fig, axes = plots.new_axes(2, width=5.0, height=3.8)
@@ -350,13 +370,13 @@ print(f"activations per GPU per hop: {b} / {E} tokens x {d_model} x 2 bytes = {a
 print(f"one hop: {wire * 1e6:.1f} us (64-byte latency) + {act / nic * 1e6:.1f} us (activations) + "
       f"{ch06._LAUNCH_SYNC_S * 1e6:.0f} us (assumed launch/sync) = {hop * 1e6:.1f} us")
 for key in ("deepseek-v3", "kimi-k2"):
-    base = serving.decode_step(key, "gb200", b, 8192, n_chips=E, weight_dtype="fp8", check_capacity=False)
+    base = parallelism.pipelined_decode(key, "gb200", E, 1, b, 8192, weight_dtype="fp8")
     fit = parallelism.memory_over_stages(key, [1, 2, 4, 8], hardware.get("gb200").hbm_bytes, ep=E, batch=b,
                                          context=8192, weight_dtype="fp8")
     for j, P in enumerate((1, 2, 4, 8)):
         dp = parallelism.pipelined_decode(key, "gb200", E, P, b, 8192, hop_latency_s=hop, weight_dtype="fp8")
         print(f"{key:<12} P={P}: {P * b:>6} sequences in flight, token latency {dp.token_latency_s * 1e3:.3f} ms "
-              f"({dp.token_latency_s / base.time_s - 1:+.1%} vs one stage)"
+              f"({dp.token_latency_s / base.token_latency_s - 1:+.1%} vs one stage)"
               f"{'' if fit.fits[j] else '  [does not fit in HBM: not runnable]'}")
 
 # %% [markdown]

@@ -29,7 +29,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from llmmath import _catalog, claims, hardware, kernels, measured, models, plots, serving, sparse_attention, explorers, widgets
+from llmmath import _catalog, claims, deployment, hardware, kernels, measured, models, plots, serving, sparse_attention, explorers, widgets
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 32 (1:45:11) — prefill is compute-bound, decode memory-bound
@@ -219,15 +219,38 @@ assert v33.verdict == "off by"
 # is the memory-to-compute slope: for Llama-3.1-70B on an H100,
 # $327{,}680 \times 295 / 2{,}621{,}440 = 37$. Capacity: a sequence of $L$
 # tokens holds $L\beta$ bytes, so at most $(C_\text{total} - N b_w)/(L\beta)$
-# sequences fit.
+# sequences fit — if the chips' HBM were one pool.
+#
+# It is not. A chip holds its own weights and its own sequences' cache, and a
+# sequence's cache cannot be cut across the groups of chips that serve
+# different sequences. Tensor parallelism splits a GQA cache over at most as
+# many chips as there are KV heads, and does not split MLA's single latent at
+# all; data-parallel attention keeps a copy of the non-expert weights on every
+# chip. So the placed count, the best over every legal placement
+# (`deployment.most_sequences`: tensor, data and expert parallelism, and
+# pipeline stages, which give each chip fewer layers' cache), can be lower. For
+# the dense models (8 KV heads, TP8) the two agree; for DeepSeek-V3 they do not.
 
 # %%
 ctx = np.array([8192, 32768, 131072, 524288, 1048576])
 print(f"{'model (8 x H200)':<30} " + " ".join(f"{int(c):>9}" for c in ctx) + "   <- context; sequences that fit")
+placed_fit = {}
 for m, wd in (("llama-3.1-8b", "bf16"), ("llama-3.1-70b", "bf16"), ("qwen3-235b-a22b", "fp8"), ("deepseek-v3", "fp8")):
-    fit = serving.max_batch(m, "h200", ctx, n_chips=8, weight_dtype=wd)
-    print(f"{m + ' (' + wd + ')':<30} " + " ".join(f"{int(f):>9}" if f >= 1 else f"{'no fit':>9}" for f in fit))
-print("(no fit: the weights plus one sequence's KV cache exceed the 8 GPUs' HBM)")
+    pooled_fit = serving.max_batch(m, "h200", ctx, n_chips=8, weight_dtype=wd)
+    placed = [deployment.most_sequences(m, "h200", 8, int(c), weight_dtype=wd, pp=None) for c in ctx]
+    one_stage = [deployment.most_sequences(m, "h200", 8, int(c), weight_dtype=wd)[0] for c in ctx]
+    placed_fit[m] = placed
+    cells = lambda xs: " ".join(f"{int(f):>9}" if f >= 1 else f"{'no fit':>9}" for f in xs)
+    print(f"{m + ' (' + wd + ')':<30} {cells(pooled_fit)}   pooled")
+    print(f"{'':<30} {cells(one_stage)}   placed, one stage")
+    print(f"{'':<30} {cells([b for b, _ in placed])}   placed, best of 1, 2, 4, 8 stages: "
+          + ", ".join(sorted({f'TP{d.placement.tp} DP{d.placement.dp} PP{d.placement.pp}' for b, d in placed if d})))
+print("(no fit: the weights plus one sequence's KV cache exceed what a chip has left)")
+ds_pooled = serving.max_batch("deepseek-v3", "h200", ctx, n_chips=8, weight_dtype="fp8")
+ds_one = [deployment.most_sequences("deepseek-v3", "h200", 8, int(c), weight_dtype="fp8")[0] for c in ctx]
+print(f"DeepSeek-V3 at 128k: pooled {ds_pooled[2]:.0f}, placed {ds_one[2]:.0f} in one stage "
+      f"({ds_pooled[2] / ds_one[2]:.2f}x fewer); at 1M: pooled {ds_pooled[4]:.0f}, one stage {ds_one[4]:.0f}, "
+      f"best with pipeline stages {placed_fit['deepseek-v3'][4][0]:.0f}")
 
 # %%
 v34 = claims.check(34)

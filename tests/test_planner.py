@@ -80,7 +80,8 @@ def test_deepseek_v3_on_an_nvl72_rack_with_uneven_experts():
     kv_seq = 61 * (512 + 64) * 2 * 8192                      # the MLA latent and rope key, bf16
     assert p.kv_bytes_per_sequence == kv_seq
     free = 186e9 - p.weight_bytes_per_chip
-    assert p.max_batch == math.floor(free / (kv_seq / 72))   # DP72: each GPU holds 1/72 of the sequences
+    # DP72: each GPU holds whole sequences of its own (a sequence's cache lives on one attention group)
+    assert p.max_batch == 72 * math.floor(free / kv_seq) == 19_800      # 275 a GPU; 19,844 if they could split
     # fp8 on GB200: F/W = 625 FLOP/B > the absorbed MLA's 242 FLOP/B at bf16: KV reads never let it balance
     assert math.isinf(p.balance_batch)
 

@@ -29,7 +29,7 @@ from .units import dtype_bytes
 __all__ = [
     "bubble_fraction", "pipeline_bubble_fraction", "PIPELINE_SCHEDULES", "pipeline_orders", "pipeline_schedule",
     "MemoryPerGPU", "memory_per_gpu", "check_placement",
-    "boundary_traffic_ratio", "stage_layers", "stage_floors_s", "PipelinedDecode", "pipelined_decode", "deployments",
+    "boundary_traffic_ratio", "stage_layers", "stage_deployment", "stage_floors_s", "PipelinedDecode", "pipelined_decode", "deployments",
     "hop_latencies", "moe_layer_all_to_all_s", "DomainGrowth", "domain_growth", "DomainLimits",
     "domain_parameter_limits", "domain_hbm_fill", "StageMemory", "memory_over_stages", "fits_per_gpu",
 ]
@@ -252,12 +252,17 @@ def memory_per_gpu(model, ep: int = 1, pp: int = 1, tp: int = 1, batch=1, contex
     KV: ``batch`` is the micro-batch, the sequences one stage works on at a time.
     To keep ``pp`` stages busy in decode, ``microbatches`` (default ``pp``) of
     them are in flight, so ``microbatches * batch`` sequences hold a cache; each
-    stage stores only its ``1/pp`` of the layers, spread over its ``ep`` GPUs
-    (``tp`` splits the KV heads; MLA's shared latent cannot be split by ``tp``)::
+    stage stores only its own layers' share, spread over its ``ep`` GPUs
+    (``tp`` splits the KV heads; MLA's shared latent cannot be split by ``tp``). On the
+    stage with the most layers (``n_s``; the first ``n_layers mod pp`` stages hold one more)::
 
-        kv per GPU = (microbatches * b) * L * beta / (pp * ep * tp_kv) = b L beta / (ep tp_kv)   (microbatches = pp)
+        kv per GPU = (microbatches * b) * kv_seq(L) * (n_s / n_layers) / (ep * tp_kv)
+                   ~ b kv_seq(L) / (ep tp_kv)   (microbatches = pp, equal stages)
 
-    The pipeline depth cancels: stages shrink the weights per GPU, not the KV.
+    The pipeline depth cancels: stages shrink the weights per GPU, not the KV. An uneven
+    split does not cancel: DeepSeek-V3's 61 layers in 4 stages put 16 on the first, 4.9%
+    more KV than the average. This is :class:`llmmath.deployment.Deployment`'s count with
+    ``dp = ep`` (the consistency test holds them equal).
 
     Raises:
         ValueError: impossible placement (see :func:`check_placement`), bad batch/context.
@@ -270,7 +275,8 @@ def memory_per_gpu(model, ep: int = 1, pp: int = 1, tp: int = 1, batch=1, contex
     moe_layers, other = m.stage_params(pp)
     weights = float(np.max(moe_layers * m.n_experts * m.expert_params / (ep * tp) + other / tp)) * dtype_bytes(weight_dtype)
     tp_kv = 1 if m.is_mla else tp
-    kv = mb * B * np.asarray(m.kv_bytes_per_sequence(L, kv_dtype)) / (pp * ep * tp_kv)
+    busiest_share = max(len(r) for r in m.stage_layers(pp)) / m.n_layers   # 16 of DeepSeek-V3's 61 layers at pp=4
+    kv = mb * B * np.asarray(m.kv_bytes_per_sequence(L, kv_dtype)) * busiest_share / (ep * tp_kv)
     weights, kv = np.broadcast_arrays(np.asarray(weights, dtype=float), kv)
     return MemoryPerGPU(result(weights), result(kv), ep * pp * tp)
 
@@ -348,54 +354,61 @@ def stage_layers(model, stages: int) -> list[range]:
     return m.stage_layers(positive_int("stages", stages))
 
 
-def _stage_parts(m, batch, layers: range, first: bool, last: bool):
-    """(matmul params, weight params read, fraction of the layers) of one stage, for ``batch`` tokens."""
-    moe = sum(1 for i in layers if m.is_moe and i >= m.n_dense_layers)
-    dense = len(layers) - moe
-    norms = 2 * m._norm_params(m.d_model)
-    dense_layer = m.attention_params_per_layer + m.mlp_params(m.d_ff) + norms
-    fixed = (m.attention_params_per_layer + m.n_shared_experts * m.expert_params + norms
-             + m.router_params_per_layer) if m.is_moe else 0
-    active = dense * dense_layer + moe * (fixed + m.experts_per_token * m.expert_params)
-    frac = 1.0 - (1.0 - m.experts_per_token / m.n_experts) ** batch if m.is_moe else 0.0
-    read = dense * dense_layer + moe * (fixed + frac * m.n_experts * m.expert_params)
-    if last:
-        head = m.lm_head_params or m.vocab * m.d_model  # a tied table is still the head's matmul
-        active, read = active + head + m._norm_params(m.d_model), read + m.lm_head_params + m._norm_params(m.d_model)
-    if first:  # the lookup reads one row per token, does no arithmetic
-        read = read + (np.minimum(batch, m.vocab) * m.d_model if not m.tied_embeddings else 0.0)
-    return active, read, len(layers) / m.n_layers
+def stage_deployment(model, chip, chips_per_stage: int, stages: int, weight_dtype="bf16", kv_dtype="bf16",
+                     tp: int = 1):
+    """The :class:`~llmmath.deployment.Deployment` of one pipelined replica, chapter 6's layout.
+
+    ``stages`` stages of ``chips_per_stage`` chips; in each, ``tp``-way tensor-parallel attention
+    groups, ``dp = chips_per_stage / tp`` of them, each serving its own sequences and holding the
+    stage's non-expert weights (DP attention, the layout DeepSeek-V3 is served with), and the routed
+    experts spread over all the stage's chips (``ep = dp``; each expert split ``tp`` ways).
+
+    Raises:
+        ValueError: ``tp`` not dividing ``chips_per_stage`` or the heads, ``stages`` outside
+            ``1..n_layers``, a dense model with ``dp > 1``... (messages say what is allowed).
+    """
+    from .deployment import Deployment
+    m = models.get(model)
+    n, P, tp = (positive_int(k, v) for k, v in (("chips_per_stage", chips_per_stage), ("stages", stages), ("tp", tp)))
+    if n % tp:
+        raise ValueError(f"tp={tp} must divide chips_per_stage={n}; allowed: "
+                         f"{[t for t in range(1, n + 1) if n % t == 0]}")
+    dp = n // tp
+    return Deployment(m, chip, n * P, tp=tp, dp=dp, ep=dp if m.is_moe else 1, pp=P, weight_dtype=weight_dtype,
+                      kv_dtype=kv_dtype)
 
 
 @finite_result
 def stage_floors_s(model, chip, chips_per_stage: int, stages: int, batch, context=0, weight_dtype="bf16",
-                   kv_dtype="bf16"):
+                   kv_dtype="bf16", *, tp: int = 1):
     """Roofline floor of each pipeline stage for one micro-batch of ``batch`` sequences (seconds).
 
-    Stage ``s`` holds the layers of :func:`stage_layers`; the first also holds the input
-    embedding, the last the final norm and LM head. On ``chips_per_stage`` chips its floor is
-    ``max(compute, weights + KV)`` with the same terms as :func:`llmmath.serving.decode_step`
-    restricted to its layers, so the stages' memory and compute terms sum to the whole
-    model's. They are not equal: a dense layer (DeepSeek-V3's first three) is far lighter than
-    an MoE layer, the LM head sits on the last stage, and 61 layers do not divide evenly.
-    Scalar ``batch`` and ``context``; returns an array of ``stages`` floats.
+    The replica is :func:`stage_deployment`'s: in each stage of ``chips_per_stage`` chips,
+    ``dp = chips_per_stage / tp`` attention groups each serve ``batch / dp`` sequences and hold
+    the stage's non-expert weights, and the routed experts are spread over all the chips. Stage
+    ``s`` holds its layers (:func:`stage_layers`; the first also the input embedding, the last
+    the final norm and LM head). A chip of stage ``s`` reads its non-expert weights, the experts
+    its rank is expected to touch and its sequences' KV, and does their FLOPs
+    (:meth:`llmmath.deployment.Deployment.decode_stages`)::
+
+        t_s = max(FLOPs_s / F,  (N_other,s / tp + n_moe,s E[busiest](b) P_e / tp + b kv_s / dp) b_w.. / W)
+
+    With ``dp > 1`` every chip reads its own copy of the non-expert weights, so this is slower
+    than the pooled :func:`llmmath.serving.decode_step`, which spreads all bytes over all chips
+    (DeepSeek-V3 fp8 on 64 GB200s, b = 2048, L = 8192: 5.72 ms per GPU, pooled 3.61 ms). The
+    stages are not equal: a dense layer (DeepSeek-V3's first three) is lighter than an MoE
+    layer, the LM head sits on the last stage, and 61 layers do not divide evenly. Scalar
+    ``batch`` and ``context``; returns an array of ``stages`` floats.
 
     Raises:
-        ValueError: bad stages (see :func:`stage_layers`), non-positive batch, negative context.
+        ValueError: bad stages (see :func:`stage_layers`) or placement (:func:`stage_deployment`),
+            non-positive batch, negative context.
         KeyError: unknown model, chip or dtype.
     """
-    m, c, b_w, _b_kv, F = serving._resolve(model, chip, weight_dtype, kv_dtype, None)
-    n = positive_int("chips_per_stage", chips_per_stage)
+    d = stage_deployment(model, chip, chips_per_stage, stages, weight_dtype, kv_dtype, tp)
     B = float(positive("batch", scalar("batch", batch)))
     L = float(non_negative("context", scalar("context", context)))
-    split = stage_layers(m, stages)
-    out = []
-    for s, layers in enumerate(split):
-        active, read, share = _stage_parts(m, B, layers, s == 0, s == len(split) - 1)
-        compute = B * (2.0 * active + share * m.attention_flops_per_token(L)) / (n * F)
-        memory = (read * b_w + share * B * m.kv_bytes_per_sequence(L, kv_dtype)) / (n * c.hbm_bytes_per_s)
-        out.append(max(compute, memory))
-    return result(np.array(out))
+    return result(np.asarray(d.decode_stages(B * d.placement.pp, L).floor_s, dtype=float))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -422,7 +435,7 @@ class PipelinedDecode:
 
 @finite_result
 def pipelined_decode(model, chip, chips_per_stage: int, stages: int, batch, context=0, hop_latency_s=0.0,
-                     weight_dtype="bf16", kv_dtype="bf16") -> PipelinedDecode:
+                     weight_dtype="bf16", kv_dtype="bf16", *, tp: int = 1) -> PipelinedDecode:
     """Decode with ``stages`` pipeline stages of ``chips_per_stage`` chips each, ``stages`` micro-batches in flight.
 
     Stage floors ``t_s`` come from :func:`stage_floors_s` (layers split by count; embedding on
@@ -434,7 +447,8 @@ def pipelined_decode(model, chip, chips_per_stage: int, stages: int, batch, cont
         latency  = max(sum(t_s) + hops * hop,  stages * max(t_s)),  hops = stages if stages > 1 else 0
         tokens/s = stages * batch / latency
 
-    With ``stages = 1`` this is :func:`llmmath.serving.decode_step`, whatever the hop. With equal stages
+    With ``stages = 1`` this is the placed one-stage step (:func:`stage_floors_s` of one stage),
+    whatever the hop. With equal stages
     and no hop the latency and the chip-seconds per token equal the unpipelined ones; any
     imbalance (``stages * max(t_s) > sum(t_s)``) makes them worse, never better. Scalar
     ``batch``, ``context`` and ``hop_latency_s``. Capacity is not checked here (see :func:`memory_per_gpu`).
@@ -447,7 +461,7 @@ def pipelined_decode(model, chip, chips_per_stage: int, stages: int, batch, cont
         raise ValueError(f"pipelined_decode takes a scalar batch, context and hop_latency_s, got shape {np.shape(B)}; "
                          "allowed: one configuration per call")
     hop = float(hop)
-    t = stage_floors_s(model, chip, n, P, B, L, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    t = stage_floors_s(model, chip, n, P, B, L, weight_dtype=weight_dtype, kv_dtype=kv_dtype, tp=tp)
     hops = P if P > 1 else 0  # a single stage sends nothing to another
     latency = max(float(t.sum()) + hops * hop, P * float(t.max()))
     tps = P * float(B) / latency

@@ -7,28 +7,16 @@ returns a :class:`Plan`. Every time in it is a roofline **floor** and every rate
 **ceiling**: a real engine is slower (kernel gaps, imperfect overlap, communication,
 scheduling, uneven expert load), never faster.
 
-The placement (the wide-EP serving layout of chapter 6)::
+Every per-chip number comes from one :class:`~llmmath.deployment.Deployment` (the placement
+``tp, ep, dp, pp`` of chapter 6's wide-EP layout, the precisions, the chips): weights on the
+fullest chip of the busiest pipeline stage, that stage's share of the KV cache, and a decode step
+of ``pp`` micro-batches through the slowest stage, each reading its non-expert weights, the
+experts the busiest expert-parallel rank is expected to touch, and its sequences' KV::
 
-    chips per replica  n_r = pp * tp * dp        (replicas = n_chips / n_r, each serving its own users)
-    a pipeline stage   tp * dp chips: attention split tp ways over heads, dp groups of sequences;
-                       routed experts spread over all tp * dp chips (ep of them by expert, the rest
-                       by tensor-splitting each expert), everything else replicated over the dp groups
+    step time = max(t_compute, t_weights + t_kv)      one new token for each of the B_r sequences
 
-Per chip, for ``B_r`` sequences of context L on one replica (b_w, b_kv bytes per element)::
-
-    weights  = max over stages s of [N_other,s / tp + R_s] b_w      the busiest stage's chip: its layers, the
-                                                    embedding on the first, the head on the last (Model.stage_params);
-                                                    R_s = n_moe,s ceil(E/ep) P_e ep / (tp dp): its routed experts on
-                                                    the fullest chip (= N_routed,s / (tp dp) when ep divides E)
-    kv       = B_r kv_seq(L) / (dp tp_kv pp)          tp_kv = min(tp, n_kv) (1 for MLA: the latent is shared)
-    t_compute = B_r (2 N_mm + a(L)) / (n_r F)
-    t_memory  = [N_other_read / tp + R frac(B_r / pp)] b_w / W + kv / W
-    step time = max(t_compute, t_memory)              one new token for each of the B_r sequences
-
-``kv_seq(L)`` counts sliding-window layers (:meth:`~llmmath.models.Model.kv_bytes_per_sequence`);
-``frac`` is the expected fraction of experts some token of a micro-batch touches,
-``1 - (1 - k/E)^tokens``. Pipeline stages do not change the step time (chapter 6, claim 21):
-each stage reads its weights once per micro-batch, ``pp`` micro-batches per step.
+See :mod:`llmmath.deployment` for the terms. With equal stages the pipeline does not change
+the step time (chapter 6, claim 21); an uneven split makes it longer.
 
 Sources of the method: chapters 1-3, 6 and 8 of the course; Pope et al., "Efficiently
 Scaling Transformer Inference" (MLSys 2023); the JAX scaling book, "All about transformer
@@ -44,6 +32,7 @@ import math
 import numpy as np
 
 from . import _catalog, hardware, models
+from .deployment import Deployment, Placement
 from ._validate import at_least, non_negative, positive, positive_int, scalar, whole
 from .hardware import default_compute_dtype
 from .units import dtype_bytes, dtype_label, fmt_bytes, fmt_count, fmt_seconds
@@ -57,28 +46,6 @@ FLOOR_NOTE = ("Every time in this plan is a roofline floor (a lower bound) and e
 
 NO_BALANCE = ("KV reads outrun compute: at this context one more sequence adds more HBM read time than compute "
               "time, so no batch makes the step compute-bound")
-
-
-@dataclasses.dataclass(frozen=True)
-class Placement:
-    """How one replica is laid out: ``tp`` (tensor), ``ep`` (expert), ``dp`` (attention data) and ``pp`` (pipeline).
-
-    ``chips_per_replica = pp * tp * dp``; ``ep`` (<= ``tp * dp``) only says over how many chips
-    each layer's routed experts are spread whole (the rest of the stage splits each expert).
-    """
-
-    tp: int = 1
-    ep: int = 1
-    dp: int = 1
-    pp: int = 1
-
-    @property
-    def chips_per_replica(self) -> int:
-        return self.pp * self.tp * self.dp
-
-    @property
-    def stage_chips(self) -> int:
-        return self.tp * self.dp
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,98 +222,11 @@ class Plan:
         return d
 
 
-def _chip_and_count(chip, n_chips):
-    """A Chip and a chip count from a chip or system name (a system gives its chip and, by default, its size).
-
-    Raises:
-        KeyError: a name that is neither a chip nor a system; the message suggests the closest of
-            both (``'h100'``: h100-sxm, h100-pcie ...) and lists every valid name.
-        TypeError: neither a string nor a :class:`~llmmath.hardware.Chip`.
-    """
-    if isinstance(chip, str):
-        chips, systems = hardware.catalog(), hardware.systems()
-        key = _catalog.lookup({**systems, **chips}, chip, "chip or system")[0]   # a chip wins a shared name
-        if key not in chips:
-            sy = systems[key]
-            if not sy.chip:
-                raise KeyError(f"system {sy.key!r} names no chip in the hardware catalog; give a chip instead "
-                               f"(chips: {', '.join(hardware.names())})")
-            return hardware.get(sy.chip), positive_int("n_chips", sy.packages if n_chips is None else n_chips)
-    c = hardware.get(chip)
-    return c, positive_int("n_chips", 1 if n_chips is None else n_chips)
-
-
-def _check_placement(m: models.Model, n_chips: int, pl: Placement) -> int:
-    for f in ("tp", "ep", "dp", "pp"):
-        positive_int(f, getattr(pl, f))
-    if n_chips % pl.chips_per_replica:
-        raise ValueError(f"n_chips={n_chips} is not a multiple of pp x tp x dp = {pl.pp} x {pl.tp} x {pl.dp} = "
-                         f"{pl.chips_per_replica} (chips per replica); allowed: a multiple of it")
-    if pl.pp > m.n_layers:
-        raise ValueError(f"pp={pl.pp} stages but {m.key} has {m.n_layers} layers; allowed: 1..{m.n_layers}")
-    if m.n_heads % pl.tp:
-        raise ValueError(f"tp={pl.tp} must divide {m.key}'s {m.n_heads} attention heads; allowed: "
-                         f"{[d for d in range(1, m.n_heads + 1) if m.n_heads % d == 0]}")
-    if pl.ep > 1 and not m.is_moe:
-        raise ValueError(f"ep={pl.ep} but {m.key} is dense (no experts); allowed: ep=1")
-    if pl.ep > pl.stage_chips:
-        raise ValueError(f"ep={pl.ep} exceeds the chips of a stage, tp x dp = {pl.stage_chips}; allowed: 1.."
-                         f"{pl.stage_chips}")
-    if pl.stage_chips % pl.ep:
-        raise ValueError(f"ep={pl.ep} must divide the stage's tp x dp = {pl.stage_chips} chips (the rest of "
-                         f"the stage splits each expert); allowed: {[d for d in range(1, pl.stage_chips + 1) if pl.stage_chips % d == 0]}")
-    return n_chips // pl.chips_per_replica
-
-
-class _Setup:
-    """The per-chip quantities a plan needs (internal)."""
-
-    def __init__(self, m, c, pl, weight_dtype, kv_dtype, compute_dtype, usable):
-        self.m, self.c, self.pl = m, c, pl
-        self.b_w, self.b_kv = dtype_bytes(weight_dtype), dtype_bytes(kv_dtype)
-        self.compute = compute_dtype or default_compute_dtype(c, weight_dtype)
-        self.F = c.flops_per_s(self.compute)
-        self.W = c.hbm_bytes_per_s
-        self.C = usable * c.hbm_bytes
-        self.routed = m.n_moe_layers * m.n_experts * m.expert_params
-        self.other = m.total_params - self.routed
-        # routed experts on the fullest chip of a step (all pp stages' shares): ceil(E / ep) whole experts per
-        # expert-parallel rank, each split over the stage_chips / ep chips of that rank
-        experts_per_rank = -(-m.n_experts // pl.ep) if m.is_moe else 0
-        self.routed_chip = m.n_moe_layers * experts_per_rank * m.expert_params * pl.ep / pl.stage_chips
-        # held: a chip of the busiest pipeline stage (its layers; the embedding on the first, the head on the last)
-        moe_s, other_s = m.stage_params(pl.pp)
-        routed_s = moe_s * experts_per_rank * m.expert_params * pl.ep / pl.stage_chips
-        self.weight_bytes_per_chip = float(np.max(other_s / pl.tp + routed_s)) * self.b_w
-        self.tp_kv = 1 if m.is_mla else min(pl.tp, m.n_kv_heads)
-        self.kv_split = pl.dp * self.tp_kv * pl.pp            # one sequence's cache spread over this many chips
-        self.free = self.C - self.weight_bytes_per_chip
-        lookup = m.embedding_params if not m.tied_embeddings else 0
-        self.other_read = self.other - lookup                 # the untied input table is looked up, not read
-
-    def kv_seq(self, L):
-        return np.asarray(self.m.kv_bytes_per_sequence(L, self.b_kv), dtype=float)
-
-    def step(self, B_r, L):
-        """(compute_s, weight_s, kv_s) of one replica's decode step with B_r sequences at context L."""
-        m, pl = self.m, self.pl
-        n_r = pl.chips_per_replica
-        compute = B_r * (2.0 * m.matmul_params_per_token + np.asarray(m.attention_flops_per_token(L))) / (n_r * self.F)
-        tokens_per_microbatch = np.maximum(B_r / pl.pp, 1.0)
-        frac = 1.0 - (1.0 - m.experts_per_token / m.n_experts) ** tokens_per_microbatch if m.is_moe else 0.0
-        rows = np.minimum(B_r / pl.dp, m.vocab) * m.d_model if not m.tied_embeddings else 0.0
-        weights = (self.other_read / pl.tp + self.routed_chip * frac + rows / pl.tp) * self.b_w / self.W
-        kv = B_r * self.kv_seq(L) / self.kv_split / self.W       # each chip reads the cache it holds, once
-        return compute, weights, kv
-
-
-def _operating(s: _Setup, batch_total, replicas, L, price, max_batch) -> Operating:
+def _operating(d: Deployment, batch_total, L, price, max_batch) -> Operating:
     """The decode operating point at ``batch_total`` sequences; ``price``: dollars per chip-hour or None."""
-    pl = s.pl
-    B_r = batch_total / replicas
-    comp, w, kv = (float(x) for x in s.step(B_r, L))
+    comp, w, kv = (float(x) for x in d.decode_step(batch_total, L))
     t = max(comp, w + kv)
-    n = replicas * pl.chips_per_replica
+    n = d.n_chips
     binds = "compute" if comp >= w + kv else ("HBM bandwidth (KV cache)" if kv > w else "HBM bandwidth (weights)")
     per_tok_chip_s = n * t / batch_total
     return Operating(batch=float(batch_total), step_time_s=t, compute_s=comp, weight_s=w, kv_s=kv,
@@ -356,18 +236,21 @@ def _operating(s: _Setup, batch_total, replicas, L, price, max_batch) -> Operati
                      binds=binds, fits=bool(batch_total <= max_batch))
 
 
-def _context_for_kv(m: models.Model, kv_bytes: float, b_kv: float) -> float:
-    """Largest context whose one-sequence cache is at most ``kv_bytes`` (inverts kv_bytes_per_sequence)."""
-    per_layer = m.kv_bytes_per_token_per_layer(b_kv)
-    positions = kv_bytes / per_layer                       # n_full L + n_win min(L, w)
-    if not m.n_window_layers:
-        return math.floor(positions / m.n_layers)
-    w = m.sliding_window
-    if positions <= m.n_layers * w:
-        return math.floor(positions / m.n_layers)
-    if not m.n_full_attention_layers:
-        return math.inf                                    # every layer windowed: the cache stops growing
-    return math.floor((positions - m.n_window_layers * w) / m.n_full_attention_layers)
+def _balance_batch(d: Deployment, L: float) -> float:
+    """Sequences over the deployment from which every stage is compute-bound with all its experts read.
+
+    Per stage ``compute = a_s B`` and ``memory = w_s + b_s B`` (linear while the looked-up rows are fewer
+    than the vocabulary), so stage ``s`` balances at ``w_s / (a_s - b_s)``; inf where ``a_s <= b_s`` (the KV
+    reads outrun the compute)."""
+    one, two = (d.decode_stages(k * d.replicas * d.placement.pp, L, routed_read="all") for k in (1.0, 2.0))
+    a = two.compute_s - one.compute_s
+    mem1, mem2 = one.weight_s + one.kv_s, two.weight_s + two.kv_s
+    b = mem2 - mem1
+    w = mem1 - b
+    margin = a - b
+    if np.any(margin <= 0):
+        return math.inf
+    return float(np.max(w / margin)) * d.replicas * d.placement.pp
 
 
 def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="bf16", kv_dtype="bf16",
@@ -402,49 +285,25 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
         KeyError: unknown model, chip or system, or dtype name (with the closest valid names).
         TypeError: a boolean or string where a number is expected.
     """
-    m = models.get(model)
-    c, n = _chip_and_count(chip, n_chips)
-    pl = Placement(positive_int("tp", tp), positive_int("ep", ep), positive_int("dp", dp), positive_int("pp", pp))
-    replicas = _check_placement(m, n, pl)
     L = float(at_least("context", scalar("context", context), 1, "token"))
     usable = float(positive("usable_hbm_fraction", scalar("usable_hbm_fraction", usable_hbm_fraction)))
-    if usable > 1:
-        raise ValueError(f"usable_hbm_fraction must be in (0, 1], got {usable_hbm_fraction!r}")
     price = None if usd_per_chip_hour is None else float(positive("usd_per_chip_hour", scalar("usd_per_chip_hour",
                                                                                              usd_per_chip_hour)))
     T = int(whole("prompt_tokens", scalar("prompt_tokens", L if prompt_tokens is None else prompt_tokens), 1))
-    s = _Setup(m, c, pl, weight_dtype, kv_dtype, compute_dtype, usable)
+    d = Deployment(model, chip, n_chips, tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                   compute_dtype=compute_dtype, usable_hbm_fraction=usable)
+    m, c, n, pl, replicas = d.model, d.chip, d.n_chips, d.placement, d.replicas
 
-    weights_fit = s.free >= 0
-    per_seq_chip = float(s.kv_seq(L)) / s.kv_split
-    max_b_r = math.floor(max(s.free, 0.0) / per_seq_chip) if weights_fit else 0
-    max_batch = float(max_b_r * replicas)
+    weights_fit = d.weights_fit
+    max_batch = d.max_batch(L)
     B = max(max_batch, 1.0) if batch is None else float(positive("batch", scalar("batch", batch)))
-    B_r = B / replicas
-    max_ctx = _context_for_kv(m, max(s.free, 0.0) * s.kv_split / B_r, s.b_kv) if weights_fit else 0.0
-
-    # balance: B_r (2 N_mm + a L)/(n_r F) = weights (all experts read) + B_r (kv_seq / (dp tp_kv) + row) / W
-    n_r = pl.chips_per_replica
-    per_seq_compute = (2.0 * m.matmul_params_per_token + float(m.attention_flops_per_token(L))) / (n_r * s.F)
-    per_seq_mem = (float(s.kv_seq(L)) / s.kv_split
-                   + (0 if m.tied_embeddings else m.d_model * s.b_w / (pl.dp * pl.tp))) / s.W
-    w_full = (s.other_read / pl.tp + s.routed_chip) * s.b_w / s.W
-    margin = per_seq_compute - per_seq_mem
-    balance = w_full / margin * replicas if margin > 0 else math.inf
-
-    at_batch = _operating(s, B, replicas, L, price, max_batch)
-    at_balance = _operating(s, balance, replicas, L, price, max_batch) if math.isfinite(balance) else None
-
-    # prefill: one prompt on an idle replica, through the stages in turn. Its attention, dense layers, shared
-    # experts and head run on its own attention data-parallel group (tp chips); only the routed experts it picks
-    # are spread over the stage's tp x dp chips. MLA in its cheaper up-projected (non-absorbed) form.
-    attn_prefill = float(m.prefill_attention_flops(T, absorbed=False))
-    prefill_flops = T * 2.0 * m.matmul_params_per_token + attn_prefill
-    routed_flops = T * 2.0 * m.n_moe_layers * m.experts_per_token * m.expert_params
-    frac = 1.0 - (1.0 - m.experts_per_token / m.n_experts) ** T if m.is_moe else 0.0
-    read_s = (s.other_read / pl.tp + s.routed_chip * frac) * s.b_w / s.W   # each chip its own share
-    ttft = max((prefill_flops - routed_flops) / (pl.tp * s.F) + routed_flops / (pl.stage_chips * s.F), read_s)
-    prefill_rate = s.F * T / prefill_flops                 # compute-bound, per chip
+    max_ctx = d.max_context(B)
+    balance = _balance_batch(d, L)
+    at_batch = _operating(d, B, L, price, max_batch)
+    at_balance = _operating(d, balance, L, price, max_batch) if math.isfinite(balance) else None
+    ttft = d.ttft_s(T)
+    prefill_flops = T * 2.0 * m.matmul_params_per_token + float(m.prefill_attention_flops(T, absorbed=False))
+    prefill_rate = d.flops_per_s * T / prefill_flops                 # compute-bound, per chip
 
     if not weights_fit:
         binds = "HBM capacity (the weights alone do not fit)"
@@ -453,11 +312,12 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
     else:
         binds = at_batch.binds
     return Plan(model=m.key, chip=c.key, n_chips=n, placement=pl, replicas=replicas,
-                weight_dtype=dtype_label(weight_dtype), kv_dtype=dtype_label(kv_dtype), compute_dtype=s.compute,
-                bytes_per_weight=s.b_w, bytes_per_kv=s.b_kv, context=L, prompt_tokens=T, usd_per_chip_hour=price,
+                weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, compute_dtype=d.compute_dtype,
+                bytes_per_weight=d.b_w, bytes_per_kv=d.b_kv, context=L, prompt_tokens=T, usd_per_chip_hour=price,
                 usable_hbm_fraction=usable, weights_fit=bool(weights_fit), fits=bool(weights_fit and at_batch.fits),
-                weight_bytes_per_chip=float(s.weight_bytes_per_chip), kv_bytes_per_chip=float(B_r * per_seq_chip),
-                kv_bytes_per_sequence=float(s.kv_seq(L)), hbm_bytes_per_chip=float(s.C), max_batch=max_batch,
+                weight_bytes_per_chip=d.weight_bytes_per_chip, kv_bytes_per_chip=float(d.kv_bytes_per_chip(B, L)),
+                kv_bytes_per_sequence=float(m.kv_bytes_per_sequence(L, d.b_kv)), hbm_bytes_per_chip=d.usable_hbm_bytes,
+                max_batch=max_batch,
                 max_context_at_batch=float(max_ctx), balance_batch=float(balance),
                 no_balance_reason=None if math.isfinite(balance) else NO_BALANCE, at_balance=at_balance,
                 at_batch=at_batch, ttft_s=float(ttft),
@@ -477,9 +337,9 @@ def decode_sweep(model, chip, n_chips=None, context=8192, batches=(1,), *, weigh
     B = positive("batches", batches)
     p = plan(model, chip, n_chips, context=context, batch=1, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
              compute_dtype=compute_dtype, tp=tp, ep=ep, dp=dp, pp=pp, usable_hbm_fraction=usable_hbm_fraction)
-    s = _Setup(models.get(model), _chip_and_count(chip, n_chips)[0], p.placement, weight_dtype, kv_dtype, compute_dtype,
-               float(usable_hbm_fraction))
-    comp, w, kv = np.broadcast_arrays(*s.step(B / p.replicas, p.context))
+    d = Deployment(model, chip, n_chips, tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                   compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction)
+    comp, w, kv = np.broadcast_arrays(*d.decode_step(B, p.context))
     t = np.maximum(comp, w + kv)
     return {"step_time_s": t, "compute_s": comp, "weight_s": w, "kv_s": kv,
             "tokens_per_s_per_chip": B / (t * p.n_chips), "tokens_per_s_per_user": 1.0 / t,

@@ -26,7 +26,6 @@ inference"; Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 
 import numpy as np
@@ -34,6 +33,7 @@ import numpy as np
 from . import hardware, models
 from ._validate import (at_least, broadcast, check_finite, finite_result, flag, in_range, non_negative, positive,
                         positive_int, result, scalar, whole)
+from .deployment import expected_busiest_chip_experts
 from .hardware import default_compute_dtype
 from .units import dtype_bytes, fmt_bytes
 
@@ -322,103 +322,6 @@ def cost_ratio_unbatched(model, chip, context=0, weight_dtype="bf16", kv_dtype="
 # Expert parallelism: the busiest chip sets the step (chapter 1, claims 2 and 4)
 # ---------------------------------------------------------------------------
 
-def _expert_groups(n_experts: int, n_chips: int) -> tuple[tuple[int, int], ...]:
-    """(experts per chip, chips holding that many): E spread as evenly as whole experts allow."""
-    g, extra = divmod(n_experts, n_chips)
-    return tuple((size, count) for size, count in ((g + 1, extra), (g, n_chips - extra)) if count)
-
-
-@functools.lru_cache(maxsize=64)
-def _busiest_given_touched(n_experts: int, n_chips: int) -> np.ndarray:
-    """E[max over chips of touched experts on that chip | T experts touched], for T = 0..E.
-
-    Given T, the touched set is a uniform T-subset of the E experts (uniform routing is
-    exchangeable), so the per-chip counts are multivariate hypergeometric and
-    ``P(max <= m | T) = [x^T] prod_chips (sum_{i <= m} C(g_chip, i) x^i) / C(E, T)``.
-    """
-    groups = _expert_groups(n_experts, n_chips)
-    top = max(size for size, _ in groups)
-    total = np.array([math.comb(n_experts, t) for t in range(n_experts + 1)], dtype=float)
-    expect = np.zeros(n_experts + 1)
-    for m in range(top):  # E[max] = sum_{m >= 0} P(max > m)
-        poly = np.ones(1)
-        for size, count in groups:
-            term = np.array([math.comb(size, i) for i in range(min(m, size) + 1)], dtype=float)
-            for _ in range(count):
-                poly = np.convolve(poly, term)[: n_experts + 1]
-        ways = np.zeros(n_experts + 1)
-        ways[: poly.size] = poly
-        expect += 1.0 - ways / total
-    return expect
-
-
-def _touched_distribution(n_experts: int, k: int, batches: np.ndarray) -> np.ndarray:
-    """P(T = t) for t = 0..E after each whole batch in ``batches`` (rows), k distinct experts per token."""
-    E = n_experts
-    t = np.arange(E + 1)
-    step = np.zeros((E + 1, E + 1))  # step[t, t + j]: a token picks j experts not yet touched
-    for j in range(k + 1):
-        p = np.array([math.comb(E - x, j) * math.comb(x, k - j) for x in t], dtype=float) / math.comb(E, k)
-        ok = t + j <= E
-        step[t[ok], t[ok] + j] = p[ok]
-    out = np.zeros((batches.size, E + 1))
-    dist = np.zeros(E + 1)
-    dist[0] = 1.0
-    done = 0
-    order = np.argsort(batches)
-    for i in order:
-        target = int(batches[i])
-        while done < target and dist[E] < 1.0 - 1e-15:  # saturated: every expert touched, nothing moves
-            dist = dist @ step
-            done += 1
-        out[i] = dist
-    return out
-
-
-@finite_result
-def expected_busiest_chip_experts(model, batch, n_chips):
-    """Expected routed experts the busiest chip must read in one MoE layer, under expert parallelism.
-
-    The ``E`` routed experts of each layer are spread over ``n_chips`` as evenly as
-    whole experts allow (``E mod n`` chips hold one more). ``batch`` tokens each pick
-    ``k`` distinct experts uniformly at random; a chip reads each of its experts that
-    at least one token picked. The busiest chip's count, in expectation::
-
-        E[max_chip count] = sum_T P(T | B) E[max_chip count | T]
-
-    ``P(T | B)`` (T distinct experts touched) comes from a Markov chain over tokens
-    (a token adds j new experts with probability ``C(E-T, j) C(T, k-j) / C(E, k)``);
-    given T the counts are multivariate hypergeometric (see :func:`_busiest_given_touched`).
-    Exact under uniform, independent routing (real routers are less even: a floor).
-    At ``n_chips = 1`` it is the expected touched count ``E (1 - (1 - k/E)^B)``; 0 for a dense model.
-
-    Args:
-        model: catalog name or :class:`~llmmath.models.Model`.
-        batch: B, tokens in the step (whole numbers >= 1; scalar or array).
-        n_chips: chips the experts are spread over (whole number >= 1).
-
-    Returns:
-        experts (float), shaped like ``batch``.
-
-    Raises:
-        ValueError: batch not a whole number >= 1, n_chips < 1, or a model with more
-            than 1,000 experts per layer (the binomial sums would overflow float64).
-        KeyError: unknown model.
-    """
-    m = models.get(model)
-    B = whole("batch", batch, 1)
-    n = positive_int("n_chips", n_chips)
-    if not m.is_moe:
-        return result(np.zeros(B.shape))
-    if m.n_experts > 1000:
-        raise ValueError(f"{m.key}: n_experts={m.n_experts} is above the 1,000 this exact sum supports")
-    flat = np.ravel(B)
-    uniq, inverse = np.unique(flat, return_inverse=True)
-    dist = _touched_distribution(m.n_experts, m.experts_per_token, uniq)
-    busiest = dist @ _busiest_given_touched(m.n_experts, n)
-    return result(busiest[inverse].reshape(B.shape))
-
-
 def expert_parallel_chip_bytes(model, n_chips, weight_dtype="bf16") -> float:
     """Weight bytes on the fullest chip when the routed experts are spread over ``n_chips`` (bytes).
 
@@ -442,7 +345,11 @@ def expert_parallel_decode_step(model, chip, batch, context=0, n_chips=1, weight
     """Roofline floor of a decode step with the routed experts spread over the chips (expert parallelism).
 
     :func:`decode_step` pools the bandwidth of all ``n`` chips, as if any chip could
-    read any weight. Under expert parallelism (how DeepSeek-V3 is served, V3 report
+    read any weight. This form places the routed experts and still pools the rest: it is
+    :class:`llmmath.deployment.Deployment` with ``tp = n, ep = n`` for a model whose KV heads
+    ``n`` divides (Mixtral on 8 chips; a test holds them equal), and a floor for any other layout
+    (an MLA model's latent is not split by ``tp``; chapter 6's DP-attention layout gives every
+    chip its own copy of the non-expert weights). Under expert parallelism (how DeepSeek-V3 is served, V3 report
     section 3.4) each chip holds ``E/n`` of every MoE layer's routed experts and only
     it can read them; every MoE layer ends in an all-to-all, so the layer lasts as long
     as its **busiest chip**. With the rest of the weights (attention, shared experts,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _catalog, hardware, models, serving
+from .. import _catalog, deployment, hardware, models, serving
 from ..claims import Verdict, register, require
 
 _CHIPS = ("a100-80gb", "h100-sxm", "b200", "mi300x", "tpu-v5e")
@@ -160,8 +160,11 @@ def _check_34() -> Verdict:
             ratios[(m, c)] = mem / comp
         wd = "fp8" if mm.is_moe else "bf16"
         L_fit = serving.max_batch(m, "h200", np.array([131072, 1_048_576]), n_chips=8, weight_dtype=wd)
+        placed = [deployment.most_sequences(m, "h200", 8, L, weight_dtype=wd, pp=None) for L in (131072, 1_048_576)]
         rows[f"{m} ({wd} weights): sequences that fit on 8 x H200 at 128k / 1M (2^20) tokens"] = (
-            f"{L_fit[0]:.0f} / {L_fit[1]:.0f}")
+            f"{placed[0][0]:.0f} / {placed[1][0]:.0f} on the best placement "
+            f"({', '.join(sorted({str(d.placement) for _, d in placed if d}))}); {L_fit[0]:.0f} / {L_fit[1]:.0f} "
+            f"if the HBM were pooled")
     # hand: Llama-3.1-70B on an H100: 327,680 B x 989.5e12 / (80 x 4 x 64 x 128 FLOPs x 3.35e12 B/s) = 36.9
     hand = 327_680 * 989.5e12 / (80 * 4 * 64 * 128 * 3.35e12)
     require(abs(ratios[("llama-3.1-70b", "h100-sxm")] / hand - 1) < 1e-9, 34, "slope ratio changed")

@@ -25,22 +25,23 @@ _RACK_BATCH = np.logspace(np.log10(64), np.log10(65536), 60)
 
 
 def _layer_floor_s(m, sy, batch, context, ep):
-    """One MoE layer's decode floor on ``ep`` GPUs of system ``sy`` (fp8 weights, bf16 KV), and how it was got.
+    """One MoE layer's decode floor on a GPU of ``ep`` GPUs of system ``sy`` (fp8 weights, bf16 KV), and how it was got.
 
-    A system whose GPU is in the chip catalog uses that chip's roofline
-    (:func:`llmmath.serving.decode_step`). The others (GB300, Vera Rubin, Rubin Ultra,
-    MI355X, Helios ...) use their own per-package HBM bandwidth from ``systems.toml``: the
-    memory floor, weights read plus KV over ``ep`` packages' bandwidth, without a compute
-    term (their per-GPU fp8 FLOP/s are not all published).
+    The rack's own layout (:func:`llmmath.parallelism.stage_deployment`, chapter 6): each GPU serves
+    ``batch / ep`` sequences with its own copy of the non-expert weights and holds ``1/ep`` of the
+    experts. A system whose GPU is in the chip catalog uses that chip's roofline. The others
+    (GB300, Vera Rubin, Rubin Ultra, MI355X, Helios ...) use the same bytes per GPU over their own
+    per-package HBM bandwidth from ``systems.toml``: the memory floor, without a compute term
+    (their per-GPU fp8 FLOP/s are not all published; the bytes do not depend on the chip).
     """
-    from .. import serving
+    from .. import parallelism
 
+    d = parallelism.stage_deployment(m, sy.chip or "gb200", ep, 1, weight_dtype="fp8")
+    st = d.decode_stages(batch, context)
     if sy.chip:
-        t = serving.decode_step(m, sy.chip, batch, context, n_chips=ep, weight_dtype="fp8",
-                                check_capacity=False).time_s
-        return t / m.n_layers, f"{sy.chip} roofline"
-    read = np.asarray(m.expected_params_read(batch)) * 1.0 + np.asarray(batch) * context * m.kv_bytes_per_token("bf16")
-    t = read / (ep * sy.hbm_bytes_per_s_per_package)
+        return st.floor_s[0] / m.n_layers, f"{sy.chip} roofline"
+    read = st.bytes_read["weights"][0] + st.bytes_read["kv"][0]
+    t = read / sy.hbm_bytes_per_s_per_package
     return t / m.n_layers, f"memory floor at {sy.hbm_bytes_per_s_per_package / 1e12:.1f} TB/s per GPU"
 
 
@@ -76,7 +77,8 @@ def _draw_expert_parallel(fig, model, system, ep, racks, context, log2_batch):
         cap_note += f" <b style='color:#b00'>B = {B:.0f} does not fit.</b>"
     note = (f" <b>GPUs per rack capped at {sy.name}'s scale-up domain of {sy.packages}</b>: more GPUs than that "
             f"leave the domain, so add racks instead." if capped else "")
-    return artists, (f"black: one layer's decode floor on {ep} GPUs of {sy.name} ({how}, fp8 weights); blue: "
+    return artists, (f"black: one layer's decode floor on one of {ep} GPUs of {sy.name} ({how}, fp8 weights; each GPU serves "
+                     f"B/{ep} sequences with its own copy of the non-expert weights); blue: "
                      f"all-to-all inside one rack; red: the layer spread over {racks} rack(s).<br>At B = {B:.0f} per "
                      f"rack: layer {b_layer * 1e6:.0f} us, all-to-all {b_one * 1e6:.0f} us ({b_one / b_layer:.0%} of "
                      f"the layer); scale-up/scale-out = {sy.scale_up_over_scale_out:.0f}x.{note}{cap_note}")

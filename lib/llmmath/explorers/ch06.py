@@ -172,7 +172,7 @@ def _setup_placement(fig):
 
 
 def _draw_placement(fig, stages, model, chip, ep, tp, log2_microbatch, context, weight_dtype):
-    from .. import hardware, parallelism, serving
+    from .. import hardware, parallelism
 
     ax, bx = fig.axes
     c = hardware.get(chip)
@@ -196,11 +196,11 @@ def _draw_placement(fig, stages, model, chip, ep, tp, log2_microbatch, context, 
                _bars(fig, ax, "chosen", [stages], [mem.total_bytes[i] / 1e9], facecolor="none", edgecolor="C3",
                      linewidth=2.5)]
     n = mem.gpus_per_stage
-    d = parallelism.pipelined_decode(model, c, n, stages, b, context, weight_dtype=weight_dtype)
-    one = serving.decode_step(model, c, b, context, n_chips=n, weight_dtype=weight_dtype, check_capacity=False)
+    d = parallelism.pipelined_decode(model, c, n, stages, b, context, weight_dtype=weight_dtype, tp=tp)
+    one = parallelism.pipelined_decode(model, c, n, 1, b, context, weight_dtype=weight_dtype, tp=tp)
     x = np.arange(stages)
     slowest.set_ydata([d.stage_s] * 2)
-    unpipelined.set_ydata([one.time_s] * 2)
+    unpipelined.set_ydata([one.stage_s] * 2)
     artists += [_bars(fig, bx, "floors", x, d.stages_s, 1e-5, facecolor="C2") if fits[i] else
                 _bars(fig, bx, "floors, no fit", x, d.stages_s, 1e-5, facecolor="0.8", **grey),
                 slowest, unpipelined]
@@ -217,10 +217,10 @@ def _draw_placement(fig, stages, model, chip, ep, tp, log2_microbatch, context, 
         f"<b>{model}</b> on {chip}, EP{ep} x TP{tp} = {n} GPUs per stage, P = {stages} ({mem.n_gpus[i]} GPUs), "
         f"micro-batch b = {b}, L = {context}, {weight_dtype} weights, bf16 KV.<br>"
         f"Per GPU: weights {w_gb[i]:.1f} GB (P = 1: {w_gb[0]:.1f} GB; they shrink like 1/P, claim 22) + KV "
-        f"{kv_gb[i]:.1f} GB (the same at every P: P micro-batches in flight, claim 25) = {status}; {fit_msg} "
+        f"{kv_gb[i]:.1f} GB (it does not shrink with P: P micro-batches in flight, claim 25) = {status}; {fit_msg} "
         f"(claim 26: widen EP first, pipeline only as much as the weights need).<br>"
         f"Stage floors (right): slowest {d.stage_s * 1e3:.3f} ms (red), sum {d.sum_of_stages_s * 1e3:.3f} ms vs "
-        f"{one.time_s * 1e3:.3f} ms unpipelined on {n} GPUs (dotted): nothing saved (claim 21); P x slowest / sum = "
+        f"{one.stage_s * 1e3:.3f} ms unpipelined on {n} GPUs (dotted): nothing saved (claim 21); P x slowest / sum = "
         f"{d.imbalance:.3f}x the chip-seconds per token.")
 
 

@@ -1,0 +1,555 @@
+"""One description of a deployment: where a served model's bytes and FLOPs live, chip by chip.
+
+A :class:`Deployment` is a model, a chip, a chip count, a placement (:class:`Placement`:
+``tp``, ``ep``, ``dp``, ``pp``) and a precision per tensor kind (weights, KV cache,
+activations on the wire, matmul compute). Every per-chip question the course asks about
+serving is a method of it, so the serving plan (:func:`llmmath.planner.plan`), the
+pipeline's stage floors (:func:`llmmath.parallelism.stage_floors_s`,
+:func:`~llmmath.parallelism.pipelined_decode`), the memory per GPU
+(:func:`~llmmath.parallelism.memory_per_gpu`) and the chapters that use them agree by
+construction.
+
+The layout (the wide-EP serving layout of chapter 6; SGLang's and DeepSeek's "DP attention")::
+
+    a replica       pp stages of tp * dp chips       n_chips = replicas * pp * tp * dp
+    attention,      split tp ways over heads, replicated over the dp groups; each dp group serves
+    dense layers,   its own B_r / dp sequences (their KV cache lives on that group only, split
+    shared experts  over min(tp, n_kv_heads) chips; MLA's shared latent is not split by tp)
+    routed experts  spread over all tp * dp chips of a stage: ep ranks of ceil(E / ep) whole experts,
+                    each expert split over the tp * dp / ep chips of its rank
+    stage s         its layers (Model.stage_layers); the input embedding on the first, the final
+                    norm and LM head on the last (Model.stage_params)
+
+One decode step gives each of the replica's ``B_r`` sequences one token. With ``pp`` stages,
+``pp`` micro-batches of ``B_r / pp`` sequences are in flight; each chip of stage ``s`` works on
+each of them in turn, so per chip and per micro-batch (``b_w``, ``b_kv``: bytes per element)::
+
+    weights read  [N_other,s / tp + n_moe,s E[busiest rank](tokens) P_e ep / (tp dp)] b_w  (+ lookup rows)
+    KV read       (B_r / pp) kv_seq(L) (layers_s / n_layers) / (dp tp_kv)
+    FLOPs         (B_r / pp) / dp * [2 N_mm,s + a(L) layers_s / n_layers] / tp      (non-routed, attention)
+                  + (B_r / pp) * 2 k P_e n_moe,s / (tp dp)                          (routed experts)
+    floor         t_s = max(FLOPs / F, (weights + KV) / W)
+
+and the step takes ``pp * max_s t_s`` (the busiest stage is busy with every micro-batch; with
+``pp = 1`` it is one stage's floor). ``E[busiest rank](tokens)`` is the expected number of a
+layer's routed experts that the busiest expert-parallel rank must read when ``tokens`` tokens
+each pick ``k`` distinct experts uniformly (:func:`expected_busiest_chip_experts`); ``tokens``
+is a micro-batch, all its dp groups' tokens together, since they share one set of experts.
+
+**Pooled forms.** :func:`llmmath.serving.decode_step` and :func:`~llmmath.serving.max_batch`
+pool the chips' HBM and bandwidth as if any chip could read any byte: they are the
+``tp = n`` placement of a model whose KV heads ``tp`` divides (the consistency test holds them
+to it) and an optimistic floor for any other placement. Chapter 1 teaches them first; the
+chapters that place a model say where the placed number differs.
+
+Sources: chapters 1-3, 6 and 8 of the course; Pope et al., "Efficiently Scaling Transformer
+Inference" (MLSys 2023); DeepSeek-V3 technical report, section 3.4 (the deployment this layout
+is); SGLang's large-scale EP blog (May 2025) for DP attention.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+
+from . import _catalog, hardware, models
+from ._validate import finite_result, positive, positive_int, result, whole
+from .hardware import default_compute_dtype
+from .units import dtype_bytes, dtype_label
+
+__all__ = ["Placement", "Deployment", "StageStep", "expected_busiest_chip_experts", "chip_and_count", "placements",
+           "most_sequences"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """How one replica is laid out: ``tp`` (tensor), ``ep`` (expert), ``dp`` (attention data) and ``pp`` (pipeline).
+
+    ``chips_per_replica = pp * tp * dp``; ``ep`` (<= ``tp * dp``) only says over how many chips
+    each layer's routed experts are spread whole (the rest of the stage splits each expert).
+    """
+
+    tp: int = 1
+    ep: int = 1
+    dp: int = 1
+    pp: int = 1
+
+    @property
+    def chips_per_replica(self) -> int:
+        return self.pp * self.tp * self.dp
+
+    @property
+    def stage_chips(self) -> int:
+        return self.tp * self.dp
+
+
+def chip_and_count(chip, n_chips):
+    """A Chip and a chip count from a chip or system name (a system gives its chip and, by default, its size).
+
+    Raises:
+        KeyError: a name that is neither a chip nor a system; the message suggests the closest of
+            both (``'h100'``: h100-sxm, h100-pcie ...) and lists every valid name.
+        TypeError: neither a string nor a :class:`~llmmath.hardware.Chip`.
+    """
+    if isinstance(chip, str):
+        chips, systems = hardware.catalog(), hardware.systems()
+        key = _catalog.lookup({**systems, **chips}, chip, "chip or system")[0]   # a chip wins a shared name
+        if key not in chips:
+            sy = systems[key]
+            if not sy.chip:
+                raise KeyError(f"system {sy.key!r} names no chip in the hardware catalog; give a chip instead "
+                               f"(chips: {', '.join(hardware.names())})")
+            return hardware.get(sy.chip), positive_int("n_chips", sy.packages if n_chips is None else n_chips)
+    c = hardware.get(chip)
+    return c, positive_int("n_chips", 1 if n_chips is None else n_chips)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _check_placement(m: models.Model, n_chips: int, pl: Placement) -> int:
+    """Replicas of ``pl`` in ``n_chips``; a ValueError that says what is allowed otherwise."""
+    for f in ("tp", "ep", "dp", "pp"):
+        positive_int(f, getattr(pl, f))
+    if n_chips % pl.chips_per_replica:
+        raise ValueError(f"n_chips={n_chips} is not a multiple of pp x tp x dp = {pl.pp} x {pl.tp} x {pl.dp} = "
+                         f"{pl.chips_per_replica} (chips per replica); allowed: a multiple of it")
+    if pl.pp > m.n_layers:
+        raise ValueError(f"pp={pl.pp} stages but {m.key} has {m.n_layers} layers; allowed: 1..{m.n_layers}")
+    if m.n_heads % pl.tp:
+        raise ValueError(f"tp={pl.tp} must divide {m.key}'s {m.n_heads} attention heads; allowed: "
+                         f"{_divisors(m.n_heads)}")
+    if pl.ep > 1 and not m.is_moe:
+        raise ValueError(f"ep={pl.ep} but {m.key} is dense (no experts); allowed: ep=1")
+    if pl.ep > pl.stage_chips:
+        raise ValueError(f"ep={pl.ep} exceeds the chips of a stage, tp x dp = {pl.stage_chips}; allowed: 1.."
+                         f"{pl.stage_chips}")
+    if pl.stage_chips % pl.ep:
+        raise ValueError(f"ep={pl.ep} must divide the stage's tp x dp = {pl.stage_chips} chips (the rest of "
+                         f"the stage splits each expert); allowed: {_divisors(pl.stage_chips)}")
+    return n_chips // pl.chips_per_replica
+
+
+# ---------------------------------------------------------------------------
+# The busiest expert-parallel rank under uniform routing
+# ---------------------------------------------------------------------------
+
+def _expert_groups(n_experts: int, n_chips: int) -> tuple[tuple[int, int], ...]:
+    """(experts per chip, chips holding that many): E spread as evenly as whole experts allow."""
+    g, extra = divmod(n_experts, n_chips)
+    return tuple((size, count) for size, count in ((g + 1, extra), (g, n_chips - extra)) if count)
+
+
+@functools.lru_cache(maxsize=64)
+def _busiest_given_touched(n_experts: int, n_chips: int) -> np.ndarray:
+    """E[max over chips of touched experts on that chip | T experts touched], for T = 0..E.
+
+    Given T, the touched set is a uniform T-subset of the E experts (uniform routing is
+    exchangeable), so the per-chip counts are multivariate hypergeometric and
+    ``P(max <= m | T) = [x^T] prod_chips (sum_{i <= m} C(g_chip, i) x^i) / C(E, T)``.
+    """
+    groups = _expert_groups(n_experts, n_chips)
+    top = max(size for size, _ in groups)
+    total = np.array([math.comb(n_experts, t) for t in range(n_experts + 1)], dtype=float)
+    expect = np.zeros(n_experts + 1)
+    for m in range(top):  # E[max] = sum_{m >= 0} P(max > m)
+        poly = np.ones(1)
+        for size, count in groups:
+            term = np.array([math.comb(size, i) for i in range(min(m, size) + 1)], dtype=float)
+            for _ in range(count):
+                poly = np.convolve(poly, term)[: n_experts + 1]
+        ways = np.zeros(n_experts + 1)
+        ways[: poly.size] = poly
+        expect += 1.0 - ways / total
+    return expect
+
+
+def _touched_distribution(n_experts: int, k: int, batches: np.ndarray) -> np.ndarray:
+    """P(T = t) for t = 0..E after each whole batch in ``batches`` (rows), k distinct experts per token."""
+    E = n_experts
+    t = np.arange(E + 1)
+    step = np.zeros((E + 1, E + 1))  # step[t, t + j]: a token picks j experts not yet touched
+    for j in range(k + 1):
+        p = np.array([math.comb(E - x, j) * math.comb(x, k - j) for x in t], dtype=float) / math.comb(E, k)
+        ok = t + j <= E
+        step[t[ok], t[ok] + j] = p[ok]
+    out = np.zeros((batches.size, E + 1))
+    dist = np.zeros(E + 1)
+    dist[0] = 1.0
+    done = 0
+    for i in np.argsort(batches):
+        target = int(batches[i])
+        while done < target and dist[E] < 1.0 - 1e-15:  # saturated: every expert touched, nothing moves
+            dist = dist @ step
+            done += 1
+        out[i] = dist
+    return out
+
+
+def _busiest(m: models.Model, tokens, n_chips: int) -> np.ndarray:
+    """:func:`expected_busiest_chip_experts` for whole ``tokens`` (array), without argument checks."""
+    flat = np.ravel(np.asarray(tokens, dtype=float))
+    uniq, inverse = np.unique(flat, return_inverse=True)
+    dist = _touched_distribution(m.n_experts, m.experts_per_token, uniq)
+    return (dist @ _busiest_given_touched(m.n_experts, n_chips))[inverse].reshape(np.shape(tokens))
+
+
+@finite_result
+def expected_busiest_chip_experts(model, batch, n_chips):
+    """Expected routed experts the busiest chip must read in one MoE layer, under expert parallelism.
+
+    The ``E`` routed experts of each layer are spread over ``n_chips`` as evenly as
+    whole experts allow (``E mod n`` chips hold one more). ``batch`` tokens each pick
+    ``k`` distinct experts uniformly at random; a chip reads each of its experts that
+    at least one token picked. The busiest chip's count, in expectation::
+
+        E[max_chip count] = sum_T P(T | B) E[max_chip count | T]
+
+    ``P(T | B)`` (T distinct experts touched) comes from a Markov chain over tokens
+    (a token adds j new experts with probability ``C(E-T, j) C(T, k-j) / C(E, k)``);
+    given T the counts are multivariate hypergeometric (see :func:`_busiest_given_touched`).
+    Exact under uniform, independent routing (real routers are less even: a floor).
+    At ``n_chips = 1`` it is the expected touched count ``E (1 - (1 - k/E)^B)``; 0 for a dense model.
+
+    Args:
+        model: catalog name or :class:`~llmmath.models.Model`.
+        batch: B, tokens in the step (whole numbers >= 1; scalar or array).
+        n_chips: chips the experts are spread over (whole number >= 1).
+
+    Returns:
+        experts (float), shaped like ``batch``.
+
+    Raises:
+        ValueError: batch not a whole number >= 1, n_chips < 1, or a model with more
+            than 1,000 experts per layer (the binomial sums would overflow float64).
+        KeyError: unknown model.
+    """
+    m = models.get(model)
+    B = whole("batch", batch, 1)
+    n = positive_int("n_chips", n_chips)
+    if not m.is_moe:
+        return result(np.zeros(B.shape))
+    if m.n_experts > 1000:
+        raise ValueError(f"{m.key}: n_experts={m.n_experts} is above the 1,000 this exact sum supports")
+    return result(_busiest(m, B, n))
+
+
+# ---------------------------------------------------------------------------
+# The deployment
+# ---------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class StageStep:
+    """One micro-batch of a decode step on a chip of each pipeline stage (arrays over stages, then batch).
+
+    ``compute_s``, ``weight_s``, ``kv_s``: the roofline terms; ``floor_s = max(compute, weight + kv)``.
+    ``flops``: FLOPs per chip by operator (``"matmul"``: attention projections, dense layers,
+    shared experts, router and head; ``"routed experts"``; ``"attention"``: scores and values
+    over the context). ``bytes_read``: per chip, ``"weights"`` and ``"kv"``.
+    """
+
+    compute_s: np.ndarray
+    weight_s: np.ndarray
+    kv_s: np.ndarray
+    flops: dict
+    bytes_read: dict
+
+    @property
+    def floor_s(self) -> np.ndarray:
+        return np.maximum(self.compute_s, self.weight_s + self.kv_s)
+
+
+class Deployment:
+    """A model served on ``n_chips`` of ``chip`` with a :class:`Placement` and a precision per tensor kind.
+
+    Args:
+        model: catalog name or :class:`~llmmath.models.Model`.
+        chip: chip name or scale-up system name (its chip and, by default, its package count).
+        n_chips: chips in the deployment (default 1, or the system's packages); a multiple of
+            ``pp * tp * dp``.
+        tp, ep, dp, pp: the placement of one replica (see the module docstring).
+        weight_dtype, kv_dtype: a format name (``bf16, fp8, fp4``...) or bytes per element.
+        activation_dtype: activations sent between chips (tensor-parallel all-reduce, pipeline
+            sends; the expert all-to-all uses DeepSeek-V3's fp8 dispatch and bf16 combine).
+        compute_dtype: matmul precision (default: ``weight_dtype`` where the chip has it, else bf16).
+        usable_hbm_fraction: share of each chip's HBM for weights + KV, in (0, 1].
+
+    Raises:
+        ValueError: a placement that does not divide the chips, heads or experts, ``pp`` above
+            the layers, a fraction outside (0, 1] (each message says what is allowed).
+        KeyError: unknown model, chip, system or dtype.
+    """
+
+    def __init__(self, model, chip, n_chips=None, *, tp=1, ep=1, dp=1, pp=1, weight_dtype="bf16",
+                 kv_dtype="bf16", activation_dtype="bf16", compute_dtype=None, usable_hbm_fraction=1.0):
+        m = models.get(model)
+        c, n = chip_and_count(chip, n_chips)
+        pl = Placement(positive_int("tp", tp), positive_int("ep", ep), positive_int("dp", dp), positive_int("pp", pp))
+        self.replicas = _check_placement(m, n, pl)
+        usable = float(positive("usable_hbm_fraction", usable_hbm_fraction))
+        if usable > 1:
+            raise ValueError(f"usable_hbm_fraction must be in (0, 1], got {usable_hbm_fraction!r}")
+        self.model, self.chip, self.n_chips, self.placement = m, c, n, pl
+        self.weight_dtype, self.kv_dtype = dtype_label(weight_dtype), dtype_label(kv_dtype)
+        self.b_w, self.b_kv, self.b_act = dtype_bytes(weight_dtype), dtype_bytes(kv_dtype), dtype_bytes(activation_dtype)
+        self.compute_dtype = compute_dtype or default_compute_dtype(c, weight_dtype)
+        self.flops_per_s = c.flops_per_s(self.compute_dtype)
+        self.hbm_bytes_per_s = c.hbm_bytes_per_s
+        self.usable_hbm_bytes = usable * c.hbm_bytes
+        self.usable_hbm_fraction = usable
+        # per stage: MoE layers, every other parameter held, layers
+        self.stage_moe_layers, self.stage_other_params = m.stage_params(pl.pp)
+        self.stage_layers = np.array([len(r) for r in m.stage_layers(pl.pp)])
+        self.experts_per_rank = -(-m.n_experts // pl.ep) if m.is_moe else 0
+        self.tp_kv = 1 if m.is_mla else min(pl.tp, m.n_kv_heads)
+        # the input table is only looked up (one row per token), unless it is tied and serves as the head on
+        # the same (only) stage; a tied table's copy on the last stage of a pipeline is the head
+        self._looked_up = (not m.tied_embeddings) or pl.pp > 1
+        lookup = np.zeros(pl.pp)
+        if self._looked_up:
+            lookup[0] = m.embedding_params
+        self._other_read = self.stage_other_params - lookup
+        # parameters in a matmul outside the routed experts (norms included, as Model.matmul_params_per_token)
+        self._other_matmul = self._other_read.astype(float)
+        if not self._looked_up:                           # a tied table on one stage: the head, not its positions
+            self._other_matmul = self._other_matmul - (m.embedding_params - m.vocab * m.d_model)
+
+    def __repr__(self) -> str:
+        pl = self.placement
+        return (f"Deployment({self.model.key!r} on {self.n_chips} x {self.chip.key}, tp={pl.tp} ep={pl.ep} "
+                f"dp={pl.dp} pp={pl.pp}, weights {self.weight_dtype}, KV {self.kv_dtype})")
+
+    # ---- bytes held -----------------------------------------------------------
+    @property
+    def routed_params_per_chip_by_stage(self) -> np.ndarray:
+        """Routed-expert parameters on the fullest chip of each stage: ``n_moe,s ceil(E/ep) P_e ep / (tp dp)``."""
+        pl = self.placement
+        return self.stage_moe_layers * self.experts_per_rank * self.model.expert_params * pl.ep / pl.stage_chips
+
+    @property
+    def weight_bytes_by_stage(self) -> np.ndarray:
+        """Weight bytes on the fullest chip of each stage (array of ``pp``)."""
+        return (self.stage_other_params / self.placement.tp + self.routed_params_per_chip_by_stage) * self.b_w
+
+    @property
+    def weight_bytes_per_chip(self) -> float:
+        """Weight bytes on the fullest chip of the busiest stage (what must fit)."""
+        return float(np.max(self.weight_bytes_by_stage))
+
+    def kv_bytes_per_sequence_by_stage(self, context) -> np.ndarray:
+        """KV bytes one sequence keeps on one chip of each stage (stages x context).
+
+        The stage's share of the layers (exact for a model whose layers all cache alike; a
+        model with windowed layers is prorated by layer count), over ``dp tp_kv``: a sequence
+        lives on one dp group, its heads split over ``tp_kv = min(tp, n_kv_heads)`` chips
+        (1 for MLA, whose latent every tp chip keeps).
+        """
+        seq = np.asarray(self.model.kv_bytes_per_sequence(context, self.b_kv), dtype=float)
+        share = self.stage_layers / self.model.n_layers
+        return np.multiply.outer(share, seq) / (self.placement.dp * self.tp_kv)
+
+    def kv_bytes_per_chip(self, batch, context) -> float | np.ndarray:
+        """KV bytes on the busiest chip for ``batch`` sequences over the deployment at ``context``."""
+        B_r = np.asarray(batch, dtype=float) / self.replicas
+        return result(B_r * np.max(self.kv_bytes_per_sequence_by_stage(context), axis=0))
+
+    @property
+    def free_bytes_by_stage(self) -> np.ndarray:
+        """Usable HBM left for the KV cache on the fullest chip of each stage (negative: the weights do not fit)."""
+        return self.usable_hbm_bytes - self.weight_bytes_by_stage
+
+    @property
+    def weights_fit(self) -> bool:
+        return bool(np.all(self.free_bytes_by_stage >= 0))
+
+    def max_batch(self, context) -> float:
+        """Most sequences of ``context`` tokens whose KV cache fits beside the weights on every chip.
+
+        A sequence's cache lives whole on one dp group, so each group holds a whole number of
+        sequences: ``replicas * dp * min_s floor(free_s / (kv_seq(L) share_s / tp_kv))``.
+        """
+        if not self.weights_fit:
+            return 0.0
+        pl = self.placement
+        per_seq_group_chip = self.kv_bytes_per_sequence_by_stage(float(context)) * pl.dp   # one sequence, its group
+        per_group = float(np.min(np.floor(self.free_bytes_by_stage / per_seq_group_chip)))
+        return per_group * pl.dp * self.replicas
+
+    def max_context(self, batch) -> float:
+        """Longest context at which ``batch`` sequences' KV cache fits on every chip (tokens; inf if
+        every layer is windowed, 0 if the weights do not fit). The fullest dp group holds
+        ``ceil(batch / (replicas dp))`` of them."""
+        if not self.weights_fit:
+            return 0.0
+        pl, m = self.placement, self.model
+        per_group = math.ceil(float(batch) / self.replicas / pl.dp - 1e-9)
+        whole_model = self.free_bytes_by_stage * self.tp_kv * m.n_layers / self.stage_layers / max(per_group, 1)
+        return float(min(_context_for_kv(m, b, self.b_kv) for b in whole_model))
+
+    # ---- a decode step --------------------------------------------------------
+    def _routed_experts_read(self, tokens) -> np.ndarray:
+        """E[busiest rank's experts] per MoE layer for ``tokens`` per micro-batch (>= 1; interpolated between
+        whole numbers)."""
+        m = self.model
+        if not m.is_moe:
+            return np.zeros(np.shape(tokens))
+        t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
+        lo, hi = np.floor(t), np.ceil(t)
+        ep = self.placement.ep
+        b_lo, b_hi = _busiest(m, lo, ep), _busiest(m, hi, ep)
+        return b_lo + (t - lo) * (b_hi - b_lo)
+
+    def decode_stages(self, batch, context, *, routed_read="expected") -> StageStep:
+        """One micro-batch on a chip of each stage, ``batch`` sequences over the deployment at ``context``.
+
+        ``routed_read``: ``"expected"`` (the busiest rank's expected experts under uniform routing)
+        or ``"all"`` (every expert of the rank read: large batches, and the balance batch).
+        Arrays are stages x broadcast(batch, context).
+        """
+        m, pl = self.model, self.placement
+        B_r, L = np.broadcast_arrays(np.asarray(batch, dtype=float) / self.replicas, np.asarray(context, dtype=float))
+        mb = B_r / pl.pp                                              # sequences per micro-batch
+        share = (self.stage_layers / m.n_layers)[:, None] if B_r.ndim else self.stage_layers / m.n_layers
+        col = (lambda a: a[:, None]) if B_r.ndim else (lambda a: a)
+        experts = (self.experts_per_rank if routed_read == "all"
+                   else self._routed_experts_read(mb))
+        routed_w = col(self.stage_moe_layers) * experts * m.expert_params * pl.ep / pl.stage_chips
+        rows = np.zeros(pl.pp)
+        if self._looked_up:
+            rows[0] = 1.0
+        rows = col(rows) * np.minimum(mb / pl.dp, m.vocab) * m.d_model / pl.tp
+        weights = (col(self._other_read) / pl.tp + routed_w + rows) * self.b_w
+        kv = mb * share * np.asarray(m.kv_bytes_per_sequence(L, self.b_kv)) / (pl.dp * self.tp_kv)
+        matmul = mb / pl.dp * 2.0 * col(self._other_matmul) / pl.tp
+        routed_f = mb * 2.0 * m.experts_per_token * m.expert_params * col(self.stage_moe_layers) / pl.stage_chips
+        attention = mb / pl.dp * share * np.asarray(m.attention_flops_per_token(L)) / pl.tp
+        matmul, routed_f, attention, weights, kv = np.broadcast_arrays(matmul, routed_f, attention, weights, kv)
+        F, W = self.flops_per_s, self.hbm_bytes_per_s
+        return StageStep(compute_s=(matmul + routed_f + attention) / F, weight_s=weights / W, kv_s=kv / W,
+                         flops={"matmul": matmul, "routed experts": routed_f, "attention": attention},
+                         bytes_read={"weights": weights, "kv": kv})
+
+    def decode_step(self, batch, context, *, routed_read="expected"):
+        """(compute_s, weight_s, kv_s) of a whole decode step on the busiest chip: ``pp`` micro-batches through
+        the slowest stage. The step time is ``max(compute_s, weight_s + kv_s)``."""
+        st = self.decode_stages(batch, context, routed_read=routed_read)
+        pp = self.placement.pp
+        if pp == 1:
+            return st.compute_s[0], st.weight_s[0], st.kv_s[0]
+        worst = np.argmax(st.floor_s, axis=0)
+        pick = (lambda a: np.take_along_axis(a, worst[None], axis=0)[0]) if np.ndim(worst) else (lambda a: a[worst])
+        return pp * pick(st.compute_s), pp * pick(st.weight_s), pp * pick(st.kv_s)
+
+    def collective_bytes_per_step(self, batch) -> dict:
+        """Bytes each chip sends per decode step, by collective (``batch`` sequences over the deployment).
+
+        ``"tensor-parallel all-reduce"``: two per layer (after attention and after the MLP), a ring
+        sending ``2 (tp-1)/tp`` of the ``B_r/dp`` tokens' activations; ``"expert-parallel
+        all-to-all"``: each MoE layer dispatches every token to its ``k`` experts in fp8 and combines
+        in bf16, the ``(ep-1)/ep`` of them off the rank (:func:`llmmath.network.moe_all_to_all_bytes_per_token`),
+        a chip sending its ``1/(tp dp)`` of the stage's tokens; ``"pipeline send"``: each micro-batch's
+        activations to the next stage, split over the stage's chips (0 for one stage).
+        """
+        from . import network
+        m, pl = self.model, self.placement
+        B_r = np.asarray(positive("batch", batch), dtype=float) / self.replicas
+        layers = float(np.max(self.stage_layers))     # the busiest stage's layers, for all pp micro-batches of B_r / pp
+        moe = float(np.max(self.stage_moe_layers))
+        act = B_r / pl.dp * m.d_model * self.b_act
+        tp_ar = layers * 2 * 2 * (pl.tp - 1) / pl.tp * act
+        a2a = (moe * B_r / pl.stage_chips * float(network.moe_all_to_all_bytes_per_token(m.d_model, m.experts_per_token,
+                                                                                          pl.ep))
+               if m.is_moe and pl.ep > 1 else 0.0 * B_r)
+        send = B_r * m.d_model * self.b_act / pl.stage_chips if pl.pp > 1 else 0.0 * B_r
+        return {"tensor-parallel all-reduce": result(tp_ar), "expert-parallel all-to-all": result(a2a),
+                "pipeline send": result(send)}
+
+    # ---- prefill ----------------------------------------------------------------
+    def ttft_s(self, prompt_tokens) -> float:
+        """Time to first token of one prompt on an idle replica (seconds, a floor).
+
+        The prompt goes through the stages in turn. Its attention, dense layers, shared experts and
+        head run on its own dp group (``tp`` chips); only the routed experts it picks are spread over
+        the stage's ``tp dp`` chips. MLA in its up-projected prefill form
+        (:meth:`~llmmath.models.Model.prefill_attention_flops`). Against it, every chip reads its weights once.
+        """
+        m, pl = self.model, self.placement
+        T = float(prompt_tokens)
+        attn = float(m.prefill_attention_flops(T, absorbed=False))
+        flops = T * 2.0 * m.matmul_params_per_token + attn
+        routed = T * 2.0 * m.n_moe_layers * m.experts_per_token * m.expert_params
+        read = float(np.sum(self.decode_stages(T * self.replicas * pl.pp, 0.0).bytes_read["weights"]))
+        F = self.flops_per_s
+        return max((flops - routed) / (pl.tp * F) + routed / (pl.stage_chips * F), read / self.hbm_bytes_per_s)
+
+
+def _context_for_kv(m: models.Model, kv_bytes: float, b_kv: float) -> float:
+    """Largest context whose one-sequence cache (all layers) is at most ``kv_bytes`` (inverts kv_bytes_per_sequence)."""
+    if kv_bytes <= 0:
+        return 0.0
+    per_layer = m.kv_bytes_per_token_per_layer(b_kv)
+    positions = kv_bytes / per_layer                       # n_full L + n_win min(L, w)
+    if not m.n_window_layers:
+        return math.floor(positions / m.n_layers)
+    w = m.sliding_window
+    if positions <= m.n_layers * w:
+        return math.floor(positions / m.n_layers)
+    if not m.n_full_attention_layers:
+        return math.inf                                    # every layer windowed: the cache stops growing
+    return math.floor((positions - m.n_window_layers * w) / m.n_full_attention_layers)
+
+
+def placements(model, n_chips: int, pp: int = 1) -> list[Placement]:
+    """Every one-replica placement of ``model`` on ``n_chips`` chips in ``pp`` stages (list of :class:`Placement`).
+
+    ``tp`` runs over the divisors of the heads that divide ``n_chips / pp``, ``dp`` takes the
+    rest of a stage, and an MoE model spreads its experts whole over the whole stage (``ep = tp dp``);
+    a dense model has ``ep = 1``. Ordered by ``tp``.
+
+    Raises:
+        ValueError: ``pp`` not dividing ``n_chips``, or not in ``1..n_layers``.
+    """
+    m = models.get(model)
+    n, P = positive_int("n_chips", n_chips), positive_int("pp", pp)
+    if n % P or P > m.n_layers:
+        raise ValueError(f"pp={P} must divide n_chips={n} and be at most {m.key}'s {m.n_layers} layers; allowed: "
+                         f"{[d for d in _divisors(n) if d <= m.n_layers]}")
+    stage = n // P
+    return [Placement(tp=t, ep=stage if m.is_moe else 1, dp=stage // t, pp=P)
+            for t in _divisors(stage) if m.n_heads % t == 0]
+
+
+def most_sequences(model, chip, n_chips, context, *, weight_dtype="bf16", kv_dtype="bf16", pp: int | None = 1,
+                   usable_hbm_fraction=1.0) -> tuple[float, Deployment | None]:
+    """The most sequences of ``context`` tokens any one-replica placement (:func:`placements`) holds, and its
+    :class:`Deployment` (None when no placement holds one sequence).
+
+    ``pp``: the pipeline stages (default 1); None tries every ``pp`` that divides the chips.
+    The placed answer to "how many sequences fit": unlike the pooled
+    :func:`llmmath.serving.max_batch`, a chip can only hold its own weights and its own
+    sequences' cache, so a placement that replicates weights (DP attention) or the KV (tensor
+    parallelism past the KV heads; an MLA latent under any ``tp``) holds fewer, and a sequence
+    cannot be cut across attention groups. DeepSeek-V3 fp8 on 8 H200s at 128k tokens: pooled
+    49, best one-stage placement (DP8 EP8) 32, 4 whole sequences a GPU; at 1M tokens pooled 6,
+    no one-stage placement 1 (a sequence's 73.7 GB latent exceeds every GPU's free HBM), 2
+    stages 4 (each GPU keeps half the layers' latent).
+
+    Raises:
+        ValueError, KeyError: as :class:`Deployment` and :func:`placements`.
+    """
+    m = models.get(model)
+    n = chip_and_count(chip, n_chips)[1]
+    stages = [d for d in _divisors(n) if d <= m.n_layers] if pp is None else [pp]
+    best, where = 0.0, None
+    for P in stages:
+        for pl in placements(m, n, P):
+            d = Deployment(m, chip, n_chips, tp=pl.tp, ep=pl.ep, dp=pl.dp, pp=pl.pp, weight_dtype=weight_dtype,
+                           kv_dtype=kv_dtype, usable_hbm_fraction=usable_hbm_fraction)
+            b = d.max_batch(context)
+            if b > best:
+                best, where = b, d
+    return best, where
