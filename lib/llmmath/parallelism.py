@@ -395,9 +395,10 @@ def stage_floors_s(model, chip, chips_per_stage: int, stages: int, batch, contex
 
     With ``dp > 1`` every chip reads its own copy of the non-expert weights, so this is slower
     than the pooled :func:`llmmath.serving.decode_step`, which spreads all bytes over all chips
-    (DeepSeek-V3 fp8 on 64 GB200s, b = 2048, L = 8192: 5.72 ms per GPU, pooled 3.61 ms). The
-    stages are not equal: a dense layer (DeepSeek-V3's first three) is lighter than an MoE
-    layer, the LM head sits on the last stage, and 61 layers do not divide evenly. Scalar
+    (DeepSeek-V3 fp8 on 64 GB200s, b = 2048, L = 8192: 5.60 ms per GPU, pooled 3.61 ms). The
+    stages are not equal: in this layout a dense layer (DeepSeek-V3's first three, replicated on
+    every GPU) is heavier per GPU than an MoE layer, the LM head sits on the last stage, and 61
+    layers do not divide evenly. Scalar
     ``batch`` and ``context``; returns an array of ``stages`` floats.
 
     Raises:
