@@ -2,7 +2,7 @@
 
     PYTHONPATH=lib python3 benchmarks/attention.py [--out benchmarks/results/attention-cpu.txt]
 
-Uses :func:`llmmath.attention_kernels.context_sweep` with its default sizes for
+Uses :func:`llmmath.demos.attention_kernels.context_sweep` with its default sizes for
 the backend (CPU: one sequence, 8 K/V heads x group 4, D = 128, fp32 cache,
 L = 8K..32K and top-2 blocks of 4,096 on a 32 MiB L3 (sized from the machine's last-level
 cache: ``default_sweep_shape``); GPU: see ``benchmarks/gpu_attention.py``, which also checks

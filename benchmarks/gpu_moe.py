@@ -3,14 +3,14 @@
 One script, meant for one short run on an H200 (or any CUDA GPU with CuPy):
 
 1. **Correctness.** A small routed layer (E = 16, k = 4, d = 256, f = 128, B = 300)
-   through :func:`llmmath.moe.grouped_expert_matmul` on the GPU in fp32 and fp16,
+   through :func:`llmmath.demos.moe_bench.grouped_expert_matmul` on the GPU in fp32 and fp16,
    both methods ("loop": one matmul pair per touched expert; "padded": two batched
-   matmuls), against :func:`llmmath.moe.moe_reference` in float64 on the CPU.
+   matmuls), against :func:`llmmath.demos.moe_bench.moe_reference` in float64 on the CPU.
    Tolerances: fp32 relative max error < 1e-4, fp16 < 2e-2.
 2. **Timing.** DeepSeek-V3's routed layer (E = 256, k = 8, d = 7168, f = 2048; 15 GB
-   of fp16 expert weights) for B = 1 .. 16384 through :func:`llmmath.moe.moe_sweep`,
+   of fp16 expert weights) for B = 1 .. 16384 through :func:`llmmath.demos.moe_bench.moe_sweep`,
    which times each call with CUDA events after a warm-up (via
-   :func:`llmmath.kernels.time_fn`), beside the per-expert roofline from this GPU's
+   :func:`llmmath.demos.kernels.time_fn`), beside the per-expert roofline from this GPU's
    measured copy bandwidth and fp16 matmul rate; knee predicted at B = R E / k.
 
 Writes the table to ``--out`` (default ``benchmarks/results/gpu-moe.txt``).
@@ -38,7 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from llmmath import kernels, moe  # noqa: E402
+from llmmath import kernels, moe, moe_bench  # noqa: E402
 
 
 def correctness(be, lines):
@@ -48,12 +48,12 @@ def correctness(be, lines):
     x = rng.standard_normal((B, d)) / 4
     wu = rng.standard_normal((E, d, f)) / np.sqrt(d)
     wd = rng.standard_normal((E, f, d)) / np.sqrt(f)
-    assign = moe.route_uniform(B, E, k, seed=1)
-    ref = moe.moe_reference(x, assign, wu, wd)
+    assign = moe_bench.route_uniform(B, E, k, seed=1)
+    ref = moe_bench.moe_reference(x, assign, wu, wd)
     ok = True
     for dt, tol in (("float32", 1e-4), ("float16", 2e-2)):
         for method in ("loop", "padded"):
-            y = moe.grouped_expert_matmul(xp.asarray(x, dtype=dt), xp.asarray(assign), xp.asarray(wu, dtype=dt),
+            y = moe_bench.grouped_expert_matmul(xp.asarray(x, dtype=dt), xp.asarray(assign), xp.asarray(wu, dtype=dt),
                                           xp.asarray(wd, dtype=dt), method)
             err = float(np.max(np.abs(be.to_numpy(y).astype(np.float64) - ref)) / np.max(np.abs(ref)))
             good = err < tol
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     batches = [1, 16, 256, 4096, 16384] if args.quick else None
     methods = ["loop", "padded"] if args.method == "both" else [args.method]
     for method in methods:
-        s = moe.moe_sweep(batches=batches, method=method, flops_per_s=F, bytes_per_s=W,
+        s = moe_bench.moe_sweep(batches=batches, method=method, flops_per_s=F, bytes_per_s=W,
                           repeats=3 if args.quick else None, progress=True, be=be)
         lines += ["", f"## method = {method}: E = {s.n_experts}, k = {s.top_k}, d = {s.d_model}, f = {s.d_ff}, "
                       f"{s.dtype}; predicted knee B = R E / k = {s.knee_batch:,.0f}", s.table()]

@@ -5,7 +5,7 @@ Prints a table (and writes it to ``--out`` if given):
 1. :func:`llmmath.schedule.simulate_cadence` on 10^6 Poisson arrivals, without and
    with a seat limit (target well under 1 s on 2 cores);
 2. a 10^6-point :func:`llmmath.serving.balance_batch` sweep over context;
-3. :func:`llmmath.moe.moe_sweep` at this backend's default sizes: measured vs
+3. :func:`llmmath.demos.moe_bench.moe_sweep` at this backend's default sizes: measured vs
    predicted time per batch, and the predicted knee B = R E / k.
 
 Usage: ``PYTHONPATH=lib python3 benchmarks/moe.py [--out benchmarks/results/moe-cpu.txt]``.
@@ -24,7 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from llmmath import kernels, moe, schedule, serving  # noqa: E402
+from llmmath import kernels, moe_bench, schedule, serving  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     serving.balance_batch("deepseek-v3", "h100-sxm", L)
     lines.append(f"balance_batch over 10^6 contexts: {1e3 * (time.perf_counter() - t0):.0f} ms")
-    s = moe.moe_sweep(progress=False)
+    s = moe_bench.moe_sweep(progress=False)
     lines += [f"MoE sweep: E = {s.n_experts}, k = {s.top_k}, d = {s.d_model}, f = {s.d_ff}, {s.dtype}; "
               f"F = {s.flops_per_s / 1e9:.0f} GFLOP/s, W = {s.bytes_per_s / 1e9:.1f} GB/s, R = {s.balance_ratio:.1f}, "
               f"predicted knee B = {s.knee_batch:.0f}", s.table()]

@@ -18,11 +18,11 @@ Measures:
    where memory-bound, the share of the measured ceiling reached, against the
    targets 0.8-1.25 where memory-bound and within 1.5x everywhere; and, per demo,
    how busy other work kept the cores while it ran (other processes and the kernel,
-   hypervisor steal: :class:`llmmath.machine.LoadMeter`) and how far the read
+   hypervisor steal: :class:`llmmath.demos.machine.LoadMeter`) and how far the read
    ceiling moved over its rounds (best / worst sample), so a ratio out of its band
    can be told apart from a machine that was busy or unsteady at the time.
 
-The file starts with the commit and the machine (:func:`llmmath.machine.describe`:
+The file starts with the commit and the machine (:func:`llmmath.demos.machine.describe`:
 CPU, vector ISA, caches, memory, BLAS and its kernel set, software versions).
 
 Usage: ``python benchmarks/run.py [--skip-notebooks] [--out benchmarks/results/NAME.txt]``.
@@ -127,7 +127,7 @@ def sweep_fidelity(lines: list[str], rounds: int | None = None):
 
 
 def _load(meter) -> str:
-    """``others/steal`` shares of the cores while a demo ran (:class:`llmmath.machine.LoadMeter`)."""
+    """``others/steal`` shares of the cores while a demo ran (:class:`llmmath.demos.machine.LoadMeter`)."""
     sh = meter.shares
     return "n/a" if sh is None else f"{sh.others:.0%}/{sh.steal:.1%}"
 
@@ -172,7 +172,7 @@ def fidelity_summary(lines: list[str], sweep, sweep_load, rounds: int | None = N
     """One row per measured demo: measured / predicted (all points; memory-bound ones) and the share of the
     measured ceiling reached where the demo is memory-bound, against issue 14's targets (0.8-1.25 where
     memory-bound, within 1.5x everywhere)."""
-    from llmmath import attention_kernels, moe
+    from llmmath import attention_kernels, moe_bench
 
     be = kernels.backend()
     head = (f"{'demo':<40} {'meas/pred':>12} {'mem-bound':>12} {'of ceiling':>12}  {'0.8-1.25':>8} {'<=1.5x':>6}"
@@ -187,7 +187,7 @@ def fidelity_summary(lines: list[str], sweep, sweep_load, rounds: int | None = N
                      (sweep.achieved_bytes_per_s / sweep.bytes_per_s)[mem], "ch 8 (the same products)", sweep_load,
                      sweep.read_samples_bytes_per_s))
     with machine.LoadMeter() as load:
-        ms = moe.moe_sweep(progress=True, repeats=rounds)
+        ms = moe_bench.moe_sweep(progress=True, repeats=rounds)
     mmask = ms.memory_s >= ms.compute_s
     rows.append(_row(f"MoE layer (E={ms.n_experts}, k={ms.top_k})", ms.measured_over_predicted, mmask,
                      (ms.predicted_s / ms.measured_s)[mmask], f"ch 3 ({ms.layout} experts)", load,
@@ -329,7 +329,7 @@ def main(argv=None) -> int:
         ap.error(f"--rounds must be a whole number >= 1, got {args.rounds}")
     rounds = args.rounds if args.rounds is not None else (None if be.is_gpu else 7)
     lines = [f"# llmmath benchmarks, {datetime.date.today()}, commit {_commit()}, backend {be.name}",
-             "# the machine (llmmath.machine.describe):"]
+             "# the machine (llmmath.demos.machine.describe):"]
     lines += [f"#   {line}" for line in machine.describe(be).splitlines()]
     if not be.is_gpu:
         lines.append("#   the batch, MoE and attention demos with their ceilings, and the reversible net, run on one BLAS "

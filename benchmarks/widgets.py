@@ -1,11 +1,11 @@
 """How fast every claim's explorer answers its controls; prints a table of all 40 and can save it.
 
 For each claim n = 1..40, in a fresh Python process (so that no explorer profits from caches another one
-warmed), :func:`llmmath.widgets.explorer_for` builds the explorer headless (no browser), and then
+warmed), :func:`llmmath.course.widgets.explorer_for` builds the explorer headless (no browser), and then
 
 - **first**: the wall time of the first control move after the build: the explorer's first control moved
-  to another allowed value (:func:`llmmath.widgets.other_value`, the move ``tests/test_explorers.py`` makes);
-- **warm**: every control is then moved several times in turn (:func:`llmmath.widgets.moves`); a control's
+  to another allowed value (:func:`llmmath.course.widgets.other_value`, the move ``tests/test_explorers.py`` makes);
+- **warm**: every control is then moved several times in turn (:func:`llmmath.course.widgets.moves`); a control's
   warm time is the median of its moves after its first, and the explorer's is its slowest control's;
 - **any first**: the slowest first move of any control (a control's first move may compute what the
   others did not need: another model, another chip).
@@ -14,7 +14,7 @@ A move is timed around ``control.value = v``: the trait change, the recompute, t
 PNG that goes to the browser. Targets (issue 26): first and any first <= 150 ms, warm <= 50 ms.
 ``--repeats R`` runs R fresh processes per claim and keeps each number's median over them. The column
 ``others/steal`` is the share of the cores that other work used, and that the hypervisor stole, while a
-claim was timed (:class:`llmmath.machine.LoadMeter`): on a machine shared with other work every time is an
+claim was timed (:class:`llmmath.demos.machine.LoadMeter`): on a machine shared with other work every time is an
 upper bound.
 
 Usage: ``python benchmarks/widgets.py [--claims 5,39] [--repeats R] [--out benchmarks/results/NAME.txt]
@@ -160,7 +160,7 @@ def main(argv=None) -> int:
         from run import _commit  # benchmarks/run.py, beside this file
 
         heading = [f"# llmmath widget benchmark (benchmarks/widgets.py), {datetime.date.today()}, commit {_commit()}",
-                   "# the machine (llmmath.machine.describe):",
+                   "# the machine (llmmath.demos.machine.describe):",
                    *(f"#   {line}" for line in machine.describe().splitlines())]
         heading += [f"# {args.note}"] if args.note else []
         out = Path(args.out)

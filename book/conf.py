@@ -142,7 +142,7 @@ def _solutions_retitled(app, docname, source):
 
 
 def _claims_page(app):
-    import claims_page  # tools/claims_page.py: generated from llmmath.claims at every build
+    import claims_page  # tools/claims_page.py: generated from llmmath.course.claims at every build
 
     claims_page.write(HERE / "_generated" / "claims.md")
 

@@ -127,7 +127,7 @@ plt.show()
 # ### Explore: where does a kernel land?
 # Pick a chip, a precision and a kernel intensity; the panel says which bound
 # applies and what fraction of peak the kernel can reach. (The explorer is
-# `llmmath.explorers.roofline_explorer`: it draws with `plots.roofline_plot` and
+# `llmmath.course.explorers.roofline_explorer`: it draws with `plots.roofline_plot` and
 # computes with `roofline.attainable_flops_per_s`.)
 
 # %% slideshow={"slide_type": "subslide"}

@@ -159,7 +159,7 @@ plt.show()
 # **Explore.** Move the batch and watch the bound flip; change the chip, the
 # model, the number of chips, the context and the precisions. The panel below
 # the plots gives the step's parts, its bound, the balance batch and whether the
-# KV cache fits. (`llmmath.explorers.decode_explorer` over `serving.decode_step`.)
+# KV cache fits. (`llmmath.course.explorers.decode_explorer` over `serving.decode_step`.)
 
 # %% slideshow={"slide_type": "subslide"}
 decode_explorer = explorers.decode_explorer(model="llama-3.1-70b", chip="h100-sxm", n_chips=8)
@@ -512,7 +512,7 @@ print(plain.departures())
 # mismeasured). Every batch and both ceilings are timed round-robin, each keeping
 # its best, so a busy machine slows them alike; if a fact fails, the sweep is
 # measured again (twice at most) before the check fails, and the message names the
-# machine and the load on it (`llmmath.measured`).
+# machine and the load on it (`llmmath.demos.measured`).
 #
 # The *shape* is printed, not asserted: the log–log slope of time against $B$ up to
 # the knee (0 if flat, 1 if proportional) and from twice the knee on. How flat the

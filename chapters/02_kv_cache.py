@@ -432,7 +432,7 @@ assert v7.verdict == "holds if"
 # If claim 3 is right, a decode-attention kernel should take about (cache bytes)
 # ÷ (memory bandwidth), and twice the context should take twice the time. Here is
 # one, timed on this machine beside that prediction. On a GPU it is the fused
-# kernel of `llmmath.attention_kernels` (split-K over the context, K and V
+# kernel of `llmmath.demos.attention_kernels` (split-K over the context, K and V
 # each read once with 16-byte loads, scores and $PV$ on the tensor cores, online
 # softmax, then a small reduction); on a CPU it is two batched matrix products
 # over an fp32 cache laid out in pages (`attention_kernels.PagedKV`, explained below
@@ -626,7 +626,7 @@ if sweep.shape["top_k"] * sweep.shape["block_size"] == int(sweep.context[0]) and
 # whole cache would take about as long as the dense one; the two are timed in the
 # same rounds, so load slows both). The growth of sparse time over the sweep is
 # printed, not asserted: its calls are short, and a busy core moves their fit. If a
-# fact fails, the sweep is measured again before the check fails (`llmmath.measured`).
+# fact fails, the sweep is measured again before the check fails (`llmmath.demos.measured`).
 #
 # How close the dense calls come to the floor is printed, not asserted: the median
 # measured ÷ predicted was 1.1–1.4 on the 2-core VM this course was tuned on and

@@ -30,7 +30,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from llmmath import claims, explorers, hardware, kernels, measured, models, moe, plots, serving
+from llmmath import claims, explorers, hardware, kernels, measured, models, moe, moe_bench, plots, serving
 from llmmath.units import fmt_bytes, fmt_count, fmt_seconds
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -151,7 +151,7 @@ assert v9.verdict == "holds if"
 # a read-only sweep over twice its L2, `kernels.evict_caches`).
 
 # %%
-sweep = moe.moe_sweep()
+sweep = moe_bench.moe_sweep()
 print(sweep.table())
 if sweep.plan:
     print("plan, tokens -> rows multiplied x block width:", sweep.plan_text())
@@ -178,7 +178,7 @@ ax2b.legend(fontsize=8, loc="upper right")
 plt.show()
 
 # %% [markdown]
-# On a CPU an expert with few tokens is multiplied through `moe.BlockedExperts`: its
+# On a CPU an expert with few tokens is multiplied through `moe_bench.BlockedExperts`: its
 # two matrices stored again as column blocks 32 or 64 columns wide, and the product
 # is a stack of small ones the BLAS runs straight from each block as it streams in.
 # Which width is faster depends on the token count, in a pattern set by the BLAS's
@@ -205,7 +205,7 @@ r = sweep.measured_over_predicted
 print(f"layout: {sweep.layout}; measured / predicted where memory-bound (B <= {sweep.batch[mem_bound].max():.0f}): "
       f"{r[mem_bound].min():.2f} .. {r[mem_bound].max():.2f}; compute-bound: {r[~mem_bound].min():.2f} .. {r[~mem_bound].max():.2f}")
 toks = [1, 2, 4, 8, 16, 64]
-in_cache_s = moe.expert_in_cache_s(toks, sweep.d_model, sweep.d_ff, plan=sweep.plan)   # as the sweep ran each T
+in_cache_s = moe_bench.expert_in_cache_s(toks, sweep.d_model, sweep.d_ff, plan=sweep.plan)   # as the sweep ran each T
 floor_s = 2 * sweep.d_model * sweep.d_ff * sweep.bytes_per_weight / sweep.bytes_per_s
 for T, t in zip(toks, in_cache_s):
     comp = 4 * T * sweep.d_model * sweep.d_ff / sweep.flops_per_s
@@ -269,7 +269,7 @@ def moe_facts(sw):
 
 
 measured.check("batching amortizes the expert weights", moe_facts, sweep,
-               remeasure=lambda: moe.moe_sweep(progress=False))
+               remeasure=lambda: moe_bench.moe_sweep(progress=False))
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Measured: the knee moves with sparsity (claims 9 and 15)
@@ -281,7 +281,7 @@ measured.check("batching amortizes the expert weights", moe_facts, sweep,
 # batches where the mean expert has at least four tokens, so that all but ~2% of the experts are read).
 
 # %%
-sweep8 = moe.moe_sweep([2**i for i in range(1, 10)], n_experts=8, top_k=4, progress=False)
+sweep8 = moe_bench.moe_sweep([2**i for i in range(1, 10)], n_experts=8, top_k=4, progress=False)
 print(f"E = 8: {2 * 8 * sweep8.d_model * sweep8.d_ff * sweep8.bytes_per_weight / 1e6:.0f} MB of experts; "
       f"E = 32: {2 * 32 * sweep.d_model * sweep.d_ff * sweep.bytes_per_weight / 1e6:.0f} MB")
 for sw in (sweep8, sweep):
@@ -307,8 +307,8 @@ print(f"knee at E = {sweep.n_experts} / knee at E = {sweep8.n_experts}: {knee_ra
 measured.check("the knee moves with sparsity", lambda pair: [measured.Fact(
     "knee at E = 32 / knee at E = 8", pair[0].fitted_knee_batch / pair[1].fitted_knee_batch, low=1.5, high=16,
     why="the roofline gives 4; a knee blind to sparsity gives 1")], (sweep, sweep8),
-    remeasure=lambda: (moe.moe_sweep(progress=False),
-                       moe.moe_sweep([2**i for i in range(1, 10)], n_experts=8, top_k=4, progress=False)))
+    remeasure=lambda: (moe_bench.moe_sweep(progress=False),
+                       moe_bench.moe_sweep([2**i for i in range(1, 10)], n_experts=8, top_k=4, progress=False)))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 10 (19:51) — run 2–3× past the balance point

@@ -203,7 +203,7 @@ assert v16.verdict == "holds if"
 # ping-pong sweep, then every collective is *predicted* from them. On one
 # machine the "network" is shared memory, so $\beta$ is a memory-copy speed. The
 # same call runs on real nodes: `mpi_bench.run(n_procs=16, hostfile="hosts")`
-# (or launch `python -m llmmath.mpi_collectives` with your own `mpiexec`/`srun`
+# (or launch `python -m llmmath.demos.mpi_collectives` with your own `mpiexec`/`srun`
 # and load its JSON with `mpi_bench.CollectiveResults.from_json`).
 
 # %%

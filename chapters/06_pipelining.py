@@ -358,7 +358,7 @@ for k, v in parallelism.hop_latencies().items():
     print(f"  {k:<34} {v['seconds'] * 1e6:>8.2f} us  ({v.get('kind', '')})")
 
 # %%
-from llmmath.checks import ch06
+from llmmath.course.checks import ch06
 
 b, E, d_model = 2048, 64, models.get("deepseek-v3").d_model
 nic = hardware.system("gb200-nvl72").scale_out_bytes_per_s_per_package

@@ -56,7 +56,7 @@ from llmmath import _catalog, claims, critical_batch, hardware, models, plots, t
 # **Measured.** A noisy linear teacher–student regression (fresh data every
 # step, 32 dimensions, an ill-conditioned input covariance), trained by SGD at
 # batch 1 … 1024 with the learning rate tuned per batch (16 seeds each), to a
-# fixed target loss (`llmmath.critical_batch`):
+# fixed target loss (`llmmath.demos.critical_batch`):
 
 # %%
 run, fit = critical_batch.default_run()   # the sweep, run once and cached (the explorer below reads it too)
@@ -293,7 +293,7 @@ ax.axvline(C_chin, color="C3", lw=1, ls=":", label=f"Chinchilla's budget (70B x 
 ax.set_xlabel("training compute C (FLOPs)"); ax.set_ylabel("compute-optimal tokens per parameter")
 ax.set_title("Compute-optimal D / N from each published fit"); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
 plt.show()
-from llmmath.checks.ch07 import HOFFMANN_UNROUNDED
+from llmmath.course.checks.ch07 import HOFFMANN_UNROUNDED
 for name, law in (("hoffmann", "hoffmann"), ("hoffmann, unrounded exponents", HOFFMANN_UNROUNDED), ("epoch", "epoch")):
     N, D = training.chinchilla_optimal(C_chin, law)
     print(f"{name:>29}: at {C_chin:.2e} FLOPs, N* = {N / 1e9:.0f}B, D* = {D / 1e12:.2f}T, {D / N:.0f} tokens per parameter")

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from llmmath import (attention, hardware, memory, models, moe, network, parallelism, roofline, schedule, serving,
+from llmmath import (attention, hardware, memory, models, moe, moe_bench, network, parallelism, roofline, schedule, serving,
                      sparse_attention as S, training, units)
 
 NAN, INF = math.nan, math.inf
@@ -272,17 +272,17 @@ CASES = [
     ("tokens_per_expert batch=True", lambda: moe.expected_tokens_per_expert(True, 8, 2), TypeError, r"^batch must"),
     ("experts_touched top_k > E", lambda: moe.expected_experts_touched(1, 8, 9), ValueError,
      r"^top_k must be <= n_experts"),
-    ("route_uniform seed=True", lambda: moe.route_uniform(4, 8, 2, seed=True), TypeError, r"^seed must be"),
-    ("tokens_per_expert ids out of range", lambda: moe.tokens_per_expert([[0, 9]], 4), ValueError,
+    ("route_uniform seed=True", lambda: moe_bench.route_uniform(4, 8, 2, seed=True), TypeError, r"^seed must be"),
+    ("tokens_per_expert ids out of range", lambda: moe_bench.tokens_per_expert([[0, 9]], 4), ValueError,
      r"^assign holds expert ids outside 0\.\.3"),
-    ("tokens_per_expert float ids", lambda: moe.tokens_per_expert([[0.5]], 4), TypeError,
+    ("tokens_per_expert float ids", lambda: moe_bench.tokens_per_expert([[0.5]], 4), TypeError,
      r"^assign must be an integer array"),
     ("with_experts dense", lambda: moe.with_experts("llama-2-7b", 8), ValueError, r"needs a mixture-of-experts model"),
     ("with_experts E=2.5", lambda: moe.with_experts("mixtral-8x7b", 2.5), ValueError,
      r"^n_experts must be a whole number >= 1"),
-    ("moe_sweep n_experts=0", lambda: moe.moe_sweep(n_experts=0, progress=False), ValueError,
+    ("moe_sweep n_experts=0", lambda: moe_bench.moe_sweep(n_experts=0, progress=False), ValueError,
      r"^n_experts must be a whole number >= 1"),
-    ("moe_sweep batches=[2.5]", lambda: moe.moe_sweep(batches=[2.5], progress=False), ValueError,
+    ("moe_sweep batches=[2.5]", lambda: moe_bench.moe_sweep(batches=[2.5], progress=False), ValueError,
      r"^batches must be a whole number >= 1"),
     # ---- network ---------------------------------------------------------------------------
     ("all_gather n_ranks=True", lambda: network.all_gather_time_s(1e6, True, 1e9), TypeError, r"^n_ranks must be"),

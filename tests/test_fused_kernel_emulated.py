@@ -1,6 +1,6 @@
 """A NumPy emulator of the fused decode-attention CUDA kernel, run against the float64 reference.
 
-``llmmath.attention_kernels`` carries a hand-written CUDA kernel (``_CUDA_SRC``:
+``llmmath.demos.attention_kernels`` carries a hand-written CUDA kernel (``_CUDA_SRC``:
 ``decode_attn_split`` and ``decode_attn_combine``, launched by ``_fused``). CI has
 no GPU, so the kernel's index arithmetic -- fragment layouts of
 ``mma.sync.m16n8k16``, padded shared-memory strides, split-K bookkeeping, the

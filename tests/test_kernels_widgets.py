@@ -111,25 +111,55 @@ def test_local_chip_is_measured_and_plausible():
     assert "measured" in me.sources["all"] and "MiB" in me.sources["all"]   # says how
 
 
-def test_pure_math_modules_import_no_measured_demo():
-    """The math (units .. training) is pure: it must not import the kernels or the course machinery."""
+def _imported_from(path, package_parts):
+    """The llmmath sub-paths a module imports, absolute (``("demos", "kernels")``), lazy imports included."""
     import ast
+
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package_parts[: len(package_parts) - (node.level - 1)]
+            mod = tuple(node.module.split(".")) if node.module else ()
+            targets = [base + mod] if node.module else [base + (a.name,) for a in node.names]
+            out |= {t[1:] for t in targets}                      # drop the leading "llmmath"
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            out |= {tuple(n.split("."))[1:] for n in names if n.startswith("llmmath.")}
+    return out
+
+
+def test_the_math_imports_neither_the_demos_nor_the_course():
+    """The house's three kinds, read from its folders: every module at the top of lib/llmmath is the math and imports
+    nothing from llmmath/demos or llmmath/course; a demo imports nothing from the course but its plot style."""
     from pathlib import Path
 
-    lib = Path(kernels.__file__).parent
-    math_modules = ["units", "hardware", "models", "roofline", "serving", "attention", "schedule",
-                    "network", "parallelism", "memory", "training", "long_context", "planner", "_hf_config",
-                    "training_layout"]
-    demos = {"kernels", "attention_kernels", "critical_batch", "adversarial", "reversible", "mpi_bench",
-             "mpi_collectives", "mpi_pipeline", "mpi_train", "schedule_bench", "machine", "claims", "checks", "answers",
-             "widgets", "plots", "explorers"}
-    for name in math_modules:
-        tree = ast.parse((lib / f"{name}.py").read_text())
-        imported = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                imported |= {node.module.split(".")[0]} if node.module else {a.name for a in node.names}
-        assert not imported & demos, f"{name} imports {sorted(imported & demos)}"
+    import llmmath
+
+    lib = Path(llmmath.__file__).parent
+    kinds = {"demos": sorted(p.stem for p in (lib / "demos").glob("*.py") if p.stem != "__init__"),
+             "course": sorted(p.stem for p in (lib / "course").glob("*.py") if p.stem != "__init__")
+             + sorted(p.name for p in (lib / "course").iterdir() if p.is_dir() and p.name != "__pycache__")}
+    assert {"kernels", "attention_kernels", "moe_bench", "mpi_bench", "measured"} <= set(kinds["demos"])
+    assert {"claims", "checks", "answers", "widgets", "explorers", "plots"} <= set(kinds["course"])
+    math_modules = sorted(p for p in lib.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    assert {"deployment", "serving", "moe", "sparse_attention", "planner"} <= {p.stem for p in math_modules}
+    for path in math_modules:
+        wrong = {t for t in _imported_from(path, ("llmmath",)) if t and t[0] in ("demos", "course")}
+        # a module of the other kinds, named as if it sat beside the math, would also be wrong
+        wrong |= {t for t in _imported_from(path, ("llmmath",)) if t and t[0] in kinds["demos"] + kinds["course"]}
+        assert not wrong, f"the math module {path.stem} imports {sorted('.'.join(t) for t in wrong)}"
+    for path in sorted((lib / "demos").glob("*.py")):
+        wrong = {t for t in _imported_from(path, ("llmmath", "demos")) if t[:1] == ("course",) and t[1:2] != ("plots",)}
+        assert not wrong, f"the demo {path.stem} imports the course's {sorted('.'.join(t) for t in wrong)}"
+
+
+def test_short_names_reach_the_subpackages():
+    import llmmath
+    from llmmath import claims, kernels
+    assert kernels is llmmath.demos.kernels and claims is llmmath.course.claims
+    assert llmmath.claims.check is claims.check
+    with pytest.raises(AttributeError, match="no attribute 'kernelz'"):
+        llmmath.kernelz
 
 
 def test_ceiling_probe_samples_between_rounds_and_refuses_misuse():

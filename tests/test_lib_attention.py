@@ -1,4 +1,4 @@
-"""Tests of llmmath.attention and llmmath.attention_kernels; expectations derived by hand from configs."""
+"""Tests of llmmath.attention and llmmath.demos.attention_kernels; expectations derived by hand from configs."""
 
 from __future__ import annotations
 

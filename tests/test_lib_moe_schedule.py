@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from llmmath import models, moe, schedule, serving
+from llmmath import models, moe, moe_bench, schedule, serving
 
 FAST = settings(max_examples=40, deadline=None)
 
@@ -116,14 +116,14 @@ def test_routing_expectations(E, k, B):
 
 
 def test_route_uniform_statistics():
-    a = moe.route_uniform(20000, 64, 4, seed=1)
+    a = moe_bench.route_uniform(20000, 64, 4, seed=1)
     assert a.shape == (20000, 4)
     assert np.all(np.sort(a, axis=1)[:, 1:] != np.sort(a, axis=1)[:, :-1])  # distinct per token
-    counts = moe.tokens_per_expert(a, 64)
+    counts = moe_bench.tokens_per_expert(a, 64)
     assert counts.sum() == 80000
     assert abs(counts.mean() - 20000 * 4 / 64) < 1e-9 and counts.std() / counts.mean() < 0.05
     # experts touched by B = 8 tokens: simulate 2000 steps, compare with E (1 - (1 - k/E)^B)
-    touched = [len(np.unique(moe.route_uniform(8, 64, 4, seed=s))) for s in range(2000)]
+    touched = [len(np.unique(moe_bench.route_uniform(8, 64, 4, seed=s))) for s in range(2000)]
     assert np.mean(touched) == pytest.approx(moe.expected_experts_touched(8, 64, 4), rel=0.01)
 
 
@@ -131,7 +131,7 @@ def test_moe_bad_input():
     with pytest.raises(ValueError, match="top_k must be <= n_experts"):
         moe.expected_tokens_per_expert(10, 8, 9)
     with pytest.raises(ValueError, match="top_k must be <= n_experts"):
-        moe.route_uniform(4, 8, 9)
+        moe_bench.route_uniform(4, 8, 9)
     with pytest.raises(ValueError, match="batch"):
         moe.expected_experts_touched(0, 8, 2)
     with pytest.raises(ValueError, match="dense"):
@@ -140,7 +140,7 @@ def test_moe_bad_input():
         moe.sparsities("deepseek-v9")
     with pytest.raises(ValueError, match="method"):
         x = np.zeros((2, 4), np.float32)
-        moe.grouped_expert_matmul(x, np.zeros((2, 1), int), np.zeros((2, 4, 3)), np.zeros((2, 3, 4)), "fast")
+        moe_bench.grouped_expert_matmul(x, np.zeros((2, 1), int), np.zeros((2, 4, 3)), np.zeros((2, 3, 4)), "fast")
 
 
 def test_sparsities_and_expert_balance():
@@ -167,11 +167,11 @@ def test_grouped_expert_matmul_matches_float64_reference(method):
     rng = np.random.default_rng(0)
     B, E, k, d, f = 37, 8, 3, 16, 12
     x = rng.standard_normal((B, d)).astype(np.float32)
-    a = moe.route_uniform(B, E, k, seed=2)
+    a = moe_bench.route_uniform(B, E, k, seed=2)
     wu = rng.standard_normal((E, d, f)).astype(np.float32)
     wd = rng.standard_normal((E, f, d)).astype(np.float32)
-    y = moe.grouped_expert_matmul(x, a, wu, wd, method)
-    ref = moe.moe_reference(x, a, wu, wd)
+    y = moe_bench.grouped_expert_matmul(x, a, wu, wd, method)
+    ref = moe_bench.moe_reference(x, a, wu, wd)
     assert y.shape == (B, d) and y.dtype == np.float32
     assert np.max(np.abs(y - ref)) / np.max(np.abs(ref)) < 1e-5
 
@@ -185,7 +185,7 @@ def test_blocked_experts_match_the_reference_on_both_sides_of_max_rows():
     rng = np.random.default_rng(1)
     E, k, d, f = 4, 2, 96, 64
     wu, wd = _experts(rng, E, d, f)
-    bl = moe.BlockedExperts(wu, wd)
+    bl = moe_bench.BlockedExperts(wu, wd)
     # the blocks hold the same numbers: block j of expert e's W_up is its columns 32 j .. 32 j + 31
     assert np.array_equal(bl.up[2, 1], wu[2][:, 32:64]) and np.array_equal(bl.down[3, 2], wd[3][:, 64:96])
     # one expert by hand: relu(x W_up) W_down
@@ -193,9 +193,9 @@ def test_blocked_experts_match_the_reference_on_both_sides_of_max_rows():
     assert np.allclose(bl.ffn(1, x), np.maximum(x @ wu[1], 0) @ wd[1], rtol=1e-5, atol=1e-4)
     for B in (1, 7, 150):        # at B = 150 every expert gets ~75 tokens > max_rows: the plain product
         x = rng.standard_normal((B, d)).astype(np.float32)
-        a = moe.route_uniform(B, E, k, seed=B)
-        y = moe.grouped_expert_matmul(x, a, wu, wd, "loop", blocked=bl)
-        ref = moe.moe_reference(x, a, wu, wd)
+        a = moe_bench.route_uniform(B, E, k, seed=B)
+        y = moe_bench.grouped_expert_matmul(x, a, wu, wd, "loop", blocked=bl)
+        ref = moe_bench.moe_reference(x, a, wu, wd)
         assert np.max(np.abs(y - ref)) / np.max(np.abs(ref)) < 1e-5
     # d = 96 is no multiple of 64: one width only; the plan still chooses how many rows to multiply
     assert set(bl.layouts) == {32}
@@ -203,7 +203,7 @@ def test_blocked_experts_match_the_reference_on_both_sides_of_max_rows():
     assert all(T <= bl.rows_for[T] <= 2 * T and bl.rows_for[T] in (1, 2, 3, 4) for T in (1, 2, 3, 4))
     # d = 128, f = 64: both widths; the plan picks one per token count, and either computes the same layer
     wu2, wd2 = _experts(rng, E, 128, 64)
-    bl2 = moe.BlockedExperts(wu2, wd2)
+    bl2 = moe_bench.BlockedExperts(wu2, wd2)
     plan = bl2.plan(rows=[1, 2, 3], rounds=1)
     assert set(plan) == {1, 2, 3} and {w for _, w in plan.values()} <= {32, 64}
     assert plan == {T: (bl2.rows_for[T], bl2.width_for[T]) for T in (1, 2, 3)}
@@ -219,7 +219,7 @@ def test_blocked_experts_padded_rows_give_the_same_layer():
     rng = np.random.default_rng(2)
     E, k, d, f = 4, 2, 128, 64
     wu, wd = _experts(rng, E, d, f)
-    bl = moe.BlockedExperts(wu, wd)
+    bl = moe_bench.BlockedExperts(wu, wd)
     bl.rows_for, bl.width_for = {1: 2, 3: 4, 5: 8}, {1: 64, 3: 64, 5: 32}
     for T in (1, 3, 5):
         x = rng.standard_normal((T, d)).astype(np.float32)
@@ -232,9 +232,9 @@ def test_blocked_experts_padded_rows_give_the_same_layer():
         assert np.all(big[0] == 7.0) and np.all(big[T + 1] == 7.0)
     for B in (1, 3, 6):
         x = rng.standard_normal((B, d)).astype(np.float32)
-        a = moe.route_uniform(B, E, k, seed=B)
-        ref = moe.moe_reference(x, a, wu, wd)
-        y = moe.grouped_expert_matmul(x, a, wu, wd, "loop", blocked=bl)
+        a = moe_bench.route_uniform(B, E, k, seed=B)
+        ref = moe_bench.moe_reference(x, a, wu, wd)
+        y = moe_bench.grouped_expert_matmul(x, a, wu, wd, "loop", blocked=bl)
         assert np.max(np.abs(y - ref)) / np.max(np.abs(ref)) < 1e-5
     with pytest.raises(ValueError, match="rows"):
         bl.plan(rows=[0, 1])
@@ -247,9 +247,9 @@ def test_blocked_experts_plan_pads_only_up_to_twice_the_tokens(monkeypatch):
     import types
     fake_s = {(T, nc): float(T) for T in (1, 2, 3, 4, 5) for nc in (32, 64)}
     fake_s[(4, 64)] = 0.5                                      # 4 rows at 64 columns: the fastest case
-    monkeypatch.setattr(moe.kernels, "time_interleaved",
+    monkeypatch.setattr(moe_bench.kernels, "time_interleaved",
                         lambda fns, **kw: {key: types.SimpleNamespace(min_s=fake_s[key]) for key in fns})
-    bl = moe.BlockedExperts(*_experts(np.random.default_rng(3), 2, 128, 64))
+    bl = moe_bench.BlockedExperts(*_experts(np.random.default_rng(3), 2, 128, 64))
     plan = bl.plan(rows=[1, 2, 3, 4, 5])
     assert bl.rows_for == {1: 1, 2: 4, 3: 4, 4: 4, 5: 5}      # 1 may not pad to 4 (> 2 x 1); 5 may not shrink
     assert bl.width_for[2] == bl.width_for[3] == bl.width_for[4] == 64
@@ -259,26 +259,26 @@ def test_blocked_experts_plan_pads_only_up_to_twice_the_tokens(monkeypatch):
 def test_blocked_experts_bad_input_is_refused():
     wu, wd = np.zeros((2, 64, 32), np.float32), np.zeros((2, 32, 64), np.float32)
     with pytest.raises(ValueError, match="multiples of 32"):
-        moe.BlockedExperts(np.zeros((2, 60, 32)), np.zeros((2, 32, 60)))
+        moe_bench.BlockedExperts(np.zeros((2, 60, 32)), np.zeros((2, 32, 60)))
     with pytest.raises(ValueError, match="need w_up"):
-        moe.BlockedExperts(wu, wd[:, :, :10])
+        moe_bench.BlockedExperts(wu, wd[:, :, :10])
     x, a = np.zeros((3, 64), np.float32), np.zeros((3, 1), int)
     with pytest.raises(ValueError, match="BlockedExperts of these"):
-        moe.grouped_expert_matmul(x, a, wu, wd, "loop", blocked=moe.BlockedExperts(wu[:1], wd[:1]))
+        moe_bench.grouped_expert_matmul(x, a, wu, wd, "loop", blocked=moe_bench.BlockedExperts(wu[:1], wd[:1]))
     with pytest.raises(ValueError, match="method='loop'"):
-        moe.grouped_expert_matmul(x, a, wu, wd, "padded", blocked=moe.BlockedExperts(wu, wd))
+        moe_bench.grouped_expert_matmul(x, a, wu, wd, "padded", blocked=moe_bench.BlockedExperts(wu, wd))
     with pytest.raises(ValueError, match="layout must be"):
-        moe.moe_sweep(layout="tiled", progress=False)
+        moe_bench.moe_sweep(layout="tiled", progress=False)
 
 
 def test_moe_sweep_small_runs_and_predicts():
-    s = moe.moe_sweep(batches=[1, 64], n_experts=8, top_k=2, d_model=64, d_ff=32, repeats=1, progress=False,
+    s = moe_bench.moe_sweep(batches=[1, 64], n_experts=8, top_k=2, d_model=64, d_ff=32, repeats=1, progress=False,
                       flops_per_s=1e11, bytes_per_s=1e10)
     assert s.measured_s.shape == (2,) and np.all(s.measured_s > 0)
     assert s.touched[0] == 2 and s.touched[1] == 8
     assert s.knee_batch == pytest.approx(1e11 * 4 / (2 * 1e10) * 8 / 2)
     assert "tok/expert" in s.table() and s.layout == "blocked"     # d = 64, f = 32: whole blocks of 32
-    assert moe.moe_sweep(batches=[1], n_experts=8, top_k=2, d_model=60, d_ff=30, repeats=1, progress=False,
+    assert moe_bench.moe_sweep(batches=[1], n_experts=8, top_k=2, d_model=60, d_ff=30, repeats=1, progress=False,
                          flops_per_s=1e11, bytes_per_s=1e10).layout == "plain"
 
 
@@ -287,15 +287,15 @@ def test_moe_sweep_runs_another_layer_before_every_timed_call(monkeypatch):
 
     monkeypatch.setattr(kernels, "last_level_cache_bytes", lambda be=None: 2**20)   # a 1 MiB cache: a small layer
     built = []
-    real = moe._previous_layer
+    real = moe_bench._previous_layer
 
     def spy(*args):
         fn = real(*args)
         calls = []
         built.append(calls)
         return lambda: (calls.append(1), fn())[1]
-    monkeypatch.setattr(moe, "_previous_layer", spy)
-    moe.moe_sweep(batches=[1, 8, 64], n_experts=8, top_k=2, d_model=64, d_ff=32, repeats=2, progress=False,
+    monkeypatch.setattr(moe_bench, "_previous_layer", spy)
+    moe_bench.moe_sweep(batches=[1, 8, 64], n_experts=8, top_k=2, d_model=64, d_ff=32, repeats=2, progress=False,
                   flops_per_s=1e11, bytes_per_s=1e10)
     assert len(built) == 1 and len(built[0]) == 3 * 2        # once before each timed call: 3 batches x 2 rounds
     # the other layer: twice the (patched) cache in experts of 2 d f fp32 weights, each with k tokens
@@ -304,7 +304,7 @@ def test_moe_sweep_runs_another_layer_before_every_timed_call(monkeypatch):
 
 
 def test_moe_fitted_knee_uses_only_batches_that_read_every_expert():
-    s = moe.moe_sweep(batches=[1, 64], n_experts=8, top_k=2, d_model=64, d_ff=32, repeats=1, progress=False,
+    s = moe_bench.moe_sweep(batches=[1, 64], n_experts=8, top_k=2, d_model=64, d_ff=32, repeats=1, progress=False,
                       flops_per_s=1e11, bytes_per_s=1e10)
     b = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256], float)
     t = 1e-3 * np.maximum(40, b)           # flat to 40 tokens, then proportional
@@ -405,16 +405,16 @@ def test_hbm_period_from_datasheets():
 
 
 def test_expert_in_cache_time_grows_with_tokens_and_refuses_bad_input():
-    t = moe.expert_in_cache_s([1, 64], d_model=512, d_ff=256, repeats=5)
+    t = moe_bench.expert_in_cache_s([1, 64], d_model=512, d_ff=256, repeats=5)
     assert t.shape == (2,) and np.all(t > 0)
     # 64 tokens are 64x the multiply-adds of one; even a fixed cost per call cannot hide all of it
     assert t[1] > t[0]
     with pytest.raises(ValueError, match="tokens"):
-        moe.expert_in_cache_s([0])
+        moe_bench.expert_in_cache_s([0])
     with pytest.raises(ValueError, match="d_model"):
-        moe.expert_in_cache_s([1], d_model=0)
+        moe_bench.expert_in_cache_s([1], d_model=0)
     # a sweep's plan is used as given (here: 1 token padded to 2 rows at 64 columns); bad plans are refused
-    assert moe.expert_in_cache_s([1], d_model=512, d_ff=256, repeats=2, plan={1: (2, 64)}).shape == (1,)
+    assert moe_bench.expert_in_cache_s([1], d_model=512, d_ff=256, repeats=2, plan={1: (2, 64)}).shape == (1,)
     for bad in ({1: (0, 32)}, {2: (1, 32)}, {1: (1, 48)}, {1: 32}):
         with pytest.raises(ValueError, match="plan must map"):
-            moe.expert_in_cache_s([1], d_model=512, d_ff=256, repeats=1, plan=bad)
+            moe_bench.expert_in_cache_s([1], d_model=512, d_ff=256, repeats=1, plan=bad)

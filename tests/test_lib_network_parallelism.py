@@ -246,7 +246,7 @@ def test_expert_parallel_explorer_uses_each_systems_own_bandwidth_and_caps_gpus_
     import matplotlib.figure
 
     from llmmath import hardware, models
-    from llmmath.explorers import ch05 as widgets_ch05
+    from llmmath.course.explorers import ch05 as widgets_ch05
     from llmmath import explorers
     m = models.get("deepseek-v3")
     B, L, ep = 4096.0, 4096, 64

@@ -1,4 +1,4 @@
-"""Tests of llmmath.machine: the machine description and the load meter, read from files written here
+"""Tests of llmmath.demos.machine: the machine description and the load meter, read from files written here
 as Linux writes them (sysfs, /proc/cpuinfo, /proc/stat; formats from ``man 5 proc``), with the shares
 derived by hand."""
 

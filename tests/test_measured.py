@@ -1,10 +1,10 @@
-"""llmmath.measured: physical facts about a measurement, re-measured before failing, shown as a warning in the book."""
+"""llmmath.demos.measured: physical facts about a measurement, re-measured before failing, shown as a warning in the book."""
 import json
 
 import pytest
 
 from llmmath import measured
-from llmmath.measured import Fact, MeasuredCheckFailed
+from llmmath.demos.measured import Fact, MeasuredCheckFailed
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Real MPI collectives (2 ranks, this machine) against the alpha-beta model: llmmath.mpi_bench.
+"""Real MPI collectives (2 ranks, this machine) against the alpha-beta model: llmmath.demos.mpi_bench.
 
 The measuring tests need mpi4py (the project's test extra installs it with the
 mpich wheel and its mpiexec); without it they are skipped, and the argument
@@ -173,7 +173,7 @@ def test_hostfile_passes_through(tmp_path):
     assert res.n_ranks == 2 and len(res.hostnames) == 2
 
 
-# --- A two-rank pipeline of matmul layers (llmmath.mpi_pipeline, launched by mpi_bench.run_pipeline) ---
+# --- A two-rank pipeline of matmul layers (llmmath.demos.mpi_pipeline, launched by mpi_bench.run_pipeline) ---
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory):
@@ -219,6 +219,6 @@ def test_pipeline_bad_arguments_and_missing_mpi4py(monkeypatch):
     monkeypatch.setattr(mpi_bench, "_have_mpi4py", lambda: False)
     with pytest.raises(RuntimeError, match="mpi4py is not installed"):
         mpi_bench.run_pipeline()
-    from llmmath.mpi_pipeline import PipelineResults
+    from llmmath.demos.mpi_pipeline import PipelineResults
     with pytest.raises(ValueError, match="missing key"):
         PipelineResults.from_dict({"n_ranks": 2})

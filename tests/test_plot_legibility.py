@@ -120,7 +120,7 @@ def test_every_figure_of_the_chapter_is_legible(results, chapter):
 
 
 def test_short_device_name_fits_a_title_whatever_the_cpu_reports():
-    from llmmath.plots import short_device_name
+    from llmmath.course.plots import short_device_name
 
     assert short_device_name("Intel(R) Xeon(R) Processor, 2 cores") == "Intel Xeon, 2 cores"
     assert short_device_name("AMD EPYC, 2 cores") == "AMD EPYC, 2 cores"

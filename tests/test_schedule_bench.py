@@ -1,4 +1,4 @@
-"""The real cadence loop (llmmath.schedule_bench) beside the simulation on the same arrivals.
+"""The real cadence loop (llmmath.demos.schedule_bench) beside the simulation on the same arrivals.
 
 Every check holds on a loaded machine: a busy core can only make a departure
 later, so the measured waits are bounded below by the simulated ones, request

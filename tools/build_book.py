@@ -23,7 +23,7 @@ and check the timings against the roofline (chapter 0's "ran Nx faster than its
 floor"); a second notebook running at the same time takes cores and memory
 bandwidth from the measurement, and on a 2-core machine that made the build
 fail two times in three. So a notebook that measures (:func:`measures_time`:
-its code uses ``llmmath.kernels``, ``attention_kernels``, ``moe``,
+its code uses ``llmmath.demos.kernels``, ``attention_kernels``, ``moe``,
 ``mpi_bench``/``mpi_collectives``, ``schedule_bench``, or ``time_fn``, ``perf_counter``,
 ``timeit``; chapters 0-6, 8 and 9 today) is executed **alone**, one after
 another, with no other notebook running; these go first. The rest (chapters
@@ -34,7 +34,7 @@ never competes with a measurement either. The detection errs on the side of
 "measures" (it only costs parallelism); ``-j 1`` runs everything serially.
 
 **Measured checks.** A chapter's assert about a measurement on the build machine
-(``llmmath.measured.check``) that does not hold, even re-measured, does not stop
+(``llmmath.demos.measured.check``) that does not hold, even re-measured, does not stop
 the build: the kernels run with ``LLMMATH_MEASURED_CHECKS=warn``, so the page
 shows a warning box with the facts, the machine and the load, the notebook runs
 on, and the build lists those cells at the end and exits 0. ``--strict`` makes
@@ -76,7 +76,7 @@ from typing import Callable, Iterable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import book_assets  # noqa: E402
-from llmmath.measured import MODE_ENV, WARNING_MARK  # noqa: E402
+from llmmath.demos.measured import MODE_ENV, WARNING_MARK  # noqa: E402
 
 CELL_TIMEOUT_S = 600
 
@@ -243,7 +243,7 @@ def execute_notebook(src: str | Path, dest: str | Path, *, text: str | None = No
 
 def measured_warnings(nb, cell_lines: list[int | None]) -> list[tuple[int, int | None, str]]:
     """The cells of an executed notebook that show a failed measured check's warning (its plain text starts
-    with :data:`llmmath.measured.WARNING_MARK`): (1-based cell, its line in the .py file, the warning's first line)."""
+    with :data:`llmmath.demos.measured.WARNING_MARK`): (1-based cell, its line in the .py file, the warning's first line)."""
     found = []
     for i, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []):

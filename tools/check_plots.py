@@ -5,7 +5,7 @@
 
 The chapter's code cells run in this process, in order, with Matplotlib's Agg
 backend; ``plt.show()`` is replaced by a check of the figures it would show,
-and every explorer (``llmmath.widgets.Explorer``) is checked as it draws its
+and every explorer (``llmmath.course.widgets.Explorer``) is checked as it draws its
 first frame (static axes and the artists of the frame, legends included). A
 check draws the figure and looks at every text that was drawn:
 

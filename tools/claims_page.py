@@ -1,6 +1,6 @@
 """Write the book's claims index (``book/_generated/claims.md``) from the claims ledger.
 
-One row per claim of ``llmmath.claims``: timestamp, the course's paraphrase,
+One row per claim of ``llmmath.course.claims``: timestamp, the course's paraphrase,
 a link to the chapter that checks it, the verdict its check returns now, and
 whether a check exists yet (``checked``/``pending``). ``book/conf.py`` calls
 :func:`write` at every build, so the page cannot drift from the ledger; the
@@ -51,7 +51,7 @@ def page() -> str:
         "# The claims index",
         "",
         f"All {len(rs)} claims of the interview, in the order they are made, generated from the claims "
-        "ledger (`llmmath.claims`, data in `lib/llmmath/data/claims.toml`) when this book was built. "
+        "ledger (`llmmath.course.claims`, data in `lib/llmmath/data/claims.toml`) when this book was built. "
         "**verdict** is what the claim's check returned at build time; **check** says whether a check "
         "exists yet (`pending`: the chapter that checks it is still being written). "
         "`llmmath.claims.check(n)` reruns claim *n*'s check and prints its evidence.",

@@ -1,4 +1,4 @@
-"""Write the README's claim map from the claims ledger (``llmmath.claims``).
+"""Write the README's claim map from the claims ledger (``llmmath.course.claims``).
 
 ``python tools/claims_table.py`` rewrites the block between the
 ``<!-- claims:begin -->`` and ``<!-- claims:end -->`` markers of README.md;

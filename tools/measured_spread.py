@@ -1,4 +1,4 @@
-"""Each measured fact's spread over runs, from the logs ``llmmath.measured`` writes (``LLMMATH_MEASURED_LOG``).
+"""Each measured fact's spread over runs, from the logs ``llmmath.demos.measured`` writes (``LLMMATH_MEASURED_LOG``).
 
     python tools/measured_spread.py LOG.jsonl [LOG.jsonl ...]
 
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
-from llmmath.measured import Fact  # noqa: E402
+from llmmath.demos.measured import Fact  # noqa: E402
 
 
 def load(paths) -> list[dict]:

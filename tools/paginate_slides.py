@@ -170,7 +170,7 @@ def draw_figures_for_slides() -> None:
     """In a kernel that executes a chapter for the slides (``tools/build_slides.py``'s kernel_profile):
     every figure the inline backend shows is first made a slide's figure (:func:`zoom_for_slide`),
     and its output's metadata records its smallest text (:data:`SMALLEST_TEXT`); so is every
-    explorer's figure (``llmmath.widgets.for_slides``), its smallest text carried by its image as a
+    explorer's figure (``llmmath.course.widgets.for_slides``), its smallest text carried by its image as a
     CSS class (``widgets.SMALLEST_TEXT_CLASS``). The book's figures are not changed."""
     from matplotlib_inline import backend_inline
 

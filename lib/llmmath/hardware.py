@@ -9,7 +9,7 @@ A :class:`Chip` holds the handful of numbers the course's formulas need:
 
 Every catalog number comes from ``data/hardware.toml``, which cites a datasheet
 for each. The machine the reader is sitting at is measured as a Chip by
-:func:`llmmath.kernels.local_chip` (a measured demo, kept out of this pure module),
+:func:`llmmath.demos.kernels.local_chip` (a measured demo, kept out of this pure module),
 so that every formula can be evaluated against it too.
 """
 

@@ -119,7 +119,7 @@ def pipeline_orders(stages: int, microbatches: int, kind: str = "1f1b", forward_
     ``gpipe``: every forward, then every backward. ``1f1b``: stage ``s`` runs ``p - s - 1``
     warm-up forwards, then alternates one forward and one backward, then drains the
     backwards (Narayanan et al. 2021). ``forward_only`` drops the backwards. Used by
-    :func:`pipeline_schedule` (simulated) and by :mod:`llmmath.mpi_train` (run on MPI ranks).
+    :func:`pipeline_schedule` (simulated) and by :mod:`llmmath.demos.mpi_train` (run on MPI ranks).
 
     Raises:
         ValueError: unknown ``kind`` (allowed: gpipe, 1f1b); stages or micro-batches < 1.

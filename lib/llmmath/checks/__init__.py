@@ -1,9 +1,0 @@
-"""The claims' checks, one module per chapter (``chNN.py``).
-
-Each module registers its check functions with :func:`llmmath.claims.register`;
-:func:`llmmath.claims.check` imports them all on first use. A check recomputes a
-claim from the library, compares it with numbers derived independently (a
-datasheet figure, a hand derivation written in the check) and returns a
-:class:`~llmmath.claims.Verdict`, raising :class:`~llmmath.claims.ClaimCheckFailed`
-when the numbers no longer support it.
-"""
