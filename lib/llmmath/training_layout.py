@@ -213,23 +213,7 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
     B, S, b = positive_int("global_batch", global_batch), positive_int("seq_len", seq_len), \
         positive_int("micro_batch", micro_batch)
     eff = float(scalar("compute_efficiency", compute_efficiency))
-    if not 0 < eff <= 1:
-        raise ValueError(f"compute_efficiency must be in (0, 1], got {eff!r}")
-    if m.n_heads % tp or (not m.is_mla and m.n_kv_heads % tp and tp % m.n_kv_heads):
-        raise ValueError(f"tp={tp} must divide {m.key}'s {m.n_heads} heads (and its {m.n_kv_heads} KV heads, "
-                         f"or be a multiple of them)")
-    if pp > m.n_layers:
-        raise ValueError(f"pp={pp} stages but {m.key} has {m.n_layers} layers; allowed: 1..{m.n_layers}")
-    if S % cp:
-        raise ValueError(f"cp={cp} must divide seq_len={S} (each GPU holds seq_len / cp tokens)")
-    if B % (dp * b):
-        raise ValueError(f"global_batch={B} sequences must split into dp={dp} replicas of micro-batches of {b}: "
-                         f"allowed: global_batch a multiple of dp x micro_batch = {dp * b}")
-    if ep > 1:
-        if not m.is_moe:
-            raise ValueError(f"{m.key} is dense: ep must be 1")
-        if m.n_experts % ep or (tp * cp * dp) % ep:
-            raise ValueError(f"ep={ep} must divide {m.key}'s {m.n_experts} experts and tp x cp x dp = {tp * cp * dp}")
+    _check_layout(m, B, S, b, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, eff=eff)
     mb = B // (dp * b)                                       # micro-batches per step through one pipeline
     n = tp * cp * pp * dp
     sp = bool(sequence_parallel) and tp > 1
@@ -256,70 +240,12 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
     bubble_s = compute_s * bub / (1.0 - bub)
 
     # ---- communication (bytes each GPU sends per step, and time) ------------------------------------------
-    b_w, b_g, b_a = dtype_bytes(weight_dtype), dtype_bytes(grad_dtype), 2.0
-    bw_tp = _group_link(c, 1, tp)
-    bw_cp = _group_link(c, tp, cp)
-    bw_pp = _group_link(c, tp * cp, pp)
-    bw_dp = _group_link(c, tp * cp * pp, dp * cp) if cp == 1 else _group_link(c, tp, cp * dp * pp)
-    bw_ep = _group_link(c, tp * cp * pp, ep) if ep > 1 else bw_dp
-    layers_stage = m.n_layers / pp
+    g = _Groups(m, c, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, mb=mb, b=b, s_loc=s_loc, sp=sp,
+                b_w=dtype_bytes(weight_dtype), b_g=dtype_bytes(grad_dtype), zero_stage=zero_stage)
     comm_s, comm_bytes = {}, {}
-
-    def _dp_sync(params, ranks, bw):
-        if ranks <= 1 or params == 0:
-            return 0.0, 0.0
-        f = (ranks - 1) / ranks
-        if zero_stage == 0:
-            nbytes = 2 * f * params * b_g
-            t = float(network.all_reduce_time_s(params * b_g, ranks, bw))
-        elif zero_stage in (1, 2):     # reduce-scatter the gradients, all-gather the updated weights
-            nbytes = f * params * (b_g + b_w)
-            t = float(network.reduce_scatter_time_s(params * b_g, ranks, bw)
-                      + network.all_gather_time_s(params * b_w, ranks, bw))
-        else:                          # ZeRO-3: gather the weights for forward and again for backward
-            nbytes = f * params * (b_g + 2 * b_w)
-            t = float(network.reduce_scatter_time_s(params * b_g, ranks, bw)
-                      + 2 * network.all_gather_time_s(params * b_w, ranks, bw))
-        return t, nbytes
-
-    moe_s, other_s = m.stage_params(pp)           # the stage with the most to synchronise sets the time
-    dense_pg = float(np.max(other_s)) / tp
-    expert_pg = float(np.max(moe_s)) * m.n_experts * m.expert_params / ep if m.is_moe else 0.0
-    t_d, n_d = _dp_sync(dense_pg, dp * cp, bw_dp)
-    t_e, n_e = _dp_sync(expert_pg, tp * cp * dp // ep, bw_ep) if expert_pg else (0.0, 0.0)
-    comm_s["dp"], comm_bytes["dp"] = t_d + t_e, n_d + n_e
-
-    act_bytes = b * s_loc * m.d_model * b_a                  # one micro-batch's hidden states on one TP group
-    tp_collectives = (6 if recompute == "full" else 4) * layers_stage * mb   # all-reduce (or RS + AG) pairs
-    if tp > 1:
-        comm_s["tp"] = tp_collectives * float(network.all_reduce_time_s(act_bytes, tp, bw_tp))
-        comm_bytes["tp"] = tp_collectives * 2 * (tp - 1) / tp * act_bytes
-    else:
-        comm_s["tp"] = comm_bytes["tp"] = 0.0
-
-    kv_dim = (m.n_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) / 2 if m.is_mla
-              else m.n_kv_heads * m.head_dim)
-    kv_block = 2 * b * s_loc * kv_dim * b_a / min(tp, m.n_kv_heads if not m.is_mla else tp)  # K and V, this GPU's heads
-    if cp > 1:   # forward: gather K, V; backward: gather again and reduce-scatter their gradients
-        comm_s["cp"] = 3 * layers_stage * mb * float(network.all_gather_time_s(cp * kv_block, cp, bw_cp))
-        comm_bytes["cp"] = 3 * layers_stage * mb * (cp - 1) * kv_block
-    else:
-        comm_s["cp"] = comm_bytes["cp"] = 0.0
-
-    if pp > 1:   # one activation forward and one gradient backward per micro-batch (per chunk, interleaved)
-        hop = act_bytes / (tp if sp else 1)
-        comm_bytes["pp"] = 2 * mb * chunks * hop
-        comm_s["pp"] = comm_bytes["pp"] / bw_pp
-    else:
-        comm_s["pp"] = comm_bytes["pp"] = 0.0
-
-    if ep > 1:   # dispatch + combine, forward and backward, per MoE layer
-        moe_stage = m.n_moe_layers / pp
-        a2a = b * s_loc / (tp if sp else 1) * m.experts_per_token * m.d_model * b_a
-        comm_s["ep"] = 4 * moe_stage * mb * float(network.all_to_all_time_s(a2a, ep, bw_ep))
-        comm_bytes["ep"] = 4 * moe_stage * mb * (ep - 1) / ep * a2a
-    else:
-        comm_s["ep"] = comm_bytes["ep"] = 0.0
+    for name, part in (("dp", g.dp_sync), ("tp", lambda: g.tp_collectives(recompute)), ("cp", g.cp_gathers),
+                       ("pp", lambda: g.pp_sends(chunks)), ("ep", g.ep_all_to_all)):
+        comm_s[name], comm_bytes[name] = part()
 
     exposed = dict(comm_s)
     exposed["dp"] = max(0.0, comm_s["dp"] - 2.0 / 3.0 * compute_s)
@@ -328,6 +254,99 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
                   chunks=chunks, zero_stage=zero_stage, recompute=recompute, sequence_parallel=sp)
     return TrainingStep(layout, mem, float(c.hbm_bytes), compute_s, bubble_s, comm_s, exposed, comm_bytes,
                         model_flops, hw_flops, n, float(peak), busiest)
+
+
+def _check_layout(m, B: int, S: int, b: int, *, tp: int, cp: int, pp: int, dp: int, ep: int, eff: float) -> None:
+    """Refuse a layout :func:`training_step` cannot run, saying what is allowed."""
+    if not 0 < eff <= 1:
+        raise ValueError(f"compute_efficiency must be in (0, 1], got {eff!r}")
+    if m.n_heads % tp or (not m.is_mla and m.n_kv_heads % tp and tp % m.n_kv_heads):
+        raise ValueError(f"tp={tp} must divide {m.key}'s {m.n_heads} heads (and its {m.n_kv_heads} KV heads, "
+                         f"or be a multiple of them)")
+    if pp > m.n_layers:
+        raise ValueError(f"pp={pp} stages but {m.key} has {m.n_layers} layers; allowed: 1..{m.n_layers}")
+    if S % cp:
+        raise ValueError(f"cp={cp} must divide seq_len={S} (each GPU holds seq_len / cp tokens)")
+    if B % (dp * b):
+        raise ValueError(f"global_batch={B} sequences must split into dp={dp} replicas of micro-batches of {b}: "
+                         f"allowed: global_batch a multiple of dp x micro_batch = {dp * b}")
+    if ep > 1:
+        if not m.is_moe:
+            raise ValueError(f"{m.key} is dense: ep must be 1")
+        if m.n_experts % ep or (tp * cp * dp) % ep:
+            raise ValueError(f"ep={ep} must divide {m.key}'s {m.n_experts} experts and tp x cp x dp = {tp * cp * dp}")
+
+
+class _Groups:
+    """The communication groups of one training layout: each collective's (seconds, bytes sent per GPU) per step."""
+
+    def __init__(self, m, c, *, tp, cp, pp, dp, ep, mb, b, s_loc, sp, b_w, b_g, zero_stage):
+        self.m, self.tp, self.cp, self.pp, self.dp, self.ep = m, tp, cp, pp, dp, ep
+        self.mb, self.b, self.s_loc, self.sp, self.b_w, self.b_g, self.zero_stage = mb, b, s_loc, sp, b_w, b_g, zero_stage
+        self.bw_tp = _group_link(c, 1, tp)
+        self.bw_cp = _group_link(c, tp, cp)
+        self.bw_pp = _group_link(c, tp * cp, pp)
+        self.bw_dp = _group_link(c, tp * cp * pp, dp * cp) if cp == 1 else _group_link(c, tp, cp * dp * pp)
+        self.bw_ep = _group_link(c, tp * cp * pp, ep) if ep > 1 else self.bw_dp
+        self.layers_stage = m.n_layers / pp
+        self.act_bytes = b * s_loc * m.d_model * 2.0          # one micro-batch's bf16 hidden states on one TP group
+
+    def _sync(self, params, ranks, bw):
+        """Gradient synchronisation of ``params`` over ``ranks`` data-parallel ranks under the ZeRO stage."""
+        if ranks <= 1 or params == 0:
+            return 0.0, 0.0
+        f, b_g, b_w = (ranks - 1) / ranks, self.b_g, self.b_w
+        if self.zero_stage == 0:
+            return float(network.all_reduce_time_s(params * b_g, ranks, bw)), 2 * f * params * b_g
+        if self.zero_stage in (1, 2):     # reduce-scatter the gradients, all-gather the updated weights
+            return (float(network.reduce_scatter_time_s(params * b_g, ranks, bw)
+                          + network.all_gather_time_s(params * b_w, ranks, bw)), f * params * (b_g + b_w))
+        # ZeRO-3: gather the weights for forward and again for backward
+        return (float(network.reduce_scatter_time_s(params * b_g, ranks, bw)
+                      + 2 * network.all_gather_time_s(params * b_w, ranks, bw)), f * params * (b_g + 2 * b_w))
+
+    def dp_sync(self):
+        m = self.m
+        moe_s, other_s = m.stage_params(self.pp)           # the stage with the most to synchronise sets the time
+        dense_pg = float(np.max(other_s)) / self.tp
+        expert_pg = float(np.max(moe_s)) * m.n_experts * m.expert_params / self.ep if m.is_moe else 0.0
+        t_d, n_d = self._sync(dense_pg, self.dp * self.cp, self.bw_dp)
+        t_e, n_e = (self._sync(expert_pg, self.tp * self.cp * self.dp // self.ep, self.bw_ep) if expert_pg
+                    else (0.0, 0.0))
+        return t_d + t_e, n_d + n_e
+
+    def tp_collectives(self, recompute):
+        if self.tp == 1:
+            return 0.0, 0.0
+        count = (6 if recompute == "full" else 4) * self.layers_stage * self.mb   # all-reduce (or RS + AG) pairs
+        return (count * float(network.all_reduce_time_s(self.act_bytes, self.tp, self.bw_tp)),
+                count * 2 * (self.tp - 1) / self.tp * self.act_bytes)
+
+    def cp_gathers(self):
+        if self.cp == 1:
+            return 0.0, 0.0
+        m, tp, cp = self.m, self.tp, self.cp
+        kv_dim = (m.n_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) / 2 if m.is_mla
+                  else m.n_kv_heads * m.head_dim)
+        kv_block = 2 * self.b * self.s_loc * kv_dim * 2.0 / min(tp, m.n_kv_heads if not m.is_mla else tp)  # K, V
+        # forward: gather K, V; backward: gather again and reduce-scatter their gradients
+        count = 3 * self.layers_stage * self.mb
+        return count * float(network.all_gather_time_s(cp * kv_block, cp, self.bw_cp)), count * (cp - 1) * kv_block
+
+    def pp_sends(self, chunks):
+        if self.pp == 1:
+            return 0.0, 0.0
+        # one activation forward and one gradient backward per micro-batch (per chunk, interleaved)
+        nbytes = 2 * self.mb * chunks * self.act_bytes / (self.tp if self.sp else 1)
+        return nbytes / self.bw_pp, nbytes
+
+    def ep_all_to_all(self):
+        if self.ep == 1:
+            return 0.0, 0.0
+        m, ep = self.m, self.ep      # dispatch + combine, forward and backward, per MoE layer
+        a2a = self.b * self.s_loc / (self.tp if self.sp else 1) * m.experts_per_token * m.d_model * 2.0
+        count = 4 * m.n_moe_layers / self.pp * self.mb
+        return count * float(network.all_to_all_time_s(a2a, ep, self.bw_ep)), count * (ep - 1) / ep * a2a
 
 
 def _divisors(n: int) -> list[int]:

@@ -521,6 +521,51 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
         ValueError: a batch < 1, k > E, a size < 1, an unknown dtype or method.
     """
     be = be or kernels.backend()
+    E, k, d, f, dtype, batches = _sweep_sizes(be, batches, n_experts, top_k, d_model, d_ff, dtype, method, layout)
+    if flops_per_s is not None:
+        flops_per_s = float(positive("flops_per_s", scalar("flops_per_s", flops_per_s)))
+    if bytes_per_s is not None:
+        bytes_per_s = float(positive("bytes_per_s", scalar("bytes_per_s", bytes_per_s)))
+    if repeats is not None:
+        repeats = positive_int("repeats", repeats)
+    seed = non_negative_int("seed", seed)
+    progress = flag("progress", progress)
+    # on a CPU a 1024^3 product reaches the same rate as 2048^3 (~100 GFLOP/s on one core) in an eighth of the time
+    probe = (kernels.CeilingProbe((dtype,), be=be, matmul_n=None if be.is_gpu else 1024)
+             if flops_per_s is None or bytes_per_s is None else None)
+    repeats = repeats or (10 if be.is_gpu else 3)
+    w_up, w_down = _random_experts(be, E, d, f, dtype, 11)
+    blocked = None
+    if layout == "auto" and method == "loop" and not be.is_gpu and d % BlockedExperts.NC == 0 \
+            and f % BlockedExperts.NC == 0:
+        blocked = BlockedExperts(w_up, w_down)
+        with kernels.one_blas_thread():
+            blocked.plan()
+    cases, counts_all = [], []
+    for i, B in enumerate(batches):
+        B = int(B)
+        x = kernels._random(be, (B, d), dtype, 13 + i)
+        assign = route_uniform(B, E, k, seed=seed + i, xp=be.xp)
+        counts_all.append(be.to_numpy(tokens_per_expert(assign, E)).astype(float))
+        cases.append((x, assign))
+    layers = {i: (lambda x=x, assign=assign: grouped_expert_matmul(x, assign, w_up, w_down, method, blocked))
+              for i, (x, assign) in enumerate(cases)}
+    evict = _previous_layer(E, k, d, f, dtype, method, blocked, be)
+    meas = _best_of_rounds(layers, repeats, probe, evict, be, progress)
+    if probe is not None:
+        flops_per_s = flops_per_s or probe.flops_per_s(dtype)
+        bytes_per_s = bytes_per_s or probe.read_bytes_per_s   # expert weights: read only
+    rows = _roofline_rows(batches, counts_all, E, k, d, f, 4.0 if dtype == "fp32" else 2.0, method, flops_per_s,
+                          bytes_per_s)
+    return MoESweep(batches.astype(float), np.asarray(meas, dtype=float), *rows, E, k, d, f, dtype,
+                    float(flops_per_s), float(bytes_per_s), method, be.device_name,
+                    "blocked" if blocked is not None else "plain",
+                    {} if blocked is None else blocked.planned(),
+                    None if probe is None else probe.read_samples_bytes_per_s)
+
+
+def _sweep_sizes(be, batches, n_experts, top_k, d_model, d_ff, dtype, method, layout):
+    """(E, k, d, f, dtype, batches) of :func:`moe_sweep`, defaults filled in and each checked."""
     dflt = default_moe_sizes(be)
     pick = lambda v, key: dflt[key] if v is None else v  # noqa: E731  (0 is an error, not "the default")
     E = positive_int("n_experts", pick(n_experts, "n_experts"))
@@ -538,65 +583,42 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
     batches = whole("batches", list(batches) if batches is not None else dflt["batches"], 1)
     if batches.ndim != 1 or batches.size == 0:
         raise ValueError(f"batches must be a non-empty list of whole numbers >= 1, got {batches.tolist()}")
-    batches = batches.astype(np.int64)
-    if flops_per_s is not None:
-        flops_per_s = float(positive("flops_per_s", scalar("flops_per_s", flops_per_s)))
-    if bytes_per_s is not None:
-        bytes_per_s = float(positive("bytes_per_s", scalar("bytes_per_s", bytes_per_s)))
-    if repeats is not None:
-        repeats = positive_int("repeats", repeats)
-    seed = non_negative_int("seed", seed)
-    progress = flag("progress", progress)
-    # on a CPU a 1024^3 product reaches the same rate as 2048^3 (~100 GFLOP/s on one core) in an eighth of the time
-    probe = (kernels.CeilingProbe((dtype,), be=be, matmul_n=None if be.is_gpu else 1024)
-             if flops_per_s is None or bytes_per_s is None else None)
-    repeats = repeats or (10 if be.is_gpu else 3)
-    b = 4.0 if dtype == "fp32" else 2.0
-    xp = be.xp
-    w_up, w_down = _random_experts(be, E, d, f, dtype, 11)
-    blocked = None
-    if layout == "auto" and method == "loop" and not be.is_gpu and d % BlockedExperts.NC == 0 \
-            and f % BlockedExperts.NC == 0:
-        blocked = BlockedExperts(w_up, w_down)
-        with kernels.one_blas_thread():
-            blocked.plan()
-    evict = _previous_layer(E, k, d, f, dtype, method, blocked, be)
-    cases, counts_all = [], []
-    for i, B in enumerate(batches):
-        B = int(B)
-        x = kernels._random(be, (B, d), dtype, 13 + i)
-        assign = route_uniform(B, E, k, seed=seed + i, xp=xp)
-        counts_all.append(be.to_numpy(tokens_per_expert(assign, E)).astype(float))
-        cases.append((x, assign))
-    # Round-robin over the batches, `repeats` rounds (the first preceded by a warm-up call),
-    # keeping each batch's best: a burst of load from other processes then hits one sample
-    # of several batches rather than every sample of one. The ceilings, unless given, are
-    # sampled at the start of every round (kernels.CeilingProbe), so they see the same load.
-    # On a CPU the layer and its ceilings run on one BLAS thread: the layer is many small products, and
-    # a second BLAS thread that loses its core to another program makes each wait a scheduler slice
-    # (seen: the fall of time per token shrank from ~5x to 1.3x with one core busy).
-    # Every timed call follows `evict` (see _previous_layer); one round per call of time_interleaved, so the
-    # progress line can follow the rounds.
-    layers = {i: (lambda x=x, assign=assign: grouped_expert_matmul(x, assign, w_up, w_down, method, blocked))
-              for i, (x, assign) in enumerate(cases)}
-    best = np.full(len(cases), np.inf)
+    return E, k, d, f, dtype, batches.astype(np.int64)
+
+
+def _best_of_rounds(layers: dict, repeats: int, probe, evict, be, progress: bool) -> list[float]:
+    """Each layer's best time over ``repeats`` round-robin rounds (the first preceded by a warm-up call).
+
+    Keeping each batch's best means a burst of load from other processes hits one sample of
+    several batches rather than every sample of one. The ceilings, unless given, are sampled at
+    the start of every round (kernels.CeilingProbe), so they see the same load. On a CPU the layer
+    and its ceilings run on one BLAS thread: the layer is many small products, and a second BLAS
+    thread that loses its core to another program makes each wait a scheduler slice (seen: the
+    fall of time per token shrank from ~5x to 1.3x with one core busy). Every timed call follows
+    ``evict`` (see :func:`_previous_layer`); one round per call of time_interleaved, so the
+    progress line can follow the rounds.
+    """
+    best = np.full(len(layers), np.inf)
     with kernels.one_blas_thread(not be.is_gpu):
         for rnd in range(repeats):
             t = kernels.time_interleaved(layers, rounds=1, warmup=1 if rnd == 0 else 0, probe=probe, be=be,
                                          evict=evict)
             best = np.minimum(best, [t[i].min_s for i in layers])
             if progress:
-                print(f"\r  MoE sweep on {be.name}: round {rnd + 1}/{repeats} over {len(cases)} batches ...", end="",
+                print(f"\r  MoE sweep on {be.name}: round {rnd + 1}/{repeats} over {len(layers)} batches ...", end="",
                       file=sys.stdout, flush=True)
-    meas = list(best)
     if progress:
-        print(f"\r  MoE sweep on {be.name}: {len(batches)} batches done." + " " * 20, file=sys.stdout, flush=True)
-    if probe is not None:
-        flops_per_s = flops_per_s or probe.flops_per_s(dtype)
-        bytes_per_s = bytes_per_s or probe.read_bytes_per_s   # expert weights: read only
+        print(f"\r  MoE sweep on {be.name}: {len(layers)} batches done." + " " * 20, file=sys.stdout, flush=True)
+    return list(best)
+
+
+def _roofline_rows(batches, counts_all, E, k, d, f, b, method, flops_per_s, bytes_per_s) -> tuple:
+    """(predicted, compute, memory, experts touched, mean and max tokens per expert) arrays, one entry a batch.
+
+    Expert e with T_e tokens: ``max(4 T_e d f / F, (2 d f + 2 T_e (d + f)) b / W)``, summed over the
+    experts that got tokens (``"loop"``) or over all E at the largest T_e (``"padded"``)."""
     pred, comp, mem, touched, mean_t, max_t = [], [], [], [], [], []
     for B, counts in zip(batches, counts_all):
-        B = int(B)
         T = counts if method == "loop" else np.full(E, counts.max())
         T_used = T[T > 0]
         c_e = 4.0 * T_used * d * f / flops_per_s
@@ -605,11 +627,6 @@ def moe_sweep(batches: Sequence[int] | None = None, n_experts: int | None = None
         comp.append(float(c_e.sum()))
         mem.append(float(m_e.sum()))
         touched.append(int((counts > 0).sum()))
-        mean_t.append(B * k / E)
+        mean_t.append(int(B) * k / E)
         max_t.append(float(counts.max()))
-    arr = lambda v: np.asarray(v, dtype=float)  # noqa: E731
-    return MoESweep(batches.astype(float), arr(meas), arr(pred), arr(comp), arr(mem), arr(touched), arr(mean_t),
-                    arr(max_t), E, k, d, f, dtype, float(flops_per_s), float(bytes_per_s), method, be.device_name,
-                    "blocked" if blocked is not None else "plain",
-                    {} if blocked is None else blocked.planned(),
-                    None if probe is None else probe.read_samples_bytes_per_s)
+    return tuple(np.asarray(v, dtype=float) for v in (pred, comp, mem, touched, mean_t, max_t))

@@ -207,6 +207,37 @@ def _check_6() -> Verdict:
                     f"balanced context at B = {r['Bb']:,.0f} (70B, H100)": f"{r['lb']:,.0f} tokens, MFU {r['mfu_b']:.3f}"})
 
 
+def _claim_7_second_model_and_chips(L, curves: dict, nsa: dict) -> tuple[dict, dict, dict]:
+    """Claim 7 on a GQA model (Llama-3.1-405B) and on two chips, by hand: (its curves, the 1M-token reads, the chips)."""
+    # A second model: Llama-3.1-405B (GQA, config: 126 layers, 8 KV heads of 128): K and V in bf16 are
+    # 2 x 8 x 128 x 2 = 4,096 bytes per token per layer; keys alone 2,048 (Quest's page bounds, MoBA's means).
+    beta405, layers405 = 2 * 8 * 128 * 2, 126
+    require(attention.bytes_per_cached_token("llama-3.1-405b") == beta405, 7, "Llama-3.1-405B bytes per token per layer")
+    c405 = {"dense": attention.dense_kv_bytes(L, beta405),
+            "NSA": attention.nsa_kv_bytes(L, beta405, nsa["compress_stride"], nsa["select_block"],
+                                          nsa["select_blocks"], nsa["window"]),
+            "Quest": attention.quest_kv_bytes(L, beta405, beta405 / 2, 2048, 16),
+            "MoBA": attention.moba_kv_bytes(L, beta405, beta405 / 2, 4096, 12)}
+    for n, y in c405.items():
+        if n != "dense":
+            require(bool(np.all(y < c405["dense"] / 2)) and attention.loglog_slope(L, y)[-1] < 1.0, 7,
+                    f"Llama-3.1-405B, {n}: should read < 1/2 of dense and grow more slowly from 128K on")
+    # Two chips: one 1M-token sequence's KV read per decode step, every layer, from the H100 (3.35 TB/s) and
+    # B200 (8 TB/s) datasheets; DeepSeek-V3's 61 layers.
+    sheets = {"h100-sxm": 3.35e12, "b200": 8e12}
+    at_1m = {}
+    for chip, W in sheets.items():
+        for model, n_layers, dense_b, sparse_b in (
+                ("deepseek-v3", 61, curves["dense"][1], curves["DSA (top-2048 + indexer)"][1]),
+                ("llama-3.1-405b", layers405, c405["dense"][1], c405["NSA"][1])):
+            t_dense, t_sparse = n_layers * dense_b / W, n_layers * sparse_b / W
+            got = attention.kv_read_time_s(model, chip, np.array([dense_b, sparse_b]))
+            require(np.allclose(got, [t_dense, t_sparse], rtol=1e-3), 7,
+                    f"{model} on {chip}: KV read {got * 1e3} ms vs hand {t_dense * 1e3:.2f} / {t_sparse * 1e3:.2f} ms")
+            at_1m[(model, chip)] = (t_dense, t_sparse)
+    return c405, at_1m, sheets
+
+
 @register(7)
 def _check_7() -> Verdict:
     beta = (_DS["r_kv"] + _DS["r_rope"]) * 2        # MLA cache bytes per token per layer, bf16: 1152
@@ -248,32 +279,7 @@ def _check_7() -> Verdict:
         require(abs(rel / hand_slope[n] - 1) < 1e-3, 7, f"{n}: asymptotic slope {rel:.4g} of dense vs hand {hand_slope[n]:.4g}")
     require(np.allclose(slopes["block top-k, s = sqrt-optimal"], 0.5), 7, "the sqrt law needs s ~ sqrt(L)")
     ratio = {n: curves["dense"][0] / y[0] for n, y in curves.items()}
-    # A second model: Llama-3.1-405B (GQA, config: 126 layers, 8 KV heads of 128): K and V in bf16 are
-    # 2 x 8 x 128 x 2 = 4,096 bytes per token per layer; keys alone 2,048 (Quest's page bounds, MoBA's means).
-    beta405, layers405 = 2 * 8 * 128 * 2, 126
-    require(attention.bytes_per_cached_token("llama-3.1-405b") == beta405, 7, "Llama-3.1-405B bytes per token per layer")
-    c405 = {"dense": attention.dense_kv_bytes(L, beta405),
-            "NSA": attention.nsa_kv_bytes(L, beta405, nsa["compress_stride"], nsa["select_block"],
-                                          nsa["select_blocks"], nsa["window"]),
-            "Quest": attention.quest_kv_bytes(L, beta405, beta405 / 2, 2048, 16),
-            "MoBA": attention.moba_kv_bytes(L, beta405, beta405 / 2, 4096, 12)}
-    for n, y in c405.items():
-        if n != "dense":
-            require(bool(np.all(y < c405["dense"] / 2)) and attention.loglog_slope(L, y)[-1] < 1.0, 7,
-                    f"Llama-3.1-405B, {n}: should read < 1/2 of dense and grow more slowly from 128K on")
-    # Two chips: one 1M-token sequence's KV read per decode step, every layer, from the H100 (3.35 TB/s) and
-    # B200 (8 TB/s) datasheets; DeepSeek-V3's 61 layers.
-    sheets = {"h100-sxm": 3.35e12, "b200": 8e12}
-    at_1m = {}
-    for chip, W in sheets.items():
-        for model, n_layers, dense_b, sparse_b in (
-                ("deepseek-v3", 61, curves["dense"][1], curves["DSA (top-2048 + indexer)"][1]),
-                ("llama-3.1-405b", layers405, c405["dense"][1], c405["NSA"][1])):
-            t_dense, t_sparse = n_layers * dense_b / W, n_layers * sparse_b / W
-            got = attention.kv_read_time_s(model, chip, np.array([dense_b, sparse_b]))
-            require(np.allclose(got, [t_dense, t_sparse], rtol=1e-3), 7,
-                    f"{model} on {chip}: KV read {got * 1e3} ms vs hand {t_dense * 1e3:.2f} / {t_sparse * 1e3:.2f} ms")
-            at_1m[(model, chip)] = (t_dense, t_sparse)
+    c405, at_1m, sheets = _claim_7_second_model_and_chips(L, curves, nsa)
     require(all(ts < td / 5 for td, ts in at_1m.values()), 7, "at 1M tokens the sparse read should be 5x+ faster")
     return Verdict(7, "holds if",
                    "holds as a much smaller slope, not as a smaller power: every published mechanism still reads "
