@@ -384,15 +384,17 @@ print(f"{a.key} ({a.year}) -> {b.key} ({b.year}): dense bf16 x{b.flops_per_s('bf
       f"HBM bandwidth x{b.hbm_bytes_per_s / a.hbm_bytes_per_s:.1f}, capacity x{b.hbm_bytes / a.hbm_bytes:.2f}; "
       f"Rubin as announced ({rub.year}): bandwidth x{rub.hbm_bytes_per_s_per_package / a.hbm_bytes_per_s:.1f}, "
       f"capacity x{rub.hbm_bytes_per_package / a.hbm_bytes:.1f}")
+print(f"Rubin's announced HBM4: {rub.hbm_bytes_per_s_per_package / b.hbm_bytes_per_s:.2f}x the "
+      f"{b.key}'s bandwidth per GPU in one step")
 
 # %% [markdown]
 # Compute ran ahead of bandwidth, and bandwidth ahead of capacity, through the
 # shipped generations; so every chip's F/W sits in the hundreds, and a context
 # ten times longer costs about ten times more per token on each of them. Rubin's
-# announced HBM4 is the biggest single step in bandwidth per GPU (2.75× the B200's)
-# and would narrow the gap; whether it bends the trend depends on Rubin's dense
-# compute, for which the catalog has no published figure yet. Either way the cost
-# per token still grows in proportion to the context.
+# announced HBM4 is the biggest single step in bandwidth per GPU (the last line
+# above) and would narrow the gap; whether it bends the trend depends on Rubin's
+# dense compute, for which the catalog has no published figure yet. Either way
+# the cost per token still grows in proportion to the context.
 
 # %% [markdown]
 # **Explore:** pick a vendor and read its per-chip growth rates and balance points.

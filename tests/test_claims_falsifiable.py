@@ -83,6 +83,11 @@ def _tier_prices_swapped(data):
 
 GIB = 2**30 / 1e9
 
+
+def _tpu_v5e_int8_as_bf16(data):
+    peaks = data["chips"]["tpu-v5e"]["peak_flops_per_s"]
+    peaks["bf16"] = peaks["int8"]
+
 SLIPS = [
     # hardware.toml: FLOP/s, bandwidth and capacity read the wrong way off a datasheet
     ("H100 datasheet's with-sparsity tensor FLOP/s taken as dense", "hardware.toml", _sparse_as_dense(["h100-sxm"])),
@@ -152,6 +157,30 @@ SLIPS = [
      _set("runs", "llama-3.1-405b", "gpu_hours", 39.3e6)),
     ("DeepSeek-V3's 2.788M total H800-hours (with context extension and post-training) taken as pre-training",
      "training_runs.toml", _set("runs", "deepseek-v3", "gpu_hours", 2.788e6)),
+    # issue 28: slips the reviewers applied that a check let through
+    ("H200's 141 GB of HBM entered as 141 GiB", "hardware.toml", _set("chips", "h200", "hbm_bytes", 141 * 2**30)),
+    ("TPU v5e's 16 GB of HBM entered as 16 GiB", "hardware.toml", _set("chips", "tpu-v5e", "hbm_bytes", 16 * 2**30)),
+    ("GB300 NVL72's 288 GB per GPU entered as 288 GiB", "systems.toml",
+     _set("systems", "gb300-nvl72", "hbm_bytes_per_package", 288 * 2**30)),
+    ("Vera Rubin NVL72's 3.6 TB/s bidirectional NVLink taken per direction", "systems.toml",
+     _scale("systems", ["vera-rubin-nvl72"], "scale_up_bytes_per_s_per_package", 2)),
+    ("Helios's bidirectional scale-up taken per direction", "systems.toml",
+     _scale("systems", ["helios-mi450"], "scale_up_bytes_per_s_per_package", 2)),
+    ("HGX B200 given an 800 Gb/s NIC (ConnectX-8) instead of 400", "systems.toml",
+     _scale("systems", ["hgx-b200"], "scale_out_bytes_per_s_per_package", 2)),
+    ("the DeepSeek-V3 run's GPU taken as the H100 PCIe", "training_runs.toml", _set("runs", "deepseek-v3", "gpu", "h100-pcie")),
+    ("Llama-3.1-8B's training tokens x10", "training_runs.toml", _scale("runs", ["llama-3.1-8b"], "tokens", 10)),
+    ("Qwen3-4B's training tokens a tenth", "training_runs.toml", _scale("runs", ["qwen3-4b"], "tokens", 0.1)),
+    ("MI300X's with-sparsity tensor FLOP/s taken as dense", "hardware.toml", _sparse_as_dense(["mi300x"])),
+    ("MI300X's HBM bandwidth taken from the MI325X (6 TB/s)", "hardware.toml",
+     _set("chips", "mi300x", "hbm_bytes_per_s", 6e12)),
+    ("TPU v5e's int8 rate taken as its bf16", "hardware.toml", _tpu_v5e_int8_as_bf16),
+    ("H200's with-sparsity tensor FLOP/s taken as dense", "hardware.toml", _sparse_as_dense(["h200"])),
+    ("H200's HBM taken as 192 GB (the MI300X's)", "hardware.toml", _set("chips", "h200", "hbm_bytes", 192e9)),
+    ("Qwen3-4B's 32 attention heads read as 16", "models.toml", _set("models", "qwen3-4b", "n_heads", 16)),
+    ("Vera Rubin's 22 TB/s HBM4 taken as the 13 TB/s first announced", "systems.toml",
+     _set("systems", "vera-rubin-nvl72", "hbm_bytes_per_s_per_package", 13e12)),
+    ("DeepSeek-V3 top-k 8 typed as 9", "models.toml", _set("models", "deepseek-v3", "experts_per_token", 9)),
     ("long-context price tiers swapped (above-threshold price as the base)", "long_context_pricing.toml",
      _tier_prices_swapped),
     ("context windows read in KiB of tokens (x1.024) and thresholds dropped", "long_context_pricing.toml",
@@ -277,6 +306,50 @@ SECOND_CHIP_OR_MODEL = [
     ("GB200's with-sparsity tensor FLOP/s taken as dense", 30),
     ("B200's with-sparsity tensor FLOP/s taken as dense", 28),                     # serving on B200 fp8, by hand
 ]
+
+
+# Issue 28: a slip must trip the check of every claim whose stated or printed numbers it changes, not only the one
+# claim it happened to be written for.
+EACH_CLAIM_ITS_SLIPS = [
+    ("H200's 141 GB of HBM entered as 141 GiB", 13),
+    ("TPU v5e's 16 GB of HBM entered as 16 GiB", 13),
+    ("GB300 NVL72's 288 GB per GPU entered as 288 GiB", 13),
+    ("Vera Rubin NVL72's 3.6 TB/s bidirectional NVLink taken per direction", 17),
+    ("Helios's bidirectional scale-up taken per direction", 17),
+    ("HGX B200 given an 800 Gb/s NIC (ConnectX-8) instead of 400", 17),
+    ("the DeepSeek-V3 run's GPU taken as the H100 PCIe", 29),
+    ("the DeepSeek-V3 run's GPU taken as the H100 PCIe", 30),
+    ("Llama-3.1-8B's training tokens x10", 28),
+    ("Llama-3.1-8B's training tokens x10", 31),
+    ("Qwen3-4B's training tokens a tenth", 28),
+    ("Qwen3-4B's training tokens a tenth", 31),
+    ("Llama-3.1-70B's 8 KV heads read as 64 (MHA)", 25),
+    ("MI300X's with-sparsity tensor FLOP/s taken as dense", 5),
+    ("MI300X's with-sparsity tensor FLOP/s taken as dense", 6),
+    ("MI300X's HBM bandwidth taken from the MI325X (6 TB/s)", 5),
+    ("MI300X's HBM bandwidth taken from the MI325X (6 TB/s)", 6),
+    ("GB200's with-sparsity tensor FLOP/s taken as dense", 9),
+    ("TPU v5e's int8 rate taken as its bf16", 9),
+    ("H200's with-sparsity tensor FLOP/s taken as dense", 11),
+    ("H200's with-sparsity tensor FLOP/s taken as dense", 15),
+    ("H100's HBM capacity taken from the 94 GB NVL part", 11),
+    ("H100's HBM capacity taken from the 94 GB NVL part", 15),
+    ("H200's HBM taken as 192 GB (the MI300X's)", 34),
+    ("Qwen3-4B's 32 attention heads read as 16", 34),
+    ("Vera Rubin's 22 TB/s HBM4 taken as the 13 TB/s first announced", 36),
+    ("B200's with-sparsity tensor FLOP/s taken as dense", 36),
+    ("H100 datasheet's with-sparsity tensor FLOP/s taken as dense", 3),
+    ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", 3),
+    ("DeepSeek-V3 top-k 8 typed as 9", 1),
+    ("DeepSeek-V3 top-k 8 typed as 9", 4),
+]
+
+
+@pytest.mark.parametrize("slip_name,claim_id", EACH_CLAIM_ITS_SLIPS)
+def test_a_slip_trips_every_claim_whose_numbers_it_changes(slip_name, claim_id, slipped):
+    slip = next(s for s in SLIPS if s[0] == slip_name)
+    tripped, why = slipped([slip], lambda: _trips(claim_id))
+    assert tripped, f"claim {claim_id} passed with the slip {slip_name!r} ({why})"
 
 
 @pytest.mark.parametrize("slip_name,claim_id", SECOND_CHIP_OR_MODEL)

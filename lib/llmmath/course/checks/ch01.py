@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 
 from ... import hardware, models, serving
+from ._sheets import require_sheets
 from ..claims import Verdict, register, require
 from .ch03 import _deepseek_v3_by_hand
 
@@ -44,6 +45,7 @@ def _min_chips(model, chip, weight_dtype="bf16") -> int:
 
 @register(1)
 def _check_1() -> Verdict:
+    require_sheets(1, chips="all", models_=['deepseek-v3', 'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-4b'])
     # On one chip, batch moves cost per token by R (hundreds of times); the datasheet R
     # written above must match what the library computes. The other knob an operator
     # turns on the same hardware, weight precision (bf16 -> fp8), moves it by exactly the
@@ -121,6 +123,7 @@ def _busiest_experts_by_hand(n_chips: int, n_experts: int = 256, k: int = 8) -> 
 
 @register(2)
 def _check_2() -> Verdict:
+    require_sheets(2, chips="all", models_=['deepseek-v3', 'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-4b'])
     # (a) pooled bandwidth (every chip can read every weight, or one chip): the penalty is the
     #     datasheet's R times P_read(1) / N_mm, for dense and MoE alike.
     ratios = {}
@@ -171,6 +174,8 @@ def _check_2() -> Verdict:
 
 @register(4)
 def _check_4() -> Verdict:
+    require_sheets(4, chips=['gb200', 'h100-sxm'], models_=['deepseek-v3', 'llama-3.1-70b', 'llama-3.1-8b',
+                   'qwen3-4b'])
     rows = {}
     # Hand derivation for Llama-3.1-70B on 8 H100 SXM (datasheet 3.35 TB/s):
     # (70,553,706,496 params - 128,256 x 8,192 untied input embedding) x 2 bytes / (8 x 3.35e12 B/s)
@@ -226,6 +231,7 @@ def _check_4() -> Verdict:
 
 @register(8)
 def _check_8() -> Verdict:
+    require_sheets(8, chips="all", models_=['llama-3.1-70b', 'llama-3.1-8b'])
     # Cost per token against batch, by hand from the Llama configs and the datasheets (no catalog
     # number): below B* it is the weight read shared by B tokens, (P + B d) b_w / (W B) -- a
     # hyperbola plus the looked-up embedding rows; above B* the compute floor 2 N_mm / F.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import attention, hardware, models, serving
+from ._sheets import require_sheets
 from ..claims import Verdict, register, require
 from .ch01 import _DATASHEET_BF16, _DATASHEET_BF16_FLOP_PER_BYTE
 
@@ -29,6 +30,8 @@ _DS_DECODE_TP = 4
 
 @register(3)
 def _check_3() -> Verdict:
+    require_sheets(3, chips="all", models_=['deepseek-v3', 'kimi-k2', 'llama-3.1-70b', 'llama-3.1-8b',
+                   'qwen3-235b-a22b'])
     rows, margins = {}, []
     for model, (_, nh, nkv, _h) in _CONFIG_GQA.items():
         hand = 2 * (nh / nkv) / 2            # 2 G / b at bf16 (b = 2 bytes): G FLOP per byte
@@ -102,6 +105,7 @@ def _hand_crossover_llama70b_h100() -> float:
 
 @register(5)
 def _check_5() -> Verdict:
+    require_sheets(5, chips="all", models_=['deepseek-v3', 'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-235b-a22b'])
     hand = _hand_crossover_llama70b_h100()
     lstar = attention.kv_crossover_context("llama-3.1-70b", "h100-sxm")
     require(abs(lstar / hand - 1) < 1e-9, 5, f"L* {lstar} vs hand {hand}")
@@ -153,6 +157,7 @@ def _check_5() -> Verdict:
 
 @register(6)
 def _check_6() -> Verdict:
+    require_sheets(6, chips="all", models_=['llama-3.1-70b', 'llama-3.1-8b'])
     # Two models (Llama-3.1-70B and 8B) on two chips (H100 and B200), each by hand from its config and datasheet.
     out = {}
     for model in ("llama-3.1-70b", "llama-3.1-8b"):
@@ -240,6 +245,7 @@ def _claim_7_second_model_and_chips(L, curves: dict, nsa: dict) -> tuple[dict, d
 
 @register(7)
 def _check_7() -> Verdict:
+    require_sheets(7, chips=['b200', 'h100-sxm'], models_=['deepseek-v3', 'llama-3.1-405b'])
     beta = (_DS["r_kv"] + _DS["r_rope"]) * 2        # MLA cache bytes per token per layer, bf16: 1152
     require(attention.bytes_per_cached_token("deepseek-v3") == beta, 7, "MLA bytes per token per layer")
     dsa = attention.PUBLISHED["DSA"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import hardware, models, moe, serving
+from ._sheets import require_sheets
 from ..claims import Verdict, register, require
 
 # Datasheet anchors (dense FLOP/s at the weight's own precision, HBM bytes/s), copied
@@ -74,6 +75,7 @@ def _hand_sparsity() -> dict:
 
 @register(9)
 def _check_9() -> Verdict:
+    require_sheets(9, chips="all", models_=['deepseek-v3', 'kimi-k2', 'qwen3-235b-a22b'])
     # 1) the hardware ratio, from datasheets, against the library's
     for (chip, dt), anchor in _DATASHEET_R.items():
         r = hardware.get(chip).balance_ratio(dt)
@@ -144,6 +146,8 @@ _B200 = dict(bf16=2.25e15, fp8=4.5e15, W=8e12, C=180e9)
 
 @register(10)
 def _check_10() -> Verdict:
+    require_sheets(10, chips=['b200', 'h100-sxm'], models_=['deepseek-v3', 'kimi-k2', 'llama-3.1-70b',
+                   'llama-3.1-8b', 'qwen3-235b-a22b'])
     x = np.array([1.0, 2.0, 3.0])
     u_sum = serving.utilization_vs_balance(x, "sum")
     require(np.allclose(u_sum, [1 / 2, 2 / 3, 3 / 4]), 10, f"no-overlap utilization {u_sum}")
@@ -229,6 +233,7 @@ def _hand_bstar_vs_context(model, chip, L):
 
 @register(11)
 def _check_11() -> Verdict:
+    require_sheets(11, chips="all", models_=['deepseek-v3', 'kimi-k2', 'llama-3.1-405b', 'llama-3.1-70b'])
     # Hand form for Llama-3.1-70B and 405B (GQA, 8 KV heads) on an H100 and a B200 (datasheets): beta, a from
     # the configs.
     L = np.array([0.0, 512, 1024])
@@ -300,6 +305,8 @@ def _check_11() -> Verdict:
 
 @register(14)
 def _check_14() -> Verdict:
+    require_sheets(14, chips=['b200', 'h100-sxm'], models_=['deepseek-v3', 'kimi-k2', 'llama-3.1-405b',
+                   'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-235b-a22b'])
     Rs = {"h100-sxm": _H100["bf16"] * 2 / (2 * _H100["W"]), "b200": _B200["bf16"] * 2 / (2 * _B200["W"])}
     R = Rs["h100-sxm"]
     dense_models = ("llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b")
@@ -387,6 +394,7 @@ def _sparsity_sweep(base, chip, sheet, hand_counts):
 
 @register(15)
 def _check_15() -> Verdict:
+    require_sheets(15, chips="all", models_=['deepseek-v3', 'kimi-k2'])
     def no_embed(counts, vocab):
         return counts[0] - vocab * _D, counts[1] - vocab * _D
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import hardware, models, parallelism, serving
+from ._sheets import require_sheets
 from ..claims import Verdict, register, require
 from . import ch06
 from .ch03 import _deepseek_v3_by_hand, _kimi_k2_by_hand
@@ -18,6 +19,7 @@ _LAYERS = {"deepseek-v3": 61, "kimi-k2": 61}
 
 @register(16)
 def _check_16() -> Verdict:
+    require_sheets(16, chips=['gb200'], systems="all", models_=['deepseek-v3', 'kimi-k2'])
     B, L = 4096, 4096
     rows, slow, share, share2 = {}, {}, {}, {}
     for model, n_layers in _LAYERS.items():
@@ -70,6 +72,7 @@ def _check_16() -> Verdict:
 
 @register(17)
 def _check_17() -> Verdict:
+    require_sheets(17, systems="all")
     gpu = {k: s.scale_up_over_scale_out for k, s in hardware.systems().items()
            if s.vendor in ("NVIDIA", "AMD") and np.isfinite(s.scale_up_over_scale_out) and not s.superseded_by}
     tpu = {k: s.scale_up_over_scale_out for k, s in hardware.systems().items()
@@ -94,6 +97,7 @@ def _check_17() -> Verdict:
 
 @register(18)
 def _check_18() -> Verdict:
+    require_sheets(18, systems="all")
     a, b = hardware.system("gb200-nvl72"), hardware.system("rubin-ultra-nvl576")
     pk, die, bw, cap = (b.packages / a.packages, b.dies / a.dies, b.hbm_bytes_per_s / a.hbm_bytes_per_s,
                         b.hbm_bytes / a.hbm_bytes)
@@ -111,6 +115,7 @@ def _check_18() -> Verdict:
 
 @register(19)
 def _check_19() -> Verdict:
+    require_sheets(19, systems="all", models_=['deepseek-v3', 'kimi-k2'])
     h, g = hardware.system("hgx-h100"), hardware.system("gb200-nvl72")
     rows = {}
     for n_tot in (1e12, 2e12, 5e12):
@@ -161,6 +166,7 @@ def _check_19() -> Verdict:
 
 @register(27)
 def _check_27() -> Verdict:
+    require_sheets(27, systems="all")
     h, g = hardware.system("hgx-h100"), hardware.system("gb200-nvl72")
     domain, per_gpu, total = g.packages / h.packages, g.hbm_bytes_per_s_per_package / h.hbm_bytes_per_s_per_package, \
         g.hbm_bytes_per_s / h.hbm_bytes_per_s

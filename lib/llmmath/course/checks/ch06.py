@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import hardware, models, parallelism, serving
+from ._sheets import require_sheets
 from ..claims import Verdict, register, require
 
 # Per-GPU bandwidths per direction from the datasheets: HGX H100 NVLink 4 450 GB/s, NVL72 NVLink 5 900 GB/s;
@@ -16,6 +17,7 @@ _TOPK = {"deepseek-v3": 8, "kimi-k2": 8, "qwen3-235b-a22b": 8}
 
 @register(20)
 def _check_20() -> Verdict:
+    require_sheets(20, systems="all", models_=['deepseek-v3', 'kimi-k2', 'qwen3-235b-a22b'])
     rows = {}
     need = {}
     layers = np.arange(1, 9)
@@ -139,6 +141,7 @@ def _ds_pooled_step_hand(b: int, L: int, n: int = 64, c: dict = _DS, chip: str =
 
 @register(21)
 def _check_21() -> Verdict:
+    require_sheets(21, chips=['b200', 'gb200'], models_=['deepseek-v3', 'kimi-k2'])
     b, L = 2048, 8192
     h = _ds_hand()
     require(abs(h["total"] / _DS_PUBLISHED_TOTAL - 1) < 0.002, 21, f"hand count {h['total']:.4g} vs published 671B")
@@ -204,6 +207,7 @@ def _check_21() -> Verdict:
 
 @register(22)
 def _check_22() -> Verdict:
+    require_sheets(22, systems="all", models_=['deepseek-v3', 'kimi-k2'])
     # Two models by hand from their configs (DeepSeek-V3, Kimi K2) on two racks (GB200 and GB300 NVL72, datasheet
     # HBM per GPU): weights per GPU at EP64, fp8, against the library's memory_per_gpu.
     rows, hand_w, parts = {}, {}, {}
@@ -249,6 +253,7 @@ _LAUNCH_SYNC_S = 5e-6
 
 @register(24)
 def _check_24() -> Verdict:
+    require_sheets(24, chips=['b200', 'gb200'], systems=['gb200-nvl72'], models_=['deepseek-v3', 'kimi-k2'])
     lat = parallelism.hop_latencies()
     wire = lat["deepseek-ib-cross-leaf-64B"]["seconds"]  # 64-byte CPU-side latency, marked unverified
     b, L, E = 2048, 8192, 64
@@ -300,6 +305,7 @@ def _check_24() -> Verdict:
 
 @register(25)
 def _check_25() -> Verdict:
+    require_sheets(25, models_=['deepseek-v3', 'llama-3.1-70b'])
     b, L = 64, 65536
     kv = [parallelism.memory_per_gpu("deepseek-v3", ep=64, pp=P, batch=b, context=L, weight_dtype="fp8").kv_bytes
           for P in (1, 2, 4, 8)]
@@ -310,6 +316,10 @@ def _check_25() -> Verdict:
     require(min(kv) >= kv[0] * (1 - 1e-12), 25, "KV per GPU fell with pipeline depth")
     kv70 = [parallelism.memory_per_gpu("llama-3.1-70b", tp=8, pp=P, batch=16, context=L).kv_bytes for P in (1, 2, 4)]
     require(np.allclose(kv70, kv70[0]), 25, "dense GQA: KV per GPU depends on P")
+    # By hand (config.json: 80 layers, 8 KV heads of 128): 16 sequences x 65,536 tokens x 80 x 2 x 8 x 128 x 2 bytes
+    # over TP8 = 2 x 8 x 128 x 2 = 4,096 bytes per token per layer, each of the 8 GPUs keeping one KV head.
+    hand70 = 16 * L * 80 * 2 * 8 * 128 * 2 / 8
+    require(np.allclose(kv70, hand70), 25, f"Llama-3.1-70B KV per GPU {kv70[0] / 1e9:.2f} GB vs hand {hand70 / 1e9:.2f} GB")
     rise = max(kv) / kv[0] - 1
     return Verdict(25, "holds",
                    f"with P stages, P micro-batches must be in flight; each stage stores its share of the layers for P "
@@ -323,6 +333,7 @@ def _check_25() -> Verdict:
 
 @register(26)
 def _check_26() -> Verdict:
+    require_sheets(26, systems="all", models_=['deepseek-v3', 'kimi-k2'])
     deps = parallelism.deployments()
     pps = {k: d["pipeline_parallel"] for k, d in deps.items()}
     require(all(p == 1 for p in pps.values()), 26, f"a published layout now pipelines: {pps}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _catalog, hardware, models, training
+from ._sheets import require_sheets
 from ..claims import Verdict, register, require
 
 
@@ -68,6 +69,11 @@ def _deepseek_v3(cid):
     require(abs(per_t / pub["gpu_hours_per_t_tokens"] - 1) < 0.02, cid,
             f"the catalog's GPU-hours and tokens give {per_t:.3g} GPU-hours per trillion tokens, the report 180K")
     F = hardware.get(r["gpu"]).flops_per_s("bf16")
+    # By hand from the report alone: 6 x 37B x 14.8T FLOPs over 2,664K H800-hours at the H800's 989.5 TFLOP/s bf16
+    # dense (the H100 SXM's tensor cores): 34.6%. A wrong GPU row or token count moves the catalog's MFU off it.
+    hand_pre = 6 * 37e9 * 14.8e12 / (2.664e6 * 3600 * 989.5e12)
+    require(abs(mfu_pre / hand_pre - 1) < 0.03, cid,
+            f"DeepSeek-V3 pre-training MFU {mfu_pre:.1%} from the catalogs vs {hand_pre:.1%} by hand from the report")
     mfu_dec = 2.0 * m.active_params * pub["decode_tokens_per_s_per_node"] / (pub["gpus_per_node"] * F)
     require(0 < mfu_dec < mfu_pre < 1, cid, f"MFUs out of order: pre-training {mfu_pre:.1%}, decode {mfu_dec:.1%}")
     return mfu_pre, mfu_dec
@@ -81,6 +87,9 @@ def _local_exponent(n, d, f):
 
 @register(28)
 def _check_28() -> Verdict:
+    require_sheets(28, chips=['b200', 'h100-sxm'], models_=['llama-3.1-405b', 'llama-3.1-70b', 'llama-3.1-8b'],
+                   runs=['deepseek-v3', 'llama-3.1-405b', 'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-235b-a22b',
+                   'qwen3-4b'])
     rows = {}
     # 1. By hand: f = a x^p + b x^-q is smallest where p a x^p = q b x^-q, the terms standing q : p; making
     # them equal costs 2 r^(p/(p+q)) / (1 + r) times the minimum, r = p/q (1 at p = q, 1.06 at r = 2, 1.25 at r = 4).
@@ -145,6 +154,8 @@ def _check_28() -> Verdict:
 
 @register(29)
 def _check_29() -> Verdict:
+    require_sheets(29, chips=['gb200'], models_=['deepseek-v3', 'llama-3.1-405b'], runs=['deepseek-v3',
+                   'llama-3.1-405b', 'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-235b-a22b', 'qwen3-4b'])
     # The speaker's factors: RL costs 2-6 FLOPs per parameter per token (vs 6); decode runs at a lower MFU than
     # training (he guessed 30% of it). Published, same model and chip (DeepSeek-V3 on H800s):
     mfu_pre, mfu_dec = _deepseek_v3(29)
@@ -194,6 +205,8 @@ def _check_29() -> Verdict:
 
 @register(30)
 def _check_30() -> Verdict:
+    require_sheets(30, chips=['gb200'], models_=['deepseek-v3'], runs=['deepseek-v3', 'llama-3.1-405b',
+                   'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-235b-a22b', 'qwen3-4b'])
     mfu_pre, mfu_dec = _deepseek_v3(30)
     rho = mfu_dec / mfu_pre
     c = np.array([2.0, 4.0, 6.0])
@@ -233,6 +246,8 @@ def _check_30() -> Verdict:
 
 @register(31)
 def _check_31() -> Verdict:
+    require_sheets(31, models_=['deepseek-v3', 'llama-3.1-405b'], runs=['deepseek-v3', 'llama-3.1-405b',
+                   'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-235b-a22b', 'qwen3-4b'])
     # The speaker's arithmetic: 50M tokens/s per model for two months, against 20 tokens per parameter for
     # ~100B active parameters. He said "around two hundred trillion" for the first product.
     served = 5e7 * 61 * 86400

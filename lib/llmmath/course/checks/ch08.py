@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import _catalog, deployment, hardware, models, serving
+from ._sheets import require_sheets
 from ..claims import Verdict, register, require
 
 _CHIPS = ("a100-80gb", "h100-sxm", "b200", "mi300x", "tpu-v5e")
@@ -49,6 +50,7 @@ def _moe_prefill_crossover_hand(F: float, W: float) -> int:
 
 @register(32)
 def _check_32() -> Verdict:
+    require_sheets(32, chips="all", models_=['deepseek-v3', 'llama-3.1-405b', 'llama-3.1-70b', 'llama-3.1-8b'])
     rows = {}
     for m in _MODELS:
         for c in _CHIPS:
@@ -119,6 +121,7 @@ def _check_32() -> Verdict:
 
 @register(33)
 def _check_33() -> Verdict:
+    require_sheets(33, models_=['deepseek-v3', 'llama-3.1-405b', 'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-4b'])
     # Hand: Llama-3.1-70B, 2 N_mm / (80 layers x 4 x 64 heads x 128 dims) tokens.
     n_mm = 70_553_706_496 - 128_256 * 8_192
     hand = 2 * n_mm / (80 * 4 * 64 * 128)
@@ -149,6 +152,8 @@ def _check_33() -> Verdict:
 
 @register(34)
 def _check_34() -> Verdict:
+    require_sheets(34, chips="all", models_=['deepseek-v3', 'llama-3.1-405b', 'llama-3.1-70b', 'llama-3.1-8b',
+                   'qwen3-4b'])
     rows = {}
     ratios = {}
     for m in ("llama-3.1-70b", "llama-3.1-8b", "qwen3-4b", "deepseek-v3"):
@@ -161,6 +166,8 @@ def _check_34() -> Verdict:
         wd = "fp8" if mm.is_moe else "bf16"
         L_fit = serving.max_batch(m, "h200", np.array([131072, 1_048_576]), n_chips=8, weight_dtype=wd)
         placed = [deployment.most_sequences(m, "h200", 8, L, weight_dtype=wd, pp=None) for L in (131072, 1_048_576)]
+        if m == "llama-3.1-70b":
+            placed70 = placed
         rows[f"{m} ({wd} weights): sequences that fit on 8 x H200 at 128k / 1M (2^20) tokens"] = (
             f"{placed[0][0]:.0f} / {placed[1][0]:.0f} on the best placement "
             f"({', '.join(sorted({str(d.placement) for _, d in placed if d}))}); {L_fit[0]:.0f} / {L_fit[1]:.0f} "
@@ -178,15 +185,26 @@ def _check_34() -> Verdict:
     require(min(r for (m, _), r in ratios.items() if m != "deepseek-v3") > 20, 34, "a GQA model's slopes came close")
     rows["KV-read slope / attention-compute slope per token of context"] = ", ".join(
         f"{m} on {c} {r:.1f}x" for (m, c), r in ratios.items())
+    gqa = [r for (m_, _), r in ratios.items() if m_ != "deepseek-v3"]
+    mla = [r for (m_, _), r in ratios.items() if m_ == "deepseek-v3"]
+    fit70 = placed70[1][0]
+    # by hand: Llama-3.1-70B bf16 on 8 x 141 GB, TP8 (one KV head a GPU): (141 GB - 141.1 GB / 8) / (2^20 tokens x
+    # 80 layers x 256 B a token a layer a GPU) = 2 sequences of 1M tokens
+    hand70 = (141e9 - 70_553_706_496 * 2 / 8) // (2**20 * 80 * 2 * 128 * 2)
+    require(fit70 == hand70 and hand70 >= 1, 34, f"Llama-3.1-70B on 8 x H200 at 1M tokens: {fit70:.0f} sequences "
+                                                 f"fit, by hand {hand70:.0f}")
     return Verdict(34, "holds if",
-                   "holds for grouped-query (and multi-head) attention, where each token of context costs 35-75x "
-                   "more time to read than to compute on, and capacity caps a 70B model on 8 H200s at two "
-                   "1M-token sequences; for latent attention (DeepSeek-V3, absorbed) the two slopes are within ~1.2x",
+                   f"holds for grouped-query (and multi-head) attention, where each token of context costs "
+                   f"{min(gqa):.0f}-{max(gqa):.0f}x more time to read than to compute on, and capacity caps a 70B "
+                   f"model on 8 H200s at {fit70:.0f} 1M-token sequences; for latent attention (DeepSeek-V3, absorbed) "
+                   f"the two slopes are within {max(max(mla), 1 / min(mla)):.1f}x",
                    rows)
 
 
 @register(35)
 def _check_35() -> Verdict:
+    require_sheets(35, chips=['b200', 'h100-sxm'], models_=['deepseek-v3', 'llama-3.1-405b', 'llama-3.1-70b',
+                   'llama-3.1-8b'])
     prices = _catalog.load("long_context_pricing.toml")["prices"]
     g = prices["gemini-2.5-pro"]
     up_in = g["input_above_threshold_usd_per_mtok"] / g["input_usd_per_mtok"]
@@ -224,6 +242,7 @@ def _check_35() -> Verdict:
 
 @register(36)
 def _check_36() -> Verdict:
+    require_sheets(36, chips="all", systems=['vera-rubin-nvl72'])
     nv = [c for c in hardware.catalog().values() if c.vendor == "NVIDIA" and c.key in ("a100-80gb", "h100-sxm", "b200")]
     years = np.array([c.year for c in nv], dtype=float)
     W = np.array([c.hbm_bytes_per_s for c in nv])
@@ -236,12 +255,17 @@ def _check_36() -> Verdict:
     f_rate = float(np.exp(np.polyfit(years, np.log(F), 1)[0]))
     # hand: A100 2.039 TB/s (2020) -> B200 8 TB/s (2024): (8 / 2.039)^(1/4) = 1.41x per year
     require(abs((8 / 2.039) ** 0.25 - (W[-1] / W[0]) ** (1 / (years[-1] - years[0]))) < 1e-9, 36, "catalog moved")
+    # the verdict rests on compute outgrowing bandwidth; by hand, bf16 dense A100 312 -> B200 2,250 TFLOP/s over
+    # 2020-2024: (2250 / 312)^(1/4) = 1.64x a year against bandwidth's 1.41x
+    require(abs(f_rate / (2250 / 312) ** 0.25 - 1) < 0.02 and f_rate > w_rate * 1.1, 36,
+            f"dense compute grows {f_rate:.2f}x a year against bandwidth's {w_rate:.2f}x")
+    ratio = F / W
     years_10x = np.log(10) / np.log(w_rate)
     return Verdict(36, "holds if",
                    f"holds relative to compute and to long-context ambitions: per-GPU HBM bandwidth grew "
-                   f"~{w_rate:.2f}x a year (A100 -> B200; Rubin's announced 22 TB/s would lift it) while dense compute "
-                   f"grew ~{f_rate:.2f}x, so the FLOPs "
-                   f"per byte stay at 150-300 and a 10x longer context at today's cost per token waits "
+                   f"~{w_rate:.2f}x a year (A100 -> B200; Rubin's announced {rub.hbm_bytes_per_s_per_package / 1e12:.0f} "
+                   f"TB/s would lift it) while dense compute grew ~{f_rate:.2f}x, so the FLOPs per byte went "
+                   f"from {ratio[0]:.0f} (A100) to {ratio[-1]:.0f} (B200) and a 10x longer context at today's cost per token waits "
                    f"~{years_10x:.0f} years for bandwidth alone",
                    {"NVIDIA per-GPU HBM TB/s by year": ", ".join(f"{int(y)} {w / 1e12:.2f}" for y, w in zip(yW, Wr)),
                     "bf16 dense TFLOP/s by year": ", ".join(f"{int(y)} {f / 1e12:.0f}" for y, f in zip(years, F))})

@@ -6,6 +6,7 @@ import numpy as np
 
 from ...demos import adversarial, reversible
 from ... import ciphers, memory
+from ._sheets import require_sheets
 from ..claims import Verdict, register, require
 
 @register(38)
@@ -79,6 +80,8 @@ def _check_39() -> Verdict:
 
 @register(40)
 def _check_40() -> Verdict:
+    require_sheets(40, chips=['b200', 'h100-sxm', 'tpu-v5e'], models_=['deepseek-v3', 'llama-3.1-70b',
+                   'llama-3.1-8b'])
     ratios = {}
     for model in ("llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"):
         for chip in ("h100-sxm", "b200", "tpu-v5e"):
