@@ -564,3 +564,20 @@ def test_shortest_compute_bound_prompt_by_hand():
     assert half == pytest.approx(hand / 2, rel=0.03)
     with pytest.raises(ValueError, match="n_chips"):
         serving.prefill_compute_bound_tokens("llama-3.1-8b", "h100-sxm", n_chips=0)
+
+
+def test_speed_for_price_is_the_kv_reads_and_refuses_the_impossible():
+    # Llama-3.1-70B on 8 H100s at 8,192 tokens from 93 sequences: below the balance batch t(B) is linear in B,
+    # ((N - V d + B d) 2 + B L 327,680) / (8 x 3.35e12); solve t(b) = t(93) / 2.5 by hand.
+    N, V, d, W, L = 70_553_706_496, 128_256, 8192, 3.35e12, 8192
+    t = lambda b, ctx: ((N - V * d + b * d) * 2 + b * ctx * 327_680) / (8 * W)  # noqa: E731
+    b = (t(93, L) / 2.5 * 8 * W - (N - V * d) * 2) / (2 * d + L * 327_680)
+    f = serving.speed_for_price("llama-3.1-70b", "h100-sxm", L, 93, 2.5, n_chips=8)
+    assert f.batch == pytest.approx(b, rel=1e-6) and f.speedup == pytest.approx(2.5, rel=1e-6)
+    assert f.price_ratio == pytest.approx(93 / b / 2.5, rel=1e-6) and 5.5 < f.price_ratio < 6.5
+    assert f.max_speedup == pytest.approx(t(93, L) / t(1, L), rel=1e-6)
+    assert serving.speed_for_price("llama-3.1-70b", "h100-sxm", L, 93, 1.0, n_chips=8).price_ratio == 1.0
+    with pytest.raises(ValueError, match=r"batch 1 is the floor"):
+        serving.speed_for_price("llama-3.1-70b", "h100-sxm", 0, 93, 1.5, n_chips=8)   # no trade at L = 0
+    with pytest.raises(ValueError, match=r"speedup must be >= 1"):
+        serving.speed_for_price("llama-3.1-70b", "h100-sxm", L, 93, 0.5, n_chips=8)

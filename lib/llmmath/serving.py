@@ -43,6 +43,7 @@ __all__ = [
     "expected_busiest_chip_experts", "expert_parallel_chip_bytes", "expert_parallel_decode_step", "expert_parallel_cost_ratio_unbatched",
     "prefill_step", "prefill_cost_per_token", "prefill_compute_bound_tokens", "context_attention_flops_per_token", "attention_crossover_context",
     "kv_limit_context", "utilization_vs_balance", "batch_over_balance", "balance_batch_fits", "chips_to_hold",
+    "SpeedForPrice", "speed_for_price",
 ]
 
 
@@ -714,3 +715,57 @@ def chips_to_hold(model, chip, weight_dtype="bf16", usable_fraction=0.8) -> int:
     m, c = models.get(model), hardware.get(chip)
     f = in_range("usable_fraction", usable_fraction, 0.0, 1.0, low_open=True)
     return int(math.ceil(m.weight_bytes(weight_dtype) / (float(f) * c.hbm_bytes)))
+
+
+@dataclasses.dataclass(frozen=True)
+class SpeedForPrice:
+    """A move down the batch dial (:func:`speed_for_price`): from ``from_batch`` to ``batch``, tokens come
+    ``speedup`` times faster at ``price_ratio`` times the cost per token; ``max_speedup`` is the most any batch
+    gives (at batch 1)."""
+
+    from_batch: float
+    batch: float
+    speedup: float
+    price_ratio: float
+    max_speedup: float
+
+
+def speed_for_price(model, chip, context, from_batch, speedup, n_chips=1, weight_dtype="bf16", kv_dtype="bf16",
+                    compute_dtype=None) -> SpeedForPrice:
+    """What a "fast mode" costs when the only dial is the batch (pooled decode floor, :func:`decode_step`).
+
+    From ``from_batch`` sequences, the batch ``b`` at which a step is ``speedup`` times shorter, and
+    what that does to the cost per token: ``price_ratio = (t(b) / b) / (t(B0) / B0) = (B0 / b) / speedup``.
+    Below the balance batch a step is ``(weights + B L beta) / W``: only the KV term (and, for an MoE,
+    the experts touched) shrinks with the batch, so the speed a smaller batch buys comes from the
+    context. At ``L = 0`` a dense model's step does not shorten at all below ``B*``: there is no
+    trade, only a price. Llama-3.1-70B on 8 H100s at 8,192 tokens, from 93 sequences: 2.5x faster at
+    6.2 sequences, for 6.0x the price (the interview's Fast Mode: ~2.5x at ~6x); at ``L = 0`` the
+    same move is 1.00x faster at 15x the price.
+
+    Raises:
+        ValueError: ``speedup`` below 1, or above ``max_speedup`` (the step time at batch 1 is the floor;
+            the message gives it), a bad batch or context. KeyError: unknown model, chip or dtype.
+    """
+    B0 = float(positive("from_batch", scalar("from_batch", from_batch)))
+    s = float(scalar("speedup", speedup))
+    if s < 1:
+        raise ValueError(f"speedup must be >= 1 (a smaller batch is never slower), got {speedup!r}")
+    L = float(non_negative("context", scalar("context", context)))
+
+    def t(b):
+        return float(decode_step(model, chip, b, L, n_chips, weight_dtype, kv_dtype, compute_dtype,
+                                 check_capacity=False).time_s)
+
+    t0, t1 = t(B0), t(min(1.0, B0))
+    best = t0 / t1
+    if s > best * (1 + 1e-12):
+        raise ValueError(f"no batch makes a step {s:g}x shorter than at {B0:g} sequences: batch 1 is the floor, "
+                         f"{best:.3f}x faster; allowed: speedup in [1, {best:.3f}]")
+    lo, hi = min(1.0, B0), B0                           # t grows with b: bisect for t(b) = t0 / s
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if t(mid) < t0 / s else (lo, mid)
+    b = hi if s > 1 else B0
+    return SpeedForPrice(B0, b, t0 / t(b), (t(b) / b) / (t0 / B0), best)
+

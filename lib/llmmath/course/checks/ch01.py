@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 
@@ -18,7 +19,7 @@ _DATASHEET_BF16 = {
     "a100-80gb": (312e12, 2.039e12),    # A100 80GB SXM datasheet: 312 TFLOPS bf16 dense, 2,039 GB/s
     "h100-sxm": (989.5e12, 3.35e12),    # H100 SXM datasheet: 1,979 TFLOPS with sparsity -> 989.5 dense; 3.35 TB/s
     "h200": (989.5e12, 4.8e12),         # H200 SXM: same compute as H100, 4.8 TB/s HBM3e
-    "b200": (2.25e15, 8.0e12),          # HGX B200: 4.5 PFLOPS bf16 sparse / 8 GPUs -> 2.25 dense per GPU; 8 TB/s
+    "b200": (2.25e15, 8.0e12),          # HGX B200: 36 PFLOPS bf16 sparse / 8 GPUs = 4.5 sparse -> 2.25 dense per GPU; 8 TB/s
     "mi300x": (1307.4e12, 5.3e12),      # MI300X datasheet: 1,307.4 TFLOPS bf16 dense, 5.3 TB/s
     "tpu-v5e": (197e12, 819e9),         # Cloud TPU v5e: 197 TFLOPS bf16, 819 GB/s
     "tpu-v6e": (918e12, 1.638e12),      # Cloud TPU v6e (Trillium): 918 TFLOPS bf16, 1,638 GB/s
@@ -84,13 +85,58 @@ def _check_1() -> Verdict:
             tb = serving.decode_step_time_s(model, chip, bstar, 0, n_chips=n, check_capacity=False)
             require(abs(t1 / hand - 1) < 1e-3, 1, f"{model} on {n} x {chip}: step at B=1 {t1:.3e} s, hand {hand:.3e} s")
             require(tb / t1 < 1.01, 1, f"{model} on {chip}: step time grows {tb / t1:.2f}x before the balance batch")
+    fast, flat, hand = _fast_mode_by_hand()
     return Verdict(1, "holds",
-                   f"on a given chip, going from batch 1 to past the balance batch cuts cost per token by the "
-                   f"chip's balance ratio ({lo:.0f}-{hi:.0f}x here) while a dense model's step time stays flat; "
-                   f"halving the weight precision, the next knob, buys at most {dt_hi:.0f}x",
+                   f"on a given chip the batch moves cost per token by the chip's balance ratio ({lo:.0f}-{hi:.0f}x "
+                   f"here) and halving the weight precision, the next knob, by at most {dt_hi:.0f}x; but a trade of "
+                   f"speed for price exists only through what grows with the batch. At L = 0 a dense model's step "
+                   f"is flat below the balance batch, so a smaller batch buys no speed ({fast.from_batch:.0f} -> "
+                   f"{fast.batch:.1f} sequences: {flat.speedup:.2f}x faster at {flat.price_ratio:.0f}x the price). "
+                   f"With context the KV reads do: Llama-3.1-70B on 8 H100s at 8,192 tokens, {fast.from_batch:.0f} -> "
+                   f"{fast.batch:.1f} sequences is {fast.speedup:.1f}x faster at {fast.price_ratio:.1f}x the price, the "
+                   f"interview's Fast Mode (~2.5x for ~6x) from the batch alone",
                    {"cost(B=1) / cost(B=4B*), all chip x model pairs": f"{lo:.0f}x .. {hi:.0f}x",
                     "cost(bf16) / cost(fp8), same batch": f"up to {dt_hi:.2f}x",
+                    "Fast Mode, Llama-3.1-70B on 8 H100s, L = 8192: batch, speed-up, price (library / hand)": (
+                        f"{fast.from_batch:.0f} -> {fast.batch:.2f}, {fast.speedup:.2f}x, {fast.price_ratio:.2f}x / "
+                        f"{hand[0]:.2f}, 2.50x, {hand[1]:.2f}x"),
+                    "the same batches at L = 0": f"{flat.speedup:.3f}x faster, {flat.price_ratio:.1f}x the price",
                     "chips": ", ".join(_CH1_CHIPS), "models": ", ".join(_CH1_DENSE + _CH1_MOE)})
+
+
+def _fast_mode_by_hand():
+    """Claim 1's trade, Llama-3.1-70B on 8 H100s from 93 sequences (half the 185 whose 8,192-token KV fits): the batch
+    that streams 2.5x faster and its price, from the library and by hand. Below the balance batch a step reads the
+    weights (all but the untied input table; B of its rows) and B sequences' KV: t(B) = ((N - V d + B d) 2 +
+    B L 327,680) / (8 W), with 80 layers x 2 x 8 KV heads x 128 x 2 bytes = 327,680 bytes a token. Linear in B, so
+    t(b) = t(93) / 2.5 solves by hand; the price is (93 / b) / 2.5."""
+    total, vocab, d = _LLAMA["llama-3.1-70b"]
+    W, L, B0, beta = _DATASHEET_BF16["h100-sxm"][1], 8192, 93, 327_680
+
+    def t(b, ctx):
+        return ((total - vocab * d + b * d) * 2 + b * ctx * beta) / (8 * W)
+
+    b = (t(B0, L) / 2.5 * 8 * W - (total - vocab * d) * 2) / (2 * d + L * beta)
+    hand = (b, (B0 / b) / 2.5)
+    fast = serving.speed_for_price("llama-3.1-70b", "h100-sxm", L, B0, 2.5, n_chips=8)
+    require(abs(fast.batch / b - 1) < 1e-3 and abs(fast.price_ratio / hand[1] - 1) < 1e-3, 1,
+            f"Fast Mode: library {fast.batch:.2f} sequences at {fast.price_ratio:.2f}x vs hand {b:.2f} at {hand[1]:.2f}x")
+    require(2.0 * 2.5 <= fast.price_ratio <= 3.0 * 2.5, 1,
+            f"2.5x the speed now costs {fast.price_ratio:.1f}x, no longer Fast Mode's ~6x")
+    # at L = 0 the same move buys (almost) nothing: the weight read does not shrink with the batch
+    flat_hand = t(B0, 0) / t(b, 0)
+    step = serving.decode_step_time_s
+    flat_lib = step("llama-3.1-70b", "h100-sxm", B0, 0, n_chips=8) / step("llama-3.1-70b", "h100-sxm", b, 0, n_chips=8)
+    require(abs(flat_lib / flat_hand - 1) < 1e-6 and flat_hand < 1.001, 1,
+            f"at L = 0 the smaller batch is {flat_lib:.4f}x faster (hand {flat_hand:.4f}x): a trade where none should be")
+    flat = SpeedForPriceAtZero(flat_lib, (B0 / b) / flat_lib)
+    return fast, flat, hand
+
+
+@dataclasses.dataclass(frozen=True)
+class SpeedForPriceAtZero:
+    speedup: float
+    price_ratio: float
 
 
 def _busiest_experts_by_hand(n_chips: int, n_experts: int = 256, k: int = 8) -> float:
