@@ -97,7 +97,8 @@ print("\nsource of the H100 figures:", dict(hardware.get("h100-sxm").sources))
 # Read the $F/W$ column: across four generations and three vendors the balance
 # point stays within a factor of about four (150 to 560 FLOP/byte at bf16).
 # Compute and bandwidth have grown together, roughly — a fact chapter 8 returns
-# to. $C/W$ is 20–43 ms everywhere: reading a full HBM takes a few tens of
+# to. $C/W$ is 19.5–43 ms everywhere (the TPU v5e and v6e are the quickest at 19.5):
+# reading a full HBM takes a few tens of
 # milliseconds (chapter 4 builds a serving schedule on that).
 
 # %%
@@ -250,7 +251,7 @@ measured.check("chapter 0's kernels sit under this machine's roofline", roofline
 # | memory time | bytes / W | every chapter |
 # | arithmetic intensity | FLOPs / bytes | a weight matmul's intensity is its batch (ch. 1) |
 # | balance point | F / W: 150–560 FLOP/byte at bf16 across the catalog | the balance batch (ch. 1, 3) |
-# | HBM read time | C / W: 20–43 ms | the serving cadence (ch. 4) |
+# | HBM read time | C / W: 19.5–43 ms | the serving cadence (ch. 4) |
 #
 # Next: chapter 1 applies the two times to a decode step and turns them into the
 # economics of batching.

@@ -65,7 +65,8 @@ CHIPS = ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x", "tpu-v5e", "tpu-v6e"
 # $$I_\text{MLA} = \frac{2 n_h\,(2 r_\text{kv} + r_\text{rope})}{b_\text{kv}\,(r_\text{kv} + r_\text{rope})}
 #   = \frac{2 \cdot 128 \cdot 1088}{2 \cdot 576} = 242\ \text{FLOP/byte}.$$
 #
-# That is at the ridge of an H100 (295) and above an H200's (206). Without
+# That is 18% below the ridge of an H100 (295), so still memory-bound there,
+# and above an H200's (206), where it is compute-bound. Without
 # absorption the latent must be re-expanded to per-head K and V each step
 # ($2 r_\text{kv} n_h (h_\text{nope}+h_v)$ FLOPs per cached token: tens of
 # thousands of FLOP/byte), or the expanded K and V cached (back to $I = 1$).

@@ -364,7 +364,8 @@ for m, c in (("deepseek-v3", "h100-sxm"), ("deepseek-v3", "b200"), ("qwen3-235b-
 #
 # * the technical report (section 3.4.2): 320 expert slots, each token picks 9
 #   (the shared expert counted as routed), "the batch size per expert is usually
-#   within 256 tokens" → at most $256 \cdot 320 / 9 \approx 9{,}100$ tokens a step, **1.7×** $B^*$;
+#   within 256 tokens" → at most $256 \cdot 320 / 9 \approx 9{,}100$ tokens a step, **1.7×** $B^*$
+#   (a ceiling, not a measured batch: it neither confirms nor refutes 2–3×);
 # * the production overview (open-infra-index, day 6): 14.8K output tokens/s per
 #   8-GPU node at 20–22 tokens/s per user, 18 nodes a unit → 14,800 / 21 × 18 ≈
 #   12,686 concurrent sequences, **2.3×** $B^*$. Two details of that service change
@@ -465,7 +466,7 @@ assert v10.verdict == "holds if"
 # $L_\text{max} = \dfrac{2N_\text{act}/F}{\beta/W - a/F}$, **no batch balances**: each
 # extra sequence brings more reads than arithmetic. The speaker drops $a$; keeping it
 # matters for one architecture. Attention does $a/\beta$ FLOPs per KV byte: for GQA
-# that is $2n_h/(n_{kv} b_{kv})$, single digits (Llama-3.1-70B: 8), far below any chip's
+# that is $2n_h/(n_{kv} b_{kv})$, 4 to 16 (Llama-3.1-70B: 8; Qwen3-235B, 64 heads on 4 KV heads: 16), far below any chip's
 # $F/W$. For DeepSeek's absorbed MLA it is $2n_h(2r_{kv}+h_\text{rope})/((r_{kv}+h_\text{rope})\,b_{kv}) = 242$
 # FLOP/byte — above the F/W of an A100 (153) or H200 (206). There attention is
 # compute-bound and $B^*$ *falls* with context. Kimi K2 caches the same latent
@@ -708,7 +709,7 @@ assert v15.verdict == "holds if"
 #
 # | # | time | claim | verdict |
 # |---|---|---|---|
-# | 9 | 19:17 | $B^* \approx 300 \times$ sparsity | **holds if** R ≈ 300 (H100, B200 at any precision; A100 153, H200 206, TPU v6e 560); DeepSeek-V3's real $B^*$ is ~5,400 ($s = 17.9$), not 2,400, and ~9,500 per expert ($E/k = 32$); Kimi K2 ~9,600, Qwen3-235B ~3,200 on H100 (B200 fp8: 5–10% lower) |
+# | 9 | 19:17 | $B^* \approx 300 \times$ sparsity | **holds if** R ≈ 300 (H100, B200 at any precision; A100 153, H200 206, TPU v6e 560); DeepSeek-V3's real $B^*$ is ~5,400 ($s = 17.9$), not 2,400, and ~9,500 per expert ($E/k = 32$); Kimi K2 ~9,600, Qwen3-235B ~3,200 on H100 (B200 fp8: 4.8% lower) |
 # | 10 | 19:51 | run 2–3× past $B^*$ | **holds if** $B^*$ is the whole-step one: no overlap gives 67–75% of peak there; DeepSeek's decode runs at 1.7–2.3× — but ~1× the per-expert balance |
 # | 11 | 20:15 | KV raises the batch needed | **holds if** attention is memory-bound (all GQA/MHA); no batch balances past $L_\text{max}$ (1.5K tokens for Llama-3.1-70B on H100 and B200, 5.6–5.9K for the 405B); DeepSeek-V3's 128-head MLA on low-F/W chips is the exception (Kimi K2's 64 heads are not) |
 # | 14 | 26:04 | sparsity, not size, sets $B^*$ | **holds if** short context: dense 1B–405B all at 295 on H100; KV, capacity and step time bring size back |

@@ -38,8 +38,9 @@ from llmmath.units import fmt_bytes, fmt_seconds
 # **Derivation.** Departures at $nT$. A request arriving at time $a$ boards
 # departure $\lceil a/T\rceil$ (if it has a seat), so its wait $w = \lceil a/T\rceil T - a \in [0, T)$.
 # If arrivals are spread evenly in phase relative to the cadence — true of a
-# Poisson stream, and of any stream that does not know the timetable — then
-# $w \sim U(0, T)$:
+# Poisson stream, and of any stream whose phase against the timetable is random
+# or drifts (a periodic stream locked at one phase waits the same every time,
+# anywhere in $[0, T)$) — then $w \sim U(0, T)$:
 #
 # $$\mathbb E[w] = \tfrac{T}{2},\quad \sup w = T,\quad
 #   \text{latency} = w + t_\text{step} \in [t_\text{step},\ T + t_\text{step}),\quad

@@ -108,9 +108,11 @@ for key in ("hgx-h100", "hgx-b200", "gb200-nvl72", "mi300x-8"):
 # (over $D$ racks, $(1 - 1/D)\,\text{bw}_\text{up}/\text{bw}_\text{out}$). These curves count the
 # bandwidth term only. For comparison, DeepSeek's DeepEP measures tens to hundreds
 # of µs for a low-latency dispatch or combine at EP8–EP256 (chapter 6's hop
-# table). Those are cross-node RDMA transfers of 128 tokens per rank, each sent
-# to 8 experts: megabytes per rank, so the time is mostly bytes over the NIC,
-# not per-message latency (the numbers below).
+# table), 128 tokens per rank, each sent to 8 experts: megabytes per rank. At
+# EP256 (32 nodes) that is a rate of the order of one 400 Gb/s NIC, so the time
+# is mostly bytes over the NIC, not per-message latency. The EP8 row is one
+# 8-GPU node, and its rate is about twice what one NIC carries: inside a node
+# NVLink carries part of the traffic (the numbers below).
 
 # %%
 deep = parallelism.hop_latencies()
@@ -118,9 +120,11 @@ tokens, k, d = 128, 8, models.get("deepseek-v3").d_model
 for key, what, b_elem in (("deepep-ll-dispatch-ep8-h800", "dispatch EP8, fp8", 1),
                           ("deepep-ll-combine-ep256-h800", "combine EP256, bf16", 2)):
     t, sent = deep[key]["seconds"], tokens * k * d * b_elem
+    rate, nic = sent / t, 400e9 / 8
+    where = (f"{rate / nic:.1f}x what one 400 Gb/s NIC carries (50 GB/s): not all of it crossed a NIC"
+             if rate > 1.5 * nic else f"the order of a 400 Gb/s NIC's 50 GB/s: bandwidth-bound")
     print(f"DeepEP {what}: {tokens} tokens x {k} experts x {d} x {b_elem} B = {sent / 1e6:.1f} MB per rank in "
-          f"{t * 1e6:.0f} us -> {sent / t / 1e9:.0f} GB/s effective, the order of a 400 Gb/s NIC's 50 GB/s: "
-          f"bandwidth-bound (a small-message RDMA hop is ~"
+          f"{t * 1e6:.0f} us -> {rate / 1e9:.0f} GB/s effective, {where} (a small-message RDMA hop is ~"
           f"{deep['rdma-nic-one-way-small-message']['seconds'] * 1e6:.0f} us)")
 
 # %% slideshow={"slide_type": "subslide"}

@@ -195,6 +195,13 @@ assert v28.verdict == "holds if"
 # a factor ~3: the same order of magnitude, which is all the thirds rule can
 # honestly claim.
 #
+# *A caveat of this board model:* it charges all of an RL token's $cN$ FLOPs at
+# decode's MFU. Only the rollout ($2N$) is decode; the training part ($4N$ of a
+# token that is trained on) runs at training's MFU. At $\rho = 0.40$ a fully
+# trained RL token costs $2/\rho + 4 = 9$ units of $N/\text{MFU}_\text{pre}$,
+# not $6/\rho = 15$, so RL is somewhat cheaper per token than the formula above
+# says and $D_\text{RL}$ somewhat larger; the order of magnitude does not move.
+#
 # **The MFUs, from published runs.** A run's MFU is its model FLOPs over the
 # GPU-hours it took times the GPU's dense peak. The GPU-hours are the developers'
 # (Llama 3.1 model card; DeepSeek-V3 report, pre-training stage only); the peak is

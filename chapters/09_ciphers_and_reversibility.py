@@ -415,10 +415,13 @@ ax.axhline(80, color="k", ls="--", lw=1, label="H100 HBM (80 GB)")
 ax.set_xlabel("sequence length s"); ax.set_ylabel("activations per GPU, all 96 layers (GB)")
 ax.set_title("GPT-3 175B, micro-batch 1, TP8 + sequence parallel"); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
 plt.show()
+s_fine = np.arange(1024, 32769, 16)
+plain = g3.n_layers * memory.activation_bytes_per_layer(s_fine, 1, g3.d_model, g3.n_heads, 8, True)
+print(f"without recomputation the activations pass 80 GB per GPU at s = {s_fine[np.argmax(plain > 80e9)]:,} tokens")
 
 # %% [markdown]
-# Without recomputation the activations alone exceed an H100's HBM from about
-# 4k tokens; selective recomputation (rebuild only the attention scores, a few
+# Without recomputation the activations alone exceed an H100's HBM from the
+# length printed above (about 3,300 tokens); selective recomputation (rebuild only the attention scores, a few
 # percent more FLOPs in the paper's measurements) cuts them 3× at s = 2048 and
 # far more at long sequence; full recomputation keeps one input per layer at
 # the cost of a whole extra forward. Where capacity binds, trading compute for

@@ -123,13 +123,17 @@ step = ((8_190_735_360 - 151936 * 4096 + 32 * 4096) * 2 + 32 * seq_kv) / 3.35e12
 assert abs(p1.at_batch.step_time_s / step - 1) < 1e-9 and p1.at_batch.binds == "HBM bandwidth (KV cache)"
 print(f"max batch {p1.max_batch:.0f}; step at B=32: {step * 1e3:.2f} ms by hand = the plan's "
       f"{p1.at_batch.step_time_s * 1e3:.2f} ms; ${p1.at_batch.usd_per_million_tokens:.3f} per million tokens at $2/h")
+mm_flops, attn_flops = 2 * m8.matmul_params_per_token, float(m8.attention_flops_per_token(8192))
+print(f"one sequence, one token at 8k: KV read {seq_kv / 1e9:.2f} GB in {seq_kv / 3.35e12 * 1e6:.0f} us; arithmetic "
+      f"{mm_flops / 1e9:.1f} GFLOP of weight products + {attn_flops / 1e9:.1f} GFLOP of attention = "
+      f"{(mm_flops + attn_flops) / 1e9:.1f} GFLOP in {(mm_flops + attn_flops) / 989.5e12 * 1e6:.0f} us")
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # At 8k context an 8B model on one H100 never becomes compute-bound: one
-# sequence's KV read (1.2 GB at 3.35 TB/s, 360 µs) outlasts its arithmetic
-# (16 GFLOP at 989 TFLOP/s, 17 µs), so there is no balance batch — the plan
-# says so, and that **HBM bandwidth for the KV cache** binds. Capacity stops the
-# batch at 52.
+# sequence's KV read outlasts its arithmetic, weight products and attention
+# together, by more than ten times (the last line above), so there is no balance
+# batch — the plan says so, and that **HBM bandwidth for the KV cache** binds.
+# Capacity stops the batch at 52.
 #
 # ### Plan 2 — a 70B on eight GPUs
 

@@ -66,6 +66,9 @@ def _read_over_matmul(total, active, embed):
 
 
 # Weight-sparsity of three MoEs, by hand: (N_tot - embedding) / (N_act - embedding).
+_SHORT = {"deepseek-v3": "DeepSeek-V3", "kimi-k2": "Kimi K2", "qwen3-235b-a22b": "Qwen3-235B"}
+
+
 def _hand_sparsity() -> dict:
     ds, kimi, (qt, qa, qe) = _deepseek_v3_by_hand(), _kimi_k2_by_hand(), _qwen3_235b_by_hand()
     return {"deepseek-v3": _read_over_matmul(*ds, _VOCAB * _D),
@@ -174,7 +177,9 @@ def _check_10() -> Verdict:
     #     18 nodes per decode unit -> concurrent sequences per unit.
     b_day6 = 14.8e3 / 21 * 18
     ratios = {"report (<= 256 tokens/expert)": b_report / bstar, "day-6 service (14.8k tok/s/node)": b_day6 / bstar}
-    require(1.3 < ratios["report (<= 256 tokens/expert)"] < 2.5 and 1.8 < ratios["day-6 service (14.8k tok/s/node)"] < 3.2,
+    # "usually within 256 tokens" bounds the batch from above: at most 1.7x B*, which neither confirms nor refutes
+    # 2-3x; the day-6 service is the measured point.
+    require(ratios["report (<= 256 tokens/expert)"] < 2.0 and 1.8 < ratios["day-6 service (14.8k tok/s/node)"] < 3.2,
             10, f"DeepSeek's deployments no longer sit near 2-3x B*: {ratios}")
     # What the rule asks of a second model and a second chip: Kimi K2 (N_tot/N_act by hand) and DeepSeek-V3,
     # fp8 weights, on an H100/H800 (R = 295) and a B200 (R = 4.5 PF / (2 x 8 TB/s) = 281).
@@ -188,10 +193,11 @@ def _check_10() -> Verdict:
             targets[(m, chip)] = got
     kimi_lo, kimi_hi = 2 * targets[("kimi-k2", "h100-sxm")], 3 * targets[("kimi-k2", "h100-sxm")]
     return Verdict(10, "holds if",
-                   f"read as 2-3x the total-sparsity B*, it matches both the arithmetic and DeepSeek's published "
-                   f"decode deployments ({b_report:,.0f} and ~{b_day6:,.0f} tokens a step = "
-                   f"{ratios['report (<= 256 tokens/expert)']:.1f}x and {ratios['day-6 service (14.8k tok/s/node)']:.1f}x "
-                   f"B* = {bstar:,.0f}); with no compute/memory overlap the step reaches 67% and 75% of peak at 2x "
+                   f"read as 2-3x the total-sparsity B*, it matches the arithmetic and DeepSeek's published "
+                   f"service (~{b_day6:,.0f} tokens a step = {ratios['day-6 service (14.8k tok/s/node)']:.1f}x "
+                   f"B* = {bstar:,.0f}); the report's 'usually within 256 tokens per expert' is only a ceiling "
+                   f"({b_report:,.0f} tokens, {ratios['report (<= 256 tokens/expert)']:.1f}x B*), consistent with "
+                   f"but no evidence for 2-3x; with no compute/memory overlap the step reaches 67% and 75% of peak at 2x "
                    f"and 3x, against 50% at B* (Llama 8B and 70B on H100 and B200 alike). It is a rule of thumb, not "
                    f"a roofline result (the roofline says 1x), "
                    f"and it is only ~1x the per-expert balance ({bstar_e:,.0f}): DeepSeek's report says its "
@@ -340,8 +346,8 @@ def _check_14() -> Verdict:
     return Verdict(14, "holds if",
                    f"at short context, weight traffic only: B* = R x N_tot/N_act and the model's size cancels -- "
                    f"Llama 1B to 405B (a {max(sizes.values()) / min(sizes.values()):.0f}x range) all balance at {min(dense.values()):.1f}-{max(dense.values()):.1f} on an H100 "
-                   f"and {min(b200.values()):.1f}-{max(b200.values()):.1f} on a B200, and Qwen3-235B, DeepSeek-V3 and Kimi K2 "
-                   f"at R times their sparsity ({', '.join(f'{s:.1f}' for s in sp.values())}), not their size. "
+                   f"and {min(b200.values()):.1f}-{max(b200.values()):.1f} on a B200, and the MoE models at R times their "
+                   f"sparsity ({', '.join(f'{_SHORT[m]} {s:.1f}' for m, s in sp.items())}), not their size. "
                    f"Scale returns through the KV cache (at 1K tokens of context B* is "
                    f"{', '.join(f'{v:.0f}' if np.isfinite(v) else 'none' for v in at1k.values())} for 1B/8B/70B/405B), "
                    f"capacity, and step time (B* x 2N/F grows with N). One balanced deployment at ~2,000 x 50-67 "

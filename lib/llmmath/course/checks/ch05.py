@@ -106,8 +106,9 @@ def _check_18() -> Verdict:
     require(bw >= 4, 18, f"aggregate HBM bandwidth grows only {bw:.1f}x")
     return Verdict(18, "holds if",
                    "holds if 'genuine' means compute dies or memory: NVL72 -> NVL576 is 8x by the name, but 2x in "
-                   "packages, 4x in dies and 8x in aggregate HBM bandwidth (roadmap figures); the package count, "
-                   "which is what the cabling constrains, only doubles",
+                   "packages, 4x in dies and 8x in aggregate HBM bandwidth (roadmap figures); the GPU packages "
+                   "that one NVLink domain joins only double, while the links between them grow with their bandwidth "
+                   "per GPU",
                    {"NVL72 -> Rubin Ultra NVL576": f"name {name:.0f}x, packages {pk:.0f}x, dies {die:.0f}x, "
                     f"HBM bandwidth {bw:.0f}x, HBM capacity {cap:.1f}x",
                     "caveat": "Rubin Ultra figures are 2025 roadmap numbers (see systems.toml 'unverified')"})
@@ -178,6 +179,9 @@ def _check_27() -> Verdict:
                    f"per-GPU HBM bandwidth grew {per_gpu:.1f}x ({h.hbm_bytes_per_s_per_package / 1e12:.2f} -> "
                    f"{g.hbm_bytes_per_s_per_package / 1e12:.0f} TB/s), so the bandwidth one model can stream grew "
                    f"{total:.1f}x, cutting the weight-read latency floor by the same factor. The ~8x is the domain's "
-                   f"growth: as a figure for the domain's memory bandwidth it is {total / 8:.1f}x too low",
+                   f"growth: as a figure for the domain's memory bandwidth it is {total / 8:.1f}x too low. The "
+                   f"per-GPU step itself, {per_gpu:.2f}x in one generation, is "
+                   + ("above" if per_gpu > 2 else "within" if per_gpu >= 1.5 else "below")
+                   + " the 1.5-2x per generation the claim states",
                    {"HGX H100 -> GB200 NVL72": f"domain {domain:.0f}x x per-GPU {per_gpu:.2f}x = {total:.1f}x "
                     f"({h.hbm_bytes_per_s / 1e12:.1f} -> {g.hbm_bytes_per_s / 1e12:.0f} TB/s)"})
