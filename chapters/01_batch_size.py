@@ -325,13 +325,16 @@ plt.show()
 
 # %% [markdown]
 # **Explore** the penalty: the decode explorer again, now on DeepSeek-V3 in fp8 on
-# 16 H100s. Drag the batch down to 1 and read claim 2's line under the plots (cost
-# per token at B = 1 over this batch's, and over the cheapest batch that fits);
-# then add context, which raises the batched cost and shrinks the ratio
-# (`explorers.decode_explorer`).
+# 16 H100s with its experts spread over the chips (expert parallelism, the
+# busiest chip setting each step). Drag the batch down to 1 and read claim 2's
+# line under the plots (cost per token at B = 1 over this batch's, and over the
+# cheapest batch that fits); switch the experts to "pooled" to see how much the
+# pooled form understates it; then add context, which raises the batched cost
+# and shrinks the ratio (`explorers.decode_explorer`).
 
 # %% slideshow={"slide_type": "subslide"}
-penalty_explorer = explorers.decode_explorer(model="deepseek-v3", chip="h100-sxm", log2_batch=0, n_chips=16)
+penalty_explorer = explorers.decode_explorer(model="deepseek-v3", chip="h100-sxm", log2_batch=0, n_chips=16,
+                                             weight_dtype="fp8", layout="expert-parallel")
 penalty_explorer.widget
 
 # %%

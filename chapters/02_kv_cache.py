@@ -232,7 +232,9 @@ plt.show()
 # **Explore.** Move the batch and the context, change model and chip; watch the
 # black point leave the flat, compute-bound part of the step curve and the MFU
 # fall once the context passes the red dotted line (`explorers.context_explorer`;
-# dashed: the batch's KV does not fit beside the weights).
+# dashed: the batch's KV does not fit beside the weights). Then compare the two
+# latent-attention models on an H200: DeepSeek-V3's 128 heads keep attention
+# compute-bound, Kimi K2's 64 heads halve its intensity and it flips.
 
 # %% slideshow={"slide_type": "subslide"}
 context_explorer = explorers.context_explorer(model="llama-3.1-70b", chip="h100-sxm", n_chips=8)

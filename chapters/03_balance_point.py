@@ -511,7 +511,7 @@ plt.show()
 # longer fits on the chips (`explorers.balance_explorer`).
 
 # %% slideshow={"slide_type": "subslide"}
-kv_balance_explorer = explorers.balance_explorer(chip="h100-sxm", model="llama-3.1-70b")
+kv_balance_explorer = explorers.balance_explorer(chip="h100-sxm", model="llama-3.1-70b", weight_dtype="bf16")
 kv_balance_explorer.widget
 
 # %%

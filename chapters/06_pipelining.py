@@ -380,6 +380,16 @@ for key in ("deepseek-v3", "kimi-k2"):
               f"{'' if fit.fits[j] else '  [does not fit in HBM: not runnable]'}")
 
 # %% [markdown]
+# **Explore** claim 24's quantities: the token latency as stages (blue) plus
+# hops (orange), against $P$ times the slowest stage (black), and the $P\,b$
+# sequences a replica keeps in flight. Raise the hop latency to see where
+# "unchanged" stops being true.
+
+# %% slideshow={"slide_type": "subslide"}
+decode_pipe_explorer = explorers.pipelined_decode_explorer()
+decode_pipe_explorer.widget
+
+# %% [markdown]
 # **Measured: one hop on this machine.** The pipeline run above also
 # ping-ponged one micro-batch's activations (16 tokens × 256 × 4 bytes) between
 # its two ranks, 50 times. Chapter 5's model predicts it from a ping-pong sweep:

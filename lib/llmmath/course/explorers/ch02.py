@@ -99,7 +99,7 @@ def context_explorer(model: str = "llama-3.1-70b", chip: str = "h100-sxm", n_chi
     import ipywidgets as W
 
     return explorer(_setup_context, _draw_context, {
-        "model": W.Dropdown(options=["llama-3.1-8b", "llama-3.1-70b", "qwen3-235b-a22b", "deepseek-v3"],
+        "model": W.Dropdown(options=["llama-3.1-8b", "llama-3.1-70b", "qwen3-235b-a22b", "deepseek-v3", "kimi-k2"],
                             value=model, description="model"),
         "chip": W.Dropdown(options=list(CHIPS), value=chip, description="chip"),
         "n_chips": W.IntSlider(value=n_chips, min=1, max=72, description="chips"),
@@ -110,44 +110,74 @@ def context_explorer(model: str = "llama-3.1-70b", chip: str = "h100-sxm", n_chi
 
 def _setup_sparse(fig):
     log_axes(fig.axes[0], (_LP[0], _LP[-1]), (1e4, 3e10), "context L (tokens)", "bytes per layer per step")
-    fig.axes[0].set_title("bytes read per layer: dense vs block top-k")
+    fig.axes[0].set_title("bytes read per layer: dense vs sparse attention")
 
 
-def _draw_sparse(fig, model, log2_block, top_k, log2_context, chip):
+_MECHANISMS = ("block top-k", "DSA (top-2048, fp8 indexer)", "NSA (published settings)")
+
+
+def _sparse_bytes(mechanism, L, s, top_k, beta, sigma):
+    """Bytes per layer per step at context ``L`` for one mechanism (:mod:`llmmath.attention`)."""
+    from ... import attention
+
+    if mechanism == _MECHANISMS[1]:
+        dsa = attention.PUBLISHED["DSA"]
+        return attention.indexer_topk_kv_bytes(L, dsa["index_topk"], beta, dsa["index_key_bytes"], clip=True)
+    if mechanism == _MECHANISMS[2]:
+        nsa = attention.PUBLISHED["NSA"]
+        return attention.nsa_kv_bytes(L, beta, nsa["compress_stride"], nsa["select_block"], nsa["select_blocks"],
+                                      nsa["window"])
+    return attention.block_topk_kv_bytes(L, s, top_k, beta, sigma, clip=True)
+
+
+def _draw_sparse(fig, model, mechanism, log2_block, top_k, log2_context, chip):
     from ... import attention
     from ...units import fmt_bytes, fmt_seconds
 
     ax = fig.axes[0]
     s, L = 2.0**log2_block, 2.0**log2_context
     beta, sigma = attention.bytes_per_cached_token(model), attention.mean_key_bytes(model)
-    y = attention.block_topk_kv_bytes(_LP, s, top_k, beta, sigma, clip=True)
+    y = _sparse_bytes(mechanism, _LP, s, top_k, beta, sigma)
     dense = attention.dense_kv_bytes(_LP, beta)
     opt = attention.block_topk_optimal(_LP, top_k, beta, sigma)[1]
-    here = attention.block_topk_kv_bytes(L, s, top_k, beta, sigma, clip=True)
+    here = float(_sparse_bytes(mechanism, L, s, top_k, beta, sigma))
     dense_here = attention.dense_kv_bytes(L, beta)
-    s_star, best = attention.block_topk_optimal(L, top_k, beta, sigma)
     t_sparse, t_dense = attention.kv_read_time_s(model, chip, [here, dense_here])
+    others = [m for m in _MECHANISMS if m != mechanism]
     # the lines and the legend are made once and moved, the legend relabelled (making them costs more than drawing)
     arts = [kept_line(ax, "dense", _LP, dense, "k-", lw=1),
-            kept_line(ax, "sparse", _LP, y, "C0-", lw=2), kept_line(ax, "best", _LP, opt, "C2--"),
+            kept_line(ax, "sparse", _LP, y, "C0-", lw=2),
+            kept_line(ax, "other 1", _LP, _sparse_bytes(others[0], _LP, s, top_k, beta, sigma), "C1:", lw=1),
+            kept_line(ax, "other 2", _LP, _sparse_bytes(others[1], _LP, s, top_k, beta, sigma), "C4:", lw=1),
+            kept_line(ax, "best", _LP, opt, "C2--"),
             kept_line(ax, "here", [L], [here], "ko")]
+    short = {_MECHANISMS[0]: f"block {s:,.0f} x top-{top_k}", _MECHANISMS[1]: "DSA", _MECHANISMS[2]: "NSA"}
+    label = short[mechanism] if mechanism == _MECHANISMS[0] else mechanism
     arts.append(relabelled(kept(fig, "legend", lambda: ax.legend(handles=arts, fontsize=8, loc="upper left")), [
-        "dense", f"block {s:,.0f} x top-{top_k}", f"best block at each L (~sqrt L), top-{top_k}", f"L = {L:,.0f}"]))
-    return arts, (f"{model} ({fmt_bytes(beta)} per token per layer): block {s:,.0f} tokens x top-{top_k}: "
-                  f"<b>{fmt_bytes(here)}</b> per layer at L = {L:,.0f} against {fmt_bytes(dense_here)} dense; the best "
-                  f"block there is {s_star:,.0f} tokens, {fmt_bytes(best)}.<br>On one {chip}, all layers, one "
-                  f"sequence: sparse {fmt_seconds(t_sparse)}, dense {fmt_seconds(t_dense)} of KV reads per step.")
+        "dense", short[mechanism], *[short[o] for o in others], f"best block (~sqrt L), top-{top_k}",
+        f"L = {L:,.0f}"]))
+    slope = float(attention.loglog_slope(np.array([L, 2 * L]), _sparse_bytes(mechanism, np.array([L, 2 * L]), s,
+                                                                                     top_k, beta, sigma))[-1])
+    knobs = "" if mechanism == _MECHANISMS[0] else " (the block and top-k sliders apply to block top-k only)"
+    return arts, (f"{model} ({fmt_bytes(beta)} per token per layer), <b>{label}</b>{knobs}: "
+                  f"<b>{fmt_bytes(here)}</b> per layer at L = {L:,.0f} against {fmt_bytes(dense_here)} dense "
+                  f"({dense_here / here:,.1f}x less); doubling L there multiplies it by {2 ** slope:.2f} "
+                  f"(dense: 2).<br>On one {chip}, all layers, one sequence: sparse {fmt_seconds(t_sparse)}, dense "
+                  f"{fmt_seconds(t_dense)} of KV reads per step.")
 
 
-def sparse_attention_explorer(model: str = "deepseek-v3", chip: str = "h100-sxm") -> Explorer:
-    """Claim 7: bytes a block top-k sparse attention reads per layer per step against context
-    (:func:`llmmath.attention.block_topk_kv_bytes`), beside dense and the sqrt(L) envelope, and the
-    read time on a chip (:func:`llmmath.attention.kv_read_time_s`)."""
+def sparse_attention_explorer(model: str = "deepseek-v3", chip: str = "h100-sxm",
+                              mechanism: str = "DSA (top-2048, fp8 indexer)") -> Explorer:
+    """Claim 7: bytes a sparse attention reads per layer per step against context -- block top-k
+    (:func:`llmmath.attention.block_topk_kv_bytes`), DeepSeek's DSA (:func:`~llmmath.attention.indexer_topk_kv_bytes`)
+    or NSA (:func:`~llmmath.attention.nsa_kv_bytes`) at their published settings -- beside dense and the
+    sqrt(L) envelope, and the read time on a chip (:func:`llmmath.attention.kv_read_time_s`)."""
     import ipywidgets as W
 
     return explorer(_setup_sparse, _draw_sparse, {
         "model": W.Dropdown(options=["deepseek-v3", "llama-3.1-70b", "llama-3.1-8b", "qwen3-235b-a22b", "kimi-k2"],
                             value=model, description="model"),
+        "mechanism": W.Dropdown(options=list(_MECHANISMS), value=mechanism, description="sparse"),
         "log2_block": W.IntSlider(value=6, min=0, max=14, description="log2 block"),
         "top_k": W.IntSlider(value=16, min=1, max=64, description="top-k blocks"),
         "log2_context": W.IntSlider(value=17, min=12, max=24, description="log2 L"),

@@ -57,7 +57,8 @@ def _draw_balance(fig, chip, model, weight_dtype, n_chips, context):
                   f"no batch balances past L_max = {lmax:,.0f}.<br>On {n_chips} x {chip}: {cap}")
 
 
-def balance_explorer(chip: str = "h100-sxm", model: str = "deepseek-v3") -> Explorer:
+def balance_explorer(chip: str = "h100-sxm", model: str = "deepseek-v3", weight_dtype: str = "fp8",
+                     n_chips: int = 16) -> Explorer:
     """Claims 9 and 11: the balance batch B*(L) (:func:`llmmath.serving.balance_batch`, both sparsities)
     against context, beside the largest batch whose KV fits (:func:`llmmath.serving.max_batch`)."""
     import ipywidgets as W
@@ -67,8 +68,8 @@ def balance_explorer(chip: str = "h100-sxm", model: str = "deepseek-v3") -> Expl
     return explorer(_setup_balance, _draw_balance, {
         "chip": W.Dropdown(options=hardware.names(), value=chip, description="chip"),
         "model": W.Dropdown(options=models.names(), value=model, description="model"),
-        "weight_dtype": W.Dropdown(options=["bf16", "fp8"], value="bf16", description="weights, KV"),
-        "n_chips": W.IntSlider(value=16, min=1, max=72, description="chips"),
+        "weight_dtype": W.Dropdown(options=["bf16", "fp8"], value=weight_dtype, description="weights, KV"),
+        "n_chips": W.IntSlider(value=n_chips, min=1, max=72, description="chips"),
         "context": W.IntSlider(value=4096, min=0, max=65536, step=1024, description="context L"),
     }, width=7.0)
 

@@ -7,7 +7,8 @@ import numpy as np
 from ..widgets import Explorer, explorer, kept
 from . import register
 
-__all__ = ['pipeline_explorer', 'boundary_ratio_explorer', 'pipeline_placement_explorer']
+__all__ = ['pipeline_explorer', 'boundary_ratio_explorer', 'pipeline_placement_explorer',
+           'pipelined_decode_explorer']
 
 
 def _setup_pipeline(fig):
@@ -253,3 +254,83 @@ def pipeline_placement_explorer(model: str = "deepseek-v3", chip: str = "gb200")
     }, ncols=2, width=5.0, links={"model": place})
 
 register('pipeline_placement_explorer', pipeline_placement_explorer)
+
+
+# --- claim 24: pipelined decode, token latency and the sequences in flight --------------------------------------
+
+_DECODE_STAGES = np.array([1, 2, 4, 8, 16])
+
+
+def _setup_pipelined_decode(fig):
+    ax, bx = fig.axes
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(0.8, 20)
+    ax.set_ylim(0, 25)
+    ax.set_xlabel("pipeline stages P")
+    ax.set_ylabel("token latency (ms)")
+    ax.set_title("latency: stages (blue) + hops (orange);\nblack: P x slowest stage", fontsize=9)
+    ax.grid(True, alpha=0.3)
+    bx.set_xscale("log", base=2)
+    bx.set_yscale("log")
+    bx.set_xlim(0.8, 20)
+    bx.set_ylim(100, 1e6)
+    bx.set_xlabel("pipeline stages P")
+    bx.set_ylabel("sequences in flight per replica")
+    bx.set_title("P micro-batches of b in flight", fontsize=9)
+    bx.grid(True, which="both", alpha=0.3)
+    for a in (ax, bx):
+        a.set_xticks(_DECODE_STAGES, [str(p) for p in _DECODE_STAGES], minor=False)
+        a.set_xticks([], minor=True)
+
+
+def _draw_pipelined_decode(fig, model, chip, stages, log2_microbatch, context, hop_us):
+    from ... import parallelism
+    from ...units import fmt_seconds
+
+    ax, bx = fig.axes
+    b, hop = 2 ** log2_microbatch, hop_us * 1e-6
+    rows = [parallelism.pipelined_decode(model, chip, 64, int(P), b, context, hop_latency_s=hop, weight_dtype="fp8")
+            for P in _DECODE_STAGES]
+    sums = np.array([r.sum_of_stages_s for r in rows]) * 1e3
+    hops = np.array([(P if P > 1 else 0) * hop for P in _DECODE_STAGES]) * 1e3
+    paced = np.array([P * r.stage_s for P, r in zip(_DECODE_STAGES, rows)]) * 1e3
+    x, w = _DECODE_STAGES, _DECODE_STAGES * 0.35
+    artists = [_bars(fig, ax, "stages", x, sums, width=w, facecolor="C0"),
+               _bars(fig, ax, "hops", x, hops, sums, width=w, facecolor="C1"),
+               kept(fig, "paced", lambda: ax.plot(x, paced, "k_", markersize=14, mew=2)[0])]
+    artists[-1].set_data(x, paced)
+    flight = kept(fig, "flight", lambda: bx.plot(x, x * b, "C2o-")[0])
+    flight.set_data(x, x * b)
+    here = rows[int(np.flatnonzero(_DECODE_STAGES == stages)[0])]
+    mark = kept(fig, "here", lambda: bx.plot([stages], [stages * b], "ko", ms=9)[0])
+    mark.set_data([stages], [stages * b])
+    artists += [flight, mark]
+    one = rows[0]
+    return artists, (
+        f"<b>{model}</b> on 64 {chip} GPUs a stage (DP attention, EP64, fp8), micro-batch b = {b}, L = {context}, "
+        f"hop {hop_us:.0f} us.<br>P = {stages}: token latency <b>{fmt_seconds(here.token_latency_s)}</b> "
+        f"({here.token_latency_s / one.token_latency_s - 1:+.1%} vs one stage, {fmt_seconds(one.token_latency_s)}): "
+        f"the stages' floors add up to the one-stage step, {stages if stages > 1 else 0} hops add "
+        f"{fmt_seconds((stages if stages > 1 else 0) * hop)}, and the slowest stage x P "
+        f"({fmt_seconds(stages * here.stage_s)}) sets the pace when it is longer. "
+        f"Sequences in flight per replica: <b>{stages * b:,}</b> (P x b: each stage still needs its b; claim 25's "
+        f"KV per GPU). Claim 24 holds while the hops stay a small share of the step.")
+
+
+def pipelined_decode_explorer(model: str = "deepseek-v3", chip: str = "gb200") -> Explorer:
+    """Claim 24: forward-only pipelined decode (:func:`llmmath.parallelism.pipelined_decode`): token latency by
+    stages, hops and the slowest stage's pace, and the P x b sequences a replica keeps in flight."""
+    import ipywidgets as W
+
+    return explorer(_setup_pipelined_decode, _draw_pipelined_decode, {
+        "model": W.Dropdown(options=["deepseek-v3", "kimi-k2"], value=model, description="model"),
+        "chip": W.Dropdown(options=["gb200", "b200"], value=chip, description="chip"),
+        "stages": W.SelectionSlider(options=[int(p) for p in _DECODE_STAGES], value=4, description="stages P"),
+        "log2_microbatch": W.IntSlider(value=11, min=6, max=13, description="log2 b"),
+        "context": W.IntSlider(value=8192, min=0, max=65536, step=1024, description="context L"),
+        "hop_us": W.FloatSlider(value=30.0, min=0.0, max=1000.0, step=10.0, description="hop (us)"),
+    }, ncols=2, width=4.5)
+
+
+register('pipelined_decode_explorer', pipelined_decode_explorer)
+
