@@ -164,6 +164,43 @@ cadence_explorer.widget
 # one decode step: a request joins at the next step boundary. The bound is per
 # step — time to the first token of a new request, once its prefill is done — not
 # the time for a whole response, which takes one step per output token.
+#
+# **On real chips and models.** What is $T$ in a real deployment? With continuous
+# batching it is the decode step at the batch the deployment runs. Below, each
+# deployment at the largest batch whose 8k-token KV cache fits (the planner,
+# `planner.plan`, on a legal placement, 90% of HBM usable as vLLM reserves),
+# and its worst one-step latency $2T$ against the speaker's 40 ms; beside it the
+# speaker's own yardstick, one read of a full HBM ($C/W$, chapter 0).
+
+# %%
+from llmmath import planner
+
+print(f"{'deployment':<40} {'batch':>6} {'step T':>9} {'worst 2T':>9} {'mean 1.5T':>10}")
+full_steps = []
+for label, kw in (("Llama-3.1-8B, 1 x H100, bf16", dict(model="llama-3.1-8b", chip="h100-sxm", n_chips=1)),
+                  ("Llama-3.1-70B, 8 x H100 TP8, bf16", dict(model="llama-3.1-70b", chip="h100-sxm", n_chips=8, tp=8)),
+                  ("Qwen3-235B-A22B, 8 x H200 TP4 DP2 EP8, fp8",
+                   dict(model="qwen3-235b-a22b", chip="h200", n_chips=8, tp=4, dp=2, ep=8, weight_dtype="fp8")),
+                  ("DeepSeek-V3, 8 x H200 DP8 EP8, fp8",
+                   dict(model="deepseek-v3", chip="h200", n_chips=8, dp=8, ep=8, weight_dtype="fp8")),
+                  ("DeepSeek-V3, 72 x GB200 DP72 EP72, fp8",
+                   dict(model="deepseek-v3", chip="gb200", n_chips=72, dp=72, ep=72, weight_dtype="fp8"))):
+    p_ = planner.plan(context=8192, usable_hbm_fraction=0.9, **kw)
+    t_ = p_.at_batch.step_time_s
+    full_steps.append(t_)
+    print(f"{label:<40} {p_.max_batch:>6,.0f} {fmt_seconds(t_):>9} {fmt_seconds(2 * t_):>9} {fmt_seconds(1.5 * t_):>10}")
+print(f"full-HBM steps {min(full_steps) * 1e3:.0f}-{max(full_steps) * 1e3:.0f} ms: worst one-step latency "
+      f"{2 * min(full_steps) * 1e3:.0f}-{2 * max(full_steps) * 1e3:.0f} ms against the speaker's 40 ms")
+print("one read of a full HBM, C/W: " + ", ".join(f"{k} {schedule.hbm_period_s(k) * 1e3:.0f} ms"
+                                                  for k in ("h100-sxm", "h200", "b200", "gb200", "mi300x")))
+
+# %% [markdown]
+# A deployment that fills its HBM with KV cache reads most of that HBM every
+# step, so its $T$ is close to one HBM read, whatever the model: the speaker's
+# 20 ms and 40 ms are the right size for a full deployment on any of these chips
+# (the printed ranges). A smaller batch steps faster and costs more per token
+# (chapter 1). These are floors: a real engine's step is longer (chapter 12's
+# subject).
 
 # %%
 v12 = claims.check(12)

@@ -1,6 +1,7 @@
 """llmmath.demos.measured: physical facts about a measurement, re-measured before failing, shown as a warning in the book."""
 import json
 
+import numpy as np
 import pytest
 
 from llmmath import measured
@@ -169,3 +170,15 @@ def test_the_spread_tool_gives_each_facts_range_worst_margin_and_remeasures(tmp_
     assert line.split()[1:5] == ["4", "1.5", "2.75", "6"] and "above 2" in line
     assert "0.75x" in line and "1 of 3" in line
     assert measured_spread.table([]) == "no measured facts were logged"
+
+
+def test_context_flip_predicts_the_balanced_context_by_hand_and_refuses_bad_sizes():
+    from llmmath.demos import context_flip
+    r = context_flip.run(contexts=(16, 32, 64), batch=4, d_model=64, head_dim=8, rounds=1)
+    assert r.step_s.shape == (3,) and np.all(r.step_s > 0)
+    # L* = (8 B d^2 / F) / (B 2 h 4 / W) = d^2 W / (h F)
+    assert r.predicted_balanced_context == pytest.approx(64**2 * r.bytes_per_s / (8 * r.flops_per_s), rel=1e-12)
+    with pytest.raises(ValueError, match="at least three"):
+        context_flip.run(contexts=(16, 32))
+    with pytest.raises(ValueError, match="batch must be a whole number"):
+        context_flip.run(batch=0)
