@@ -88,6 +88,18 @@ plt.show()
 # (Brown et al. 2020, Table 2.1 and appendix B), Llama 3 405B from 4M to 16M tokens
 # per step (*The Llama 3 Herd of Models*, 2024, section 3.4.1) — their critical
 # batches are in tokens and come from their own noise scales, not from this task.
+# The three real runs in the catalog, each with its batch schedule:
+
+# %%
+runs = _catalog.load("training_runs.toml")["runs"]
+print(f"{'run':<16} {'batch, tokens per step (from -> to)':<40} {'reached after':>14} {'tokens / final batch':>21}")
+for key in ("gpt-3-175b", "llama-3.1-405b", "deepseek-v3"):
+    r = runs[key]
+    sched = " -> ".join(f"{b / 1e6:,.3g}M" for b in r["batch_tokens"])
+    print(f"{key:<16} {sched:<40} {r['batch_at_tokens'][-1] / 1e9:>12,.0f}B "
+          f"{r['tokens'] / r['batch_tokens'][-1]:>21,.0f}")
+print("each run starts small and raises its batch as the loss falls: the critical batch grows as training goes on "
+      "(McCandlish et al. 2018), and a run takes the largest batch that is still cheap in examples")
 
 # %%
 explorers.critical_batch_explorer()
