@@ -290,8 +290,9 @@ def _check_7() -> Verdict:
     return Verdict(7, "holds if",
                    "holds as a much smaller slope, not as a smaller power: every published mechanism still reads "
                    "something for each cached token (DSA's fp8 indexer key, NSA's compressed tokens, Quest's page "
-                   "bounds, MoBA's block means), so bytes are a fixed top-k plus a linear term 9-8000x flatter than "
-                   "dense: far slower growth at 128K-8M tokens (MLA and GQA caches alike), linear in the limit; a sqrt(L) law appears only if "
+                   f"bounds, MoBA's block means), so bytes are a fixed top-k plus a linear term "
+                   f"{min(1 / v for v in hand_slope.values()):.0f}-{max(1 / v for v in hand_slope.values()):,.0f}x "
+                   "flatter than dense: far slower growth at 128K-8M tokens (MLA and GQA caches alike), linear in the limit; a sqrt(L) law appears only if "
                    "the block size grows as sqrt(L), which none of the published settings does",
                    {"bytes per layer at 128K, dense / sparse": ", ".join(f"{n}: {r:.1f}x" for n, r in ratio.items()
                                                                         if n != "dense"),

@@ -87,8 +87,9 @@ def _check_17() -> Verdict:
              f"GPU systems' scale-up/scale-out ratio now median {med:.1f}, range {v.min():.1f}..{v.max():.1f}")
     h800 = parallelism.deployments()["deepseek-v3-report-decode"]
     return Verdict(17, "holds",
-                   f"for GPU systems the per-GPU ratio is {v.min():.0f}-{v.max():.0f}x (median {med:.0f}x): ~9x when "
-                   "each GPU gets a NIC of its generation, 18x on GB200 racks wired with 400 Gb/s NICs; TPU pods "
+                   f"for GPU systems the per-GPU ratio is {v.min():.0f}-{v.max():.0f}x (median {med:.0f}x): "
+                   f"~{gpu['hgx-h100']:.0f}x when each GPU gets a NIC of its generation (HGX H100; GB300 "
+                   f"{gpu['gb300-nvl72']:.0f}x), {gpu['gb200-nvl72']:.0f}x on GB200 racks wired with 400 Gb/s NICs; TPU pods "
                    "(ICI vs data-center network) sit far higher, and export-limited H800s far lower",
                    {"by system": ", ".join(f"{k} {r:.1f}" for k, r in gpu.items()),
                     "TPU pods": ", ".join(f"{k} {r:.0f}" for k, r in tpu.items()),

@@ -37,10 +37,12 @@ def _check_20() -> Verdict:
             f"ratio at 1 layer/stage {' / '.join(f'{k * 3 * 63 / 64 * out / up / 2:.2f}' for k in _TOPK.values())}; "
             f">= 1 from {' / '.join(str(need[(m, key)]) for m in _TOPK)} layers")
     require(max(need.values()) <= 4, 20, f"a stage now needs {max(need.values())} layers to hide its boundary")
+    gap = [up / out for up, out in _LINKS.values()]
     return Verdict(20, "holds",
                    "per token, a stage boundary carries one activation while every MoE layer inside the stage "
                    "moves it to k experts and back; with k = 8 (DeepSeek-V3, Kimi K2, Qwen3-235B-A22B) the in-rack "
-                   "traffic exceeds the boundary's (scaled by the ~9-18x bandwidth gap) with 1-2 layers per stage",
+                   f"traffic exceeds the boundary's (scaled by the {min(gap):.0f}-{max(gap):.0f}x bandwidth gap) with "
+                   f"{min(need.values())}-{max(need.values())} layers per stage",
                    rows)
 
 

@@ -106,9 +106,11 @@ def _check_32() -> Verdict:
     big = serving.decode_step(m, c, 2 * bstar, 0, n_chips=8)
     rows["the exception: decode at B = 2 B* with no context"] = f"compute-bound: {bool(big.compute_bound)}"
     lo, hi = min(cross.values()), max(cross.values())
+    ridges = [hardware.get(k).balance_flops_per_byte("bf16") for k in ("a100-80gb", "h100-sxm", "b200", "mi300x",
+                                                                        "tpu-v5e", "tpu-v6e")]
     return Verdict(32, "holds",
-                   "a prompt of T tokens multiplies each weight it reads T times (intensity ~T FLOP/byte, far above "
-                   "the chips' 150-560), while decode multiplies it B times and must also read every sequence's KV "
+                   f"a prompt of T tokens multiplies each weight it reads T times (intensity ~T FLOP/byte, far above "
+                   f"the chips' {min(ridges):.0f}-{max(ridges):.0f}), while decode multiplies it B times and must also read every sequence's KV "
                    "cache; decode is compute-bound only at batch >= B* and short context (by hand for Llama-3.1-8B "
                    f"and 70B on 8 H100s and 8 B200s: a decode token at 4K context costs {min(spread):.0f}-"
                    f"{max(spread):,.0f}x a prefill token, batch 256 down to 1). For an MoE model a long prompt touches "
