@@ -382,7 +382,7 @@ def _ceiling(e: dict) -> tuple[float, str]:
     if e["phase"] == "prefill":
         p = plan(e["model"], e["chip"], chips, context=isl, batch=1, prompt_tokens=isl, **kw)
         return p.prefill_tokens_per_s_per_chip, "compute (prefill)"
-    ctx = isl + osl / 2.0                                  # mean context over the decode
+    ctx = float(e.get("context_tokens", isl + osl / 2.0))  # the published mean KV length, else in + out/2
     batch = e.get("batch_per_chip")
     p = plan(e["model"], e["chip"], chips, context=ctx, batch=None if batch is None else batch * chips, **kw)
     dec = p.at_batch
