@@ -33,12 +33,13 @@ import numpy as np
 
 from . import _catalog, hardware, models
 from .deployment import Deployment, Placement
+from .predict import Prediction, predict
 from ._validate import at_least, non_negative, positive, positive_int, scalar, whole
 from .hardware import default_compute_dtype
 from .units import dtype_bytes, dtype_label, fmt_bytes, fmt_count, fmt_seconds
 
 __all__ = ["Placement", "Operating", "Plan", "plan", "decode_sweep", "measurements", "MeasuredVsFloor",
-           "measured_vs_floor", "FLOOR_NOTE"]
+           "measured_vs_floor", "FLOOR_NOTE", "predict", "Prediction", "predicted_vs_measured"]
 
 FLOOR_NOTE = ("Every time in this plan is a roofline floor (a lower bound) and every rate a ceiling (an upper "
               "bound): communication, launch gaps, imperfect overlap, uneven expert load and scheduling are not "
@@ -407,3 +408,20 @@ def measured_vs_floor() -> list[MeasuredVsFloor]:
         meas = float(e["measured_tokens_per_s_per_chip"])
         out.append(MeasuredVsFloor(key, e["phase"], meas, float(ceil), meas / ceil, binds, e["url"]))
     return out
+
+
+def predicted_vs_measured() -> list[tuple[str, str, float, Prediction]]:
+    """Every published measurement beside :func:`predict` for the same deployment and workload:
+    ``[(key, phase, measured tokens/s per chip, Prediction)]`` (``mixed`` rows predicted as ``aggregated``)."""
+    out = []
+    for key, e in measurements().items():
+        kw = dict(weight_dtype=e["weight_dtype"], kv_dtype=e["kv_dtype"], compute_dtype=e.get("compute_dtype"),
+                  tp=e.get("tp", 1), ep=e.get("ep", 1), dp=e.get("dp", 1))
+        phase = {"mixed": "aggregated"}.get(e["phase"], e["phase"])
+        b = e.get("batch_per_chip")
+        p = predict(e["model"], e["chip"], int(e["chips"]), input_tokens=e["input_tokens"],
+                    output_tokens=e.get("output_tokens", 1), batch=None if b is None else b * int(e["chips"]),
+                    phase=phase, context=e.get("context_tokens"), **kw)
+        out.append((key, e["phase"], float(e["measured_tokens_per_s_per_chip"]), p))
+    return out
+
