@@ -330,6 +330,21 @@ def test_cli_errors_name_the_flag(args, words):
     assert r.returncode == 2 and words in r.stderr, r.stderr
 
 
+def test_cli_predicts_with_a_tpot_limit_and_json():
+    r = _cli("predict", "--model", "llama-3.1-70b", "--chip", "h100-sxm", "--chips", "8", "--tp", "8",
+             "--input-tokens", "2000", "--output-tokens", "200", "--max-tpot-ms", "30", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["tpot_s"] <= 0.030 and d["waterfall"][0]["term"] == "roofline ceiling"
+    # the largest such batch: one more sequence would pass 30 ms
+    more = planner.predict("llama-3.1-70b", "h100-sxm", 8, tp=8, input_tokens=2000, output_tokens=200,
+                           batch=d["batch"] + 1)
+    assert more.tpot_s > 0.030
+    r = _cli("predict", "--model", "llama-3.1-70b", "--chip", "h100-sxm", "--chips", "8", "--tp", "8",
+             "--input-tokens", "2000", "--output-tokens", "200", "--max-tpot-ms", "1")
+    assert r.returncode == 2 and "--max-tpot-ms" in r.stderr and "batch 1" in r.stderr, r.stderr
+
+
 def test_planner_explorer_answers_every_control_without_errors():
     from llmmath import explorers, widgets
 

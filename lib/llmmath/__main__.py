@@ -1,9 +1,12 @@
-"""Command line: ``python -m llmmath plan ...`` prints a roofline serving plan (:mod:`llmmath.planner`).
+"""Command line: ``python -m llmmath plan ...`` prints a roofline serving plan (:mod:`llmmath.planner`);
+``python -m llmmath predict ...`` the expected measured rate, term by term (:func:`llmmath.planner.predict`).
 
 Examples::
 
     python -m llmmath plan --config path/to/config.json --chip h200 --chips 8 --context 32768 --tp 8
     python -m llmmath plan --model deepseek-v3 --chip gb200-nvl72 --weight-dtype fp8 --ep 72 --dp 72 --json
+    python -m llmmath predict --model llama-3.1-70b --chip h100-sxm --chips 8 --tp 8 --input-tokens 2000 \
+        --output-tokens 200 --max-tpot-ms 50
 
 Nothing is downloaded: ``--config`` reads a local Hugging Face ``config.json``. A bad flag is
 refused by argparse (exit status 2) with a message naming the flag and what it allows.
@@ -54,11 +57,8 @@ def _dtype(text: str):
     return value
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m llmmath", description="The course's calculators, offline.")
-    sub = ap.add_subparsers(dest="command", required=True, metavar="{plan}")
-    p = sub.add_parser("plan", help="a roofline serving plan: fits?, max batch, step time, tokens/s, cost",
-                       description="A roofline serving plan. Every time is a floor, every rate a ceiling.")
+def _model_and_deployment_args(p: argparse.ArgumentParser) -> None:
+    """The flags ``plan`` and ``predict`` share: the model, the chips, the placement and the precisions."""
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--config", metavar="PATH", help="a local Hugging Face config.json (or its folder)")
     src.add_argument("--model", metavar="NAME", help=f"a catalog model: {', '.join(models.names())}")
@@ -67,7 +67,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--chip", required=True, metavar="NAME",
                    help=f"a chip ({', '.join(hardware.names())}) or a system ({', '.join(hardware.systems())})")
     p.add_argument("--chips", type=_positive_int, default=None, help="chips in the deployment (default 1, or the system's)")
-    p.add_argument("--context", type=_positive_int, default=8192, help="tokens of context per sequence (default 8192)")
     p.add_argument("--batch", type=_positive_float, default=None,
                    help="sequences decoding at once (default: the largest that fits)")
     p.add_argument("--weight-dtype", type=_dtype, default="bf16", help="weights: a name or bytes per element (0.5625)")
@@ -77,6 +76,16 @@ def _parser() -> argparse.ArgumentParser:
     for flag, what in (("--tp", "tensor parallel"), ("--ep", "expert parallel"), ("--dp", "attention data parallel"),
                        ("--pp", "pipeline stages")):
         p.add_argument(flag, type=_positive_int, default=1, help=f"{what} degree (default 1)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m llmmath", description="The course's calculators, offline.")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{plan,predict}")
+    p = sub.add_parser("plan", help="a roofline serving plan: fits?, max batch, step time, tokens/s, cost",
+                       description="A roofline serving plan. Every time is a floor, every rate a ceiling.")
+    _model_and_deployment_args(p)
+    p.add_argument("--context", type=_positive_int, default=8192, help="tokens of context per sequence (default 8192)")
     p.add_argument("--prompt-tokens", type=_positive_int, default=None, help="prompt length for the time to first token")
     p.add_argument("--usd-per-chip-hour", type=_positive_float, default=None,
                    help="your price per chip-hour, dollars (default: none; dollars are then left out, null in JSON)")
@@ -84,7 +93,22 @@ def _parser() -> argparse.ArgumentParser:
                    help="share of each chip's HBM for weights + KV cache, in (0, 1] (default 1.0: all of it, the "
                         "roofline's most optimistic capacity; an engine keeps some back, e.g. vLLM's "
                         "gpu_memory_utilization defaults to 0.9)")
-    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    q = sub.add_parser("predict", help="the expected measured tokens/s: the ceiling, then each term an engine pays",
+                       description="What a deployment will actually do: the roofline ceiling and, term by term, "
+                                   "what a real engine pays (planner.predict).")
+    _model_and_deployment_args(q)
+    q.add_argument("--input-tokens", type=_positive_int, required=True, help="mean prompt length")
+    q.add_argument("--output-tokens", type=_positive_int, required=True, help="mean output length")
+    q.add_argument("--phase", choices=["decode", "prefill", "aggregated"], default="decode",
+                   help="decode (output tokens/s per chip), prefill (input tokens/s per chip) or aggregated "
+                        "(output tokens/s per chip when the same chips prefill too); default decode")
+    q.add_argument("--max-tpot-ms", type=_positive_float, default=None,
+                   help="the largest batch whose time per output token stays under this (milliseconds)")
+    q.add_argument("--mtp-tokens", type=_positive_int, default=None, help="tokens drafted per step (MTP)")
+    q.add_argument("--mtp-acceptance", type=_positive_float, default=None,
+                   help="probability a drafted token is kept (default 0.85)")
+    q.add_argument("--usable-hbm-fraction", type=_positive_float, default=0.9, metavar="F",
+                   help="share of each chip's HBM an engine gives weights + KV (default 0.9)")
     return ap
 
 
@@ -92,18 +116,20 @@ def _parser() -> argparse.ArgumentParser:
 _FLAGS = [("chip or system", "--chip"), ("names no chip", "--chip"),
           ("usable_hbm_fraction", "--usable-hbm-fraction"), ("n_chips", "--chips"), ("tp=", "--tp"),
           ("ep=", "--ep"), ("dp=", "--dp"), ("pp=", "--pp"), ("context", "--context"), ("batch", "--batch"),
-          ("prompt_tokens", "--prompt-tokens"), ("usd_per_chip_hour", "--usd-per-chip-hour"), ("dtype", "--weight-dtype")]
+          ("prompt_tokens", "--prompt-tokens"), ("usd_per_chip_hour", "--usd-per-chip-hour"), ("dtype", "--weight-dtype"),
+          ("max_tpot_s", "--max-tpot-ms"), ("input_tokens", "--input-tokens"), ("output_tokens", "--output-tokens"),
+          ("acceptance", "--mtp-acceptance")]
 
 
 def _flag_for(msg: str) -> str:
     hits = [(msg.find(k), flag) for k, flag in _FLAGS if k in msg]
-    return min(hits)[1] if hits else "plan"
+    return min(hits)[1] if hits else "--model"
 
 
 def main(argv=None) -> int:
     ap = _parser()
     args = ap.parse_args(argv)
-    sub = ap._subparsers._group_actions[0].choices["plan"]  # the 'plan' parser, for its error()
+    sub = ap._subparsers._group_actions[0].choices[args.command]  # the subcommand's parser, for its error()
     if args.config:
         try:
             with warnings.catch_warnings(record=True) as caught:
@@ -118,11 +144,29 @@ def main(argv=None) -> int:
             model = models.get(args.model)
         except KeyError as e:
             sub.error(f"argument --model: {e.args[0]}")
+    if args.command == "predict":
+        return _predict(args, model, sub)
     try:
         p = planner.plan(model, args.chip, args.chips, context=args.context, batch=args.batch,
                          weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype, compute_dtype=args.compute_dtype,
                          tp=args.tp, ep=args.ep, dp=args.dp, pp=args.pp, prompt_tokens=args.prompt_tokens,
                          usd_per_chip_hour=args.usd_per_chip_hour, usable_hbm_fraction=args.usable_hbm_fraction)
+    except (ValueError, KeyError, TypeError) as e:
+        msg = e.args[0] if e.args else str(e)
+        sub.error(f"argument {_flag_for(msg)}: {msg}")
+    print(json.dumps(p.to_dict(), indent=2, allow_nan=False) if args.json else p.table())
+    return 0
+
+
+def _predict(args, model, sub) -> int:
+    try:
+        p = planner.predict(model, args.chip, args.chips, input_tokens=args.input_tokens,
+                            output_tokens=args.output_tokens, batch=args.batch, phase=args.phase,
+                            max_tpot_s=None if args.max_tpot_ms is None else args.max_tpot_ms / 1e3,
+                            tp=args.tp, ep=args.ep, dp=args.dp, pp=args.pp, weight_dtype=args.weight_dtype,
+                            kv_dtype=args.kv_dtype, compute_dtype=args.compute_dtype,
+                            mtp_tokens=args.mtp_tokens or 0, mtp_acceptance=args.mtp_acceptance,
+                            usable_hbm_fraction=args.usable_hbm_fraction)
     except (ValueError, KeyError, TypeError) as e:
         msg = e.args[0] if e.args else str(e)
         sub.error(f"argument {_flag_for(msg)}: {msg}")

@@ -55,12 +55,27 @@ class Prediction:
     waterfall: list
     terms: dict
 
+    @property
+    def tpot_s(self) -> float:
+        """Time per output token of one sequence during decode (the step, per token an MTP step yields)."""
+        return self.step_s
+
     def table(self) -> str:
         rows = [f"{'term':<34} {'tokens/s per chip':>18} {'vs ceiling':>11}"]
         top = self.waterfall[0][1]
         for name, rate in self.waterfall:
             rows.append(f"{name:<34} {rate:>18,.0f} {rate / top:>10.0%}")
+        rows.append(f"{self.phase}, batch {self.batch:,.0f} sequences"
+                    + ("" if math.isnan(self.step_s) else f", time per output token {self.step_s * 1e3:.2f} ms"))
         return "\n".join(rows)
+
+    def to_dict(self) -> dict:
+        """Plain numbers for JSON (NaN as None)."""
+        clean = lambda v: None if isinstance(v, float) and not math.isfinite(v) else v  # noqa: E731
+        return {"phase": self.phase, "batch": self.batch, "tokens_per_s_per_chip": self.tokens_per_s_per_chip,
+                "tpot_s": clean(self.step_s), "waterfall": [{"term": n, "tokens_per_s_per_chip": r}
+                                                           for n, r in self.waterfall],
+                "terms": {k: float(v) for k, v in self.terms.items()}}
 
 
 def _domain(chip_key: str) -> int:
@@ -122,7 +137,7 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
 
 def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=None, phase="decode", tp=1, ep=1, dp=1,
             pp=1, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None, mtp_tokens=0, mtp_acceptance=None,
-            usable_hbm_fraction=0.9, context=None) -> Prediction:
+            usable_hbm_fraction=0.9, context=None, max_tpot_s=None) -> Prediction:
     """The expected measured rate of a deployment, with the waterfall from its roofline ceiling (see the module).
 
     Args:
@@ -130,7 +145,8 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
         input_tokens, output_tokens: the workload's mean lengths; decode runs at context
             ``input + output / 2`` unless ``context`` (the mean KV length, where it is published) is given.
         batch: sequences decoding at once over the deployment (default: the most whose KV fits in
-            ``usable_hbm_fraction`` of each chip's HBM).
+            ``usable_hbm_fraction`` of each chip's HBM, capped so the time per output token stays
+            under ``max_tpot_s`` when that is given).
         phase: ``"decode"`` (output tokens/s per chip), ``"prefill"`` (input tokens/s per chip) or
             ``"aggregated"`` (output tokens/s per chip when the same chips also prefill every request).
         mtp_tokens, mtp_acceptance: multi-token prediction (:func:`llmmath.speculative.expected_tokens_per_step`;
@@ -153,6 +169,9 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
     B = d.max_batch(L) if batch is None else float(positive("batch", scalar("batch", batch)))
     if B < 1:
         raise ValueError(f"no batch of {L:,.0f}-token sequences fits {d}: use more chips or smaller dtypes")
+    if max_tpot_s is not None:
+        B = _batch_for_tpot(d, B, L, float(positive("max_tpot_s", scalar("max_tpot_s", max_tpot_s))), mtp_tokens,
+                            mtp_acceptance)
     fall, step, terms = _decode_terms(d, B, L, mtp_tokens, mtp_acceptance)
     decode_rate = fall[-1][1]
     if phase == "decode":
@@ -163,6 +182,21 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
     # aggregated: chip-seconds per request = T / prefill rate + O / decode rate
     agg = [(name, O / (T / p + O / r)) for (name, r), (_, p) in zip(fall, pre + [pre[-1]] * (len(fall) - len(pre)))]
     return Prediction(phase, B, agg[-1][1], step, agg, terms)
+
+
+def _batch_for_tpot(d: Deployment, most: float, L: float, tpot_s: float, mtp_tokens, mtp_acceptance) -> float:
+    """The largest whole batch up to ``most`` whose predicted time per output token is at most ``tpot_s``."""
+    tpot = lambda b: _decode_terms(d, b, L, mtp_tokens, mtp_acceptance)[1]  # noqa: E731
+    if tpot(1.0) > tpot_s:
+        raise ValueError(f"max_tpot_s={tpot_s * 1e3:.3g} ms is below the predicted time per token at batch 1, "
+                         f"{tpot(1.0) * 1e3:.3g} ms; allowed: at least that")
+    if tpot(most) <= tpot_s:
+        return most
+    lo, hi = 1, int(most)                                  # tpot(lo) <= limit < tpot(hi): bisect on whole batches
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if tpot(float(mid)) <= tpot_s else (lo, mid)
+    return float(lo)
 
 
 def _prefill_rate(d: Deployment, T: float) -> list:
