@@ -51,3 +51,4 @@ from .ch08 import *  # noqa: E402,F401,F403
 from .ch09 import *  # noqa: E402,F401,F403
 from .ch10 import *  # noqa: E402,F401,F403
 from .ch11 import *  # noqa: E402,F401,F403
+from .ch12 import *  # noqa: E402,F401,F403

@@ -1,0 +1,55 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 12 — Exercises: serving for real
+# *Generated from `solutions/12_serving_for_real.py` by `tools/make_exercises.py`; edit that file, not this one.*
+#
+# Three problems on the terms between the ceiling and a measured rate: a weight
+# read at the bandwidth a real chip sustains, the expert all-to-all a token
+# pays over the NIC, and what a draft head buys. Work each by hand, put your
+# number in `answer`, run the cell.
+
+# %%
+from llmmath import check_answer, planner, speculative
+
+# %% [markdown]
+# ### Problem 1 — a batch-1 step at the sustained bandwidth
+# Llama-3.1-8B in bf16 on one H100 (3.35 TB/s), batch 1, no context. It has
+# 8,030,261,248 parameters, of which the input embedding (128,256 × 4,096) is
+# looked up, not read. A real H100 streams HBM at 0.91 of its datasheet
+# bandwidth. How long, in milliseconds, does one step's weight read take?
+
+# %%
+answer = ...  # milliseconds
+ok = check_answer("12.1", answer)
+
+# %% [markdown]
+# ### Problem 2 — a token's expert all-to-all over the NIC
+# DeepSeek-V3 served with expert parallelism over 144 GPUs (18 nodes of 8), so
+# almost all traffic leaves the node through each GPU's 400 Gb/s NIC. In each of
+# its 58 MoE layers a token is sent to its 8 experts (7,168 values in fp8, 1 byte
+# each) and their results come back (bf16, 2 bytes), except the 1/144 of experts
+# on its own GPU. The all-to-all reaches 0.82 of the NIC's rate. How many
+# microseconds of all-to-all does one token cost its GPU per forward pass?
+
+# %%
+answer = ...  # microseconds
+ok = check_answer("12.2", answer)
+
+# %% [markdown]
+# ### Problem 3 — what a draft head buys
+# A draft proposes 2 tokens per step; each is kept with probability 0.8, and a
+# token is only kept if the one before it was. The verify step keeps the
+# accepted prefix and adds one token of its own. While the step is memory-bound
+# and the draft is free, how many times faster do tokens come?
+
+# %%
+answer = ...  # speed-up (x)
+ok = check_answer("12.3", answer)
+
