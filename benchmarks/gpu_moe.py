@@ -38,7 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 
-from llmmath import kernels, moe, moe_bench  # noqa: E402
+from llmmath import kernels, moe_bench  # noqa: E402
 
 
 def correctness(be, lines):

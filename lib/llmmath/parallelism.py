@@ -21,7 +21,7 @@ import dataclasses
 
 import numpy as np
 
-from . import _catalog, hardware, models, network, serving
+from . import _catalog, hardware, models, network
 from ._validate import (MAX_INT, broadcast, check_finite, finite_result, flag, non_negative, positive, positive_int,
                         result, scalar, whole)
 from .units import dtype_bytes

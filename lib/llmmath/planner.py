@@ -31,12 +31,11 @@ import math
 
 import numpy as np
 
-from . import _catalog, hardware, models
+from . import _catalog
 from .deployment import Deployment, Placement
 from .predict import Prediction, predict
-from ._validate import at_least, non_negative, positive, positive_int, scalar, whole
-from .hardware import default_compute_dtype
-from .units import dtype_bytes, dtype_label, fmt_bytes, fmt_count, fmt_seconds
+from ._validate import at_least, positive, scalar, whole
+from .units import fmt_bytes, fmt_seconds
 
 __all__ = ["Placement", "Operating", "Plan", "plan", "decode_sweep", "measurements", "MeasuredVsFloor",
            "measured_vs_floor", "FLOOR_NOTE", "predict", "Prediction", "predicted_vs_measured"]

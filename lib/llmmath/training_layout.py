@@ -48,7 +48,7 @@ import itertools
 import numpy as np
 
 from . import hardware, memory, models, network, parallelism, training
-from ._validate import positive, positive_int, scalar
+from ._validate import positive_int, scalar
 from .units import dtype_bytes
 
 __all__ = ["TrainingStep", "training_step", "search_layouts", "LLAMA3_405B_LAYOUTS"]

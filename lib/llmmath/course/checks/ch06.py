@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import hardware, models, parallelism, serving
+from ... import hardware, parallelism, serving
 from ._sheets import require_sheets
 from ..claims import Verdict, register, require
 

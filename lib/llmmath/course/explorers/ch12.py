@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..widgets import Explorer, explorer, kept
 from . import register
 
