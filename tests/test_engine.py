@@ -52,3 +52,14 @@ def test_bad_input_is_refused():
         engine.simulate("llama-3.1-70b", "h100-sxm", 8, requests_per_s=1, n_requests=2, prefix_cache_hit=1.0, **KW)
     with pytest.raises(ValueError, match="pp=2"):
         engine.step_model(Deployment("llama-3.1-70b", "h100-sxm", 8, tp=4, pp=2))
+
+
+def test_goodput_counts_the_requests_that_met_both_targets():
+    light = engine.simulate("llama-3.1-70b", "h100-sxm", 8, requests_per_s=0.002, n_requests=20, seed=1, **KW)
+    share, rate = light.goodput(ttft_target_s=0.1, tpot_target_s=0.01)     # alone: 42 ms TTFT, 5.8 ms TPOT
+    assert share == 1.0 and rate == pytest.approx(light.throughput_output_tokens_per_s)
+    assert light.goodput(ttft_target_s=0.01, tpot_target_s=0.01)[0] == 0.0  # no prefill of 1,000 tokens in 10 ms
+    busy = engine.simulate("llama-3.1-70b", "h100-sxm", 8, requests_per_s=1000, n_requests=2000, **KW)
+    assert busy.goodput(ttft_target_s=1.0, tpot_target_s=0.1)[0] < 0.5     # overloaded: most wait in the queue
+    with pytest.raises(ValueError, match="ttft_target_s"):
+        light.goodput(ttft_target_s=0, tpot_target_s=0.01)

@@ -356,3 +356,17 @@ def test_planner_explorer_answers_every_control_without_errors():
         control.value = next(o for o in options if o != control.value) if options else control.min
         assert (ex.image.value, ex.text.value) != before, name
         assert "Error" not in ex.text.value, (name, ex.text.value)
+
+
+def test_cli_simulates_an_engine_and_names_the_flag_of_a_request_that_cannot_fit():
+    r = _cli("simulate", "--model", "llama-3.1-70b", "--chip", "h100-sxm", "--chips", "8", "--tp", "8",
+             "--requests-per-s", "0.002", "--requests", "20", "--input-tokens", "1000", "--output-tokens", "200",
+             "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    # alone, a request's first token takes one prefill step of its 1,000-token prompt (~42 ms on 8 H100s)
+    assert d["requests"] == 20 and 0.03 < d["ttft_s_p50"] < 0.06 and d["peak_kv_tokens"] <= d["kv_capacity_tokens"]
+    r = _cli("simulate", "--model", "llama-3.1-70b", "--chip", "h100-sxm", "--chips", "8", "--tp", "8",
+             "--requests-per-s", "1", "--input-tokens", "2000000", "--output-tokens", "200")
+    assert r.returncode == 2 and "--input-tokens" in r.stderr and "tokens of KV" in r.stderr, r.stderr
+

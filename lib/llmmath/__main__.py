@@ -1,5 +1,6 @@
 """Command line: ``python -m llmmath plan ...`` prints a roofline serving plan (:mod:`llmmath.planner`);
-``python -m llmmath predict ...`` the expected measured rate, term by term (:func:`llmmath.planner.predict`).
+``python -m llmmath predict ...`` the expected measured rate, term by term (:func:`llmmath.planner.predict`);
+``python -m llmmath simulate ...`` an engine under load (:func:`llmmath.engine.simulate`).
 
 Examples::
 
@@ -81,7 +82,7 @@ def _model_and_deployment_args(p: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m llmmath", description="The course's calculators, offline.")
-    sub = ap.add_subparsers(dest="command", required=True, metavar="{plan,predict}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{plan,predict,simulate}")
     p = sub.add_parser("plan", help="a roofline serving plan: fits?, max batch, step time, tokens/s, cost",
                        description="A roofline serving plan. Every time is a floor, every rate a ceiling.")
     _model_and_deployment_args(p)
@@ -109,6 +110,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="probability a drafted token is kept (default 0.85)")
     q.add_argument("--usable-hbm-fraction", type=_positive_float, default=0.9, metavar="F",
                    help="share of each chip's HBM an engine gives weights + KV (default 0.9)")
+    r = sub.add_parser("simulate", help="a continuous-batching engine under Poisson arrivals: TTFT, TPOT, throughput",
+                       description="One replica simulated step by step on the predicted step model (engine.simulate).")
+    _model_and_deployment_args(r)
+    r.add_argument("--requests-per-s", type=_positive_float, required=True, help="arrival rate (whole deployment)")
+    r.add_argument("--requests", type=_positive_int, default=10_000, help="requests simulated (default 10,000)")
+    r.add_argument("--input-tokens", type=_positive_int, required=True, help="prompt length")
+    r.add_argument("--output-tokens", type=_positive_int, required=True, help="output length")
+    r.add_argument("--token-budget", type=_positive_int, default=8192, help="tokens a step may hold (default 8192)")
+    r.add_argument("--seed", type=int, default=0, help="arrivals' random seed (default 0)")
+    r.add_argument("--usable-hbm-fraction", type=_positive_float, default=0.9, metavar="F",
+                   help="share of each chip's HBM an engine gives weights + KV (default 0.9)")
     return ap
 
 
@@ -118,7 +130,8 @@ _FLAGS = [("chip or system", "--chip"), ("names no chip", "--chip"),
           ("ep=", "--ep"), ("dp=", "--dp"), ("pp=", "--pp"), ("context", "--context"), ("batch", "--batch"),
           ("prompt_tokens", "--prompt-tokens"), ("usd_per_chip_hour", "--usd-per-chip-hour"), ("dtype", "--weight-dtype"),
           ("max_tpot_s", "--max-tpot-ms"), ("input_tokens", "--input-tokens"), ("output_tokens", "--output-tokens"),
-          ("acceptance", "--mtp-acceptance")]
+          ("acceptance", "--mtp-acceptance"), ("requests_per_s", "--requests-per-s"),
+          ("tokens of KV", "--input-tokens"), ("token_budget", "--token-budget")]
 
 
 def _flag_for(msg: str) -> str:
@@ -146,6 +159,8 @@ def main(argv=None) -> int:
             sub.error(f"argument --model: {e.args[0]}")
     if args.command == "predict":
         return _predict(args, model, sub)
+    if args.command == "simulate":
+        return _simulate(args, model, sub)
     try:
         p = planner.plan(model, args.chip, args.chips, context=args.context, batch=args.batch,
                          weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype, compute_dtype=args.compute_dtype,
@@ -171,6 +186,30 @@ def _predict(args, model, sub) -> int:
         msg = e.args[0] if e.args else str(e)
         sub.error(f"argument {_flag_for(msg)}: {msg}")
     print(json.dumps(p.to_dict(), indent=2, allow_nan=False) if args.json else p.table())
+    return 0
+
+
+def _simulate(args, model, sub) -> int:
+    from . import engine
+    try:
+        r = engine.simulate(model, args.chip, args.chips, requests_per_s=args.requests_per_s, n_requests=args.requests,
+                            input_tokens=args.input_tokens, output_tokens=args.output_tokens,
+                            token_budget=args.token_budget, seed=args.seed, tp=args.tp, ep=args.ep, dp=args.dp,
+                            weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype, compute_dtype=args.compute_dtype,
+                            usable_hbm_fraction=args.usable_hbm_fraction)
+    except (ValueError, KeyError, TypeError) as e:
+        msg = e.args[0] if e.args else str(e)
+        sub.error(f"argument {_flag_for(msg)}: {msg}")
+    out = {"requests": int(r.arrival_times_s.size), "steps": r.steps,
+           "throughput_output_tokens_per_s": r.throughput_output_tokens_per_s,
+           "mean_requests_in_system": r.mean_requests_in_system, "peak_kv_tokens": r.peak_kv_tokens,
+           "kv_capacity_tokens": r.kv_capacity_tokens,
+           **{f"{w}_p{q}": r.percentile(w, q) for w in ("ttft_s", "tpot_s", "e2e_s") for q in (50, 90, 99)}}
+    if args.json:
+        print(json.dumps(out, indent=2, allow_nan=False))
+    else:
+        for k, v in out.items():
+            print(f"{k:<32} {v:,.6g}" if isinstance(v, float) else f"{k:<32} {v:,}")
     return 0
 
 

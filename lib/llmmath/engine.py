@@ -127,7 +127,24 @@ class Simulation:
         return float(self.e2e_s.sum()) / span
 
     def percentile(self, what: str, q: float) -> float:
+        """The ``q``-th percentile of ``ttft_s``, ``tpot_s`` or ``e2e_s`` (seconds)."""
         return float(np.nanpercentile(getattr(self, what), q))
+
+    def goodput(self, ttft_target_s: float, tpot_target_s: float) -> tuple[float, float]:
+        """(share of requests that met both targets, their output tokens per second over the run).
+
+        A request meets them when its time to first token is at most ``ttft_target_s`` and its mean time per
+        output token at most ``tpot_target_s`` (a one-token output has no TPOT and is judged by its TTFT).
+
+        Raises:
+            ValueError: a target that is not a positive number.
+        """
+        a = float(positive("ttft_target_s", scalar("ttft_target_s", ttft_target_s)))
+        b = float(positive("tpot_target_s", scalar("tpot_target_s", tpot_target_s)))
+        tpot = self.tpot_s
+        good = (self.ttft_s <= a) & (np.isnan(tpot) | (tpot <= b))
+        span = float(self.finish_times_s.max() - self.arrival_times_s.min())
+        return float(good.mean()), float(self.output_tokens[good].sum()) / span
 
 
 def _steps_to(a: float, b: float, k_fin: int, gap: float | None) -> int:
