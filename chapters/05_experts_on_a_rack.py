@@ -158,7 +158,7 @@ plt.show()
 # serves $B/64$ sequences, reads its own copy of the attention and other
 # non-expert weights, its 4 (DeepSeek-V3) or 6 (Kimi K2) experts, and its
 # sequences' KV cache. Pooling those bytes over the 64 GPUs, as if any GPU could
-# read any weight, would make the floor about 1.6× shorter and the all-to-all
+# read any weight, would make the floor 1.3–1.6× shorter and the all-to-all
 # look relatively larger. Kimi K2 has the same $d = 7168$ and $k = 8$ as
 # DeepSeek-V3, so its all-to-all curves are DeepSeek's (the red lines serve
 # both); per GPU its layer reads almost the same bytes (fewer heads and one dense

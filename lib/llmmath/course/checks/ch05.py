@@ -26,7 +26,7 @@ def _check_16() -> Verdict:
         m = models.get(model)
         # GB300's per-GPU HBM bandwidth is GB200's 8 TB/s (systems.toml), so one chip entry serves both. The
         # layer time is a GPU's in the rack's own layout (chapter 6): 64 sequences each, its own copy of the
-        # non-expert weights, 1/64 of the experts; pooling the bytes over the 64 GPUs would make it ~1.6x shorter.
+        # non-expert weights, 1/64 of the experts; pooling the bytes over the 64 GPUs would make it 1.3-1.6x shorter.
         step_s = float(parallelism.stage_floors_s(m, "gb200", 64, 1, B, L, weight_dtype="fp8")[0])
         pooled_s = serving.decode_step(m, "gb200", B, L, n_chips=64, weight_dtype="fp8", check_capacity=False).time_s
         hand_s = float(ch06._ds_stage_floors_hand(1, B, L, c=ch06._CONFIGS[model])[0])
