@@ -369,4 +369,7 @@ def test_cli_simulates_an_engine_and_names_the_flag_of_a_request_that_cannot_fit
     r = _cli("simulate", "--model", "llama-3.1-70b", "--chip", "h100-sxm", "--chips", "8", "--tp", "8",
              "--requests-per-s", "1", "--input-tokens", "2000000", "--output-tokens", "200")
     assert r.returncode == 2 and "--input-tokens" in r.stderr and "tokens of KV" in r.stderr, r.stderr
+    r = _cli("simulate", "--model", "llama-3.1-70b", "--chip", "h100-sxm", "--chips", "8", "--tp", "4", "--pp", "2",
+             "--requests-per-s", "1", "--input-tokens", "1000", "--output-tokens", "200")
+    assert r.returncode == 2 and "--pp" in r.stderr and "pp=2" in r.stderr, r.stderr   # not silently ignored
 

@@ -131,7 +131,7 @@ _FLAGS = [("chip or system", "--chip"), ("names no chip", "--chip"),
           ("prompt_tokens", "--prompt-tokens"), ("usd_per_chip_hour", "--usd-per-chip-hour"), ("dtype", "--weight-dtype"),
           ("max_tpot_s", "--max-tpot-ms"), ("input_tokens", "--input-tokens"), ("output_tokens", "--output-tokens"),
           ("acceptance", "--mtp-acceptance"), ("requests_per_s", "--requests-per-s"),
-          ("tokens of KV", "--input-tokens"), ("token_budget", "--token-budget")]
+          ("tokens of KV", "--input-tokens"), ("token_budget", "--token-budget"), ("one-stage replicas", "--pp")]
 
 
 def _flag_for(msg: str) -> str:
@@ -161,45 +161,43 @@ def main(argv=None) -> int:
         return _predict(args, model, sub)
     if args.command == "simulate":
         return _simulate(args, model, sub)
-    try:
-        p = planner.plan(model, args.chip, args.chips, context=args.context, batch=args.batch,
-                         weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype, compute_dtype=args.compute_dtype,
-                         tp=args.tp, ep=args.ep, dp=args.dp, pp=args.pp, prompt_tokens=args.prompt_tokens,
-                         usd_per_chip_hour=args.usd_per_chip_hour, usable_hbm_fraction=args.usable_hbm_fraction)
-    except (ValueError, KeyError, TypeError) as e:
-        msg = e.args[0] if e.args else str(e)
-        sub.error(f"argument {_flag_for(msg)}: {msg}")
+    p = _refusing(sub, lambda: planner.plan(
+        model, args.chip, args.chips, context=args.context, batch=args.batch, prompt_tokens=args.prompt_tokens,
+        usd_per_chip_hour=args.usd_per_chip_hour, **_deployment_kwargs(args)))
     print(json.dumps(p.to_dict(), indent=2, allow_nan=False) if args.json else p.table())
     return 0
 
 
-def _predict(args, model, sub) -> int:
+def _deployment_kwargs(args) -> dict:
+    """The placement, precisions and usable HBM every subcommand passes on."""
+    return dict(tp=args.tp, ep=args.ep, dp=args.dp, pp=args.pp, weight_dtype=args.weight_dtype,
+                kv_dtype=args.kv_dtype, compute_dtype=args.compute_dtype, usable_hbm_fraction=args.usable_hbm_fraction)
+
+
+def _refusing(sub, call):
+    """``call()``, or the subcommand's usage error (exit status 2) naming the flag a library error is about."""
     try:
-        p = planner.predict(model, args.chip, args.chips, input_tokens=args.input_tokens,
-                            output_tokens=args.output_tokens, batch=args.batch, phase=args.phase,
-                            max_tpot_s=None if args.max_tpot_ms is None else args.max_tpot_ms / 1e3,
-                            tp=args.tp, ep=args.ep, dp=args.dp, pp=args.pp, weight_dtype=args.weight_dtype,
-                            kv_dtype=args.kv_dtype, compute_dtype=args.compute_dtype,
-                            mtp_tokens=args.mtp_tokens or 0, mtp_acceptance=args.mtp_acceptance,
-                            usable_hbm_fraction=args.usable_hbm_fraction)
+        return call()
     except (ValueError, KeyError, TypeError) as e:
         msg = e.args[0] if e.args else str(e)
         sub.error(f"argument {_flag_for(msg)}: {msg}")
+
+
+def _predict(args, model, sub) -> int:
+    p = _refusing(sub, lambda: planner.predict(
+        model, args.chip, args.chips, input_tokens=args.input_tokens, output_tokens=args.output_tokens,
+        batch=args.batch, phase=args.phase, max_tpot_s=None if args.max_tpot_ms is None else args.max_tpot_ms / 1e3,
+        mtp_tokens=args.mtp_tokens or 0, mtp_acceptance=args.mtp_acceptance, **_deployment_kwargs(args)))
     print(json.dumps(p.to_dict(), indent=2, allow_nan=False) if args.json else p.table())
     return 0
 
 
 def _simulate(args, model, sub) -> int:
     from . import engine
-    try:
-        r = engine.simulate(model, args.chip, args.chips, requests_per_s=args.requests_per_s, n_requests=args.requests,
-                            input_tokens=args.input_tokens, output_tokens=args.output_tokens,
-                            token_budget=args.token_budget, seed=args.seed, tp=args.tp, ep=args.ep, dp=args.dp,
-                            weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype, compute_dtype=args.compute_dtype,
-                            usable_hbm_fraction=args.usable_hbm_fraction)
-    except (ValueError, KeyError, TypeError) as e:
-        msg = e.args[0] if e.args else str(e)
-        sub.error(f"argument {_flag_for(msg)}: {msg}")
+    r = _refusing(sub, lambda: engine.simulate(
+        model, args.chip, args.chips, requests_per_s=args.requests_per_s, n_requests=args.requests,
+        input_tokens=args.input_tokens, output_tokens=args.output_tokens, token_budget=args.token_budget,
+        seed=args.seed, **_deployment_kwargs(args)))
     out = {"requests": int(r.arrival_times_s.size), "steps": r.steps,
            "throughput_output_tokens_per_s": r.throughput_output_tokens_per_s,
            "mean_requests_in_system": r.mean_requests_in_system, "peak_kv_tokens": r.peak_kv_tokens,

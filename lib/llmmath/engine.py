@@ -182,7 +182,7 @@ def _retire(t, reserved, run_idx, left_pf, done_pf, gen, outs, need, finish):
 
 
 def simulate(model, chip, n_chips=None, *, requests_per_s, n_requests, input_tokens, output_tokens, seed=0,
-             token_budget=8192, prefix_cache_hit=0.0, tp=1, ep=1, dp=1, weight_dtype="bf16", kv_dtype="bf16",
+             token_budget=8192, prefix_cache_hit=0.0, tp=1, ep=1, dp=1, pp=1, weight_dtype="bf16", kv_dtype="bf16",
              compute_dtype=None, usable_hbm_fraction=0.9) -> Simulation:
     """Simulate one replica under Poisson arrivals (see the module docstring).
 
@@ -198,10 +198,10 @@ def simulate(model, chip, n_chips=None, *, requests_per_s, n_requests, input_tok
         :class:`Simulation`.
 
     Raises:
-        ValueError: a request whose KV alone exceeds the replica's capacity, a budget below the
-            decode batch it must hold, bad rates or lengths.
+        ValueError: a request whose KV alone exceeds the replica's capacity, ``pp > 1`` (one-stage
+            replicas only, for now), bad rates or lengths.
     """
-    d = Deployment(model, chip, n_chips, tp=tp, ep=ep, dp=dp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+    d = Deployment(model, chip, n_chips, tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                    compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction)
     sm = step_model(d)
     n = positive_int("n_requests", n_requests)
