@@ -68,3 +68,14 @@ def test_mtp_adds_its_tokens_and_its_verify_cost():
     assert mtp.terms["mtp_tokens_per_step"] == pytest.approx(1.85)
     gain = mtp.tokens_per_s_per_chip / plain.tokens_per_s_per_chip
     assert 1.0 < gain < 1.85                                   # more tokens a step, a longer step
+
+
+def test_a_vendor_without_sustained_fractions_is_named():
+    import dataclasses
+
+    from llmmath import hardware
+    from llmmath.predict import sustained
+    assert sustained("h100-sxm") == {**sustained("h100-sxm")} and sustained("h100-sxm")["hbm_fraction"] == 0.91
+    odd = dataclasses.replace(hardware.get("h100-sxm"), key="odd", vendor="Acme")
+    with pytest.raises(KeyError, match="no sustained HBM and matmul fractions for 'acme'.*known: amd, google, nvidia"):
+        sustained(odd)

@@ -25,7 +25,7 @@ import dataclasses
 import numpy as np
 
 from .deployment import Deployment
-from .predict import engine_constants
+from .predict import engine_constants, sustained
 from ._validate import positive, positive_int, scalar
 
 __all__ = ["StepModel", "step_model", "Simulation", "simulate"]
@@ -59,7 +59,7 @@ def step_model(d: Deployment) -> StepModel:
 
     m, pl = d.model, d.placement
     k = engine_constants()
-    sus = k["sustained"][d.chip.vendor.lower()]
+    sus = sustained(d.chip)
     W = d.hbm_bytes_per_s * sus["hbm_fraction"]
     F = d.flops_per_s * sus["matmul_fraction"]
     F_attn = d.chip.flops_per_s("bf16") * sus["matmul_fraction"]

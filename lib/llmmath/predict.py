@@ -30,7 +30,7 @@ from . import _catalog, hardware, speculative
 from .deployment import Deployment
 from ._validate import positive, positive_int, scalar
 
-__all__ = ["Prediction", "predict", "engine_constants"]
+__all__ = ["Prediction", "predict", "engine_constants", "sustained"]
 
 PHASES = ("decode", "prefill", "aggregated")
 
@@ -78,6 +78,20 @@ class Prediction:
                 "terms": {k: float(v) for k, v in self.terms.items()}}
 
 
+def sustained(chip) -> dict:
+    """The sustained fractions of peak (``hbm_fraction``, ``matmul_fraction``) for ``chip``'s vendor.
+
+    Raises:
+        KeyError: a vendor with no entry in ``data/engine_constants.toml`` (the message names those that have one).
+    """
+    table = engine_constants()["sustained"]
+    vendor = hardware.get(chip).vendor.lower()
+    if vendor not in table:
+        raise KeyError(f"no sustained HBM and matmul fractions for {vendor!r} chips in data/engine_constants.toml; "
+                       f"known: {', '.join(sorted(table))}")
+    return table[vendor]
+
+
 def _domain(chip_key: str) -> int:
     return int(engine_constants()["domains"].get(chip_key, 8))
 
@@ -94,7 +108,7 @@ def _links(d: Deployment) -> tuple[float, float]:
 
 def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, mtp_acceptance):
     """Tokens/s per chip after each decode term (the waterfall) and the final step's parts."""
-    sus = engine_constants()["sustained"][d.chip.vendor.lower()]
+    sus = sustained(d.chip)
     st = d.decode_stages(batch, context)
     pp = d.placement.pp
     worst = int(np.argmax(st.floor_s))
@@ -202,7 +216,7 @@ def _batch_for_tpot(d: Deployment, most: float, L: float, tpot_s: float, mtp_tok
 def _prefill_rate(d: Deployment, T: float) -> list:
     """Input tokens/s per chip of compute-bound prefill after each term (prompts of ``T`` tokens)."""
     m = d.model
-    sus = engine_constants()["sustained"][d.chip.vendor.lower()]
+    sus = sustained(d.chip)
     mm = 2.0 * m.matmul_params_per_token
     attn = float(m.prefill_attention_flops(T, absorbed=False)) / T
     F = d.flops_per_s
@@ -227,8 +241,3 @@ def _prefill_rate(d: Deployment, T: float) -> list:
             m.d_model, m.experts_per_token, pl.ep)) / a2a
     fall.append(("communication (TP, EP, PP)", 1.0 / per_token_s))
     return fall
-
-
-def _vendor_ok(chip) -> None:  # pragma: no cover - a guard for catalog rows without a sustained entry
-    if hardware.get(chip).vendor.lower() not in engine_constants()["sustained"]:
-        raise KeyError(f"no sustained fractions for {chip}'s vendor in data/engine_constants.toml")
