@@ -63,3 +63,99 @@ def test_goodput_counts_the_requests_that_met_both_targets():
     assert busy.goodput(ttft_target_s=1.0, tpot_target_s=0.1)[0] < 0.5     # overloaded: most wait in the queue
     with pytest.raises(ValueError, match="ttft_target_s"):
         light.goodput(ttft_target_s=0, tpot_target_s=0.01)
+
+
+# --- paged KV, preemption, disaggregation, traces (issue 29) ----------------------------------------------------------
+
+# Llama-3.1-8B bf16 on one H100 with HBM given so that exactly 5,000 tokens of KV fit: its 16,060,522,496 weight bytes
+# plus 5,000 x 131,072 bytes (32 layers x 2 x 8 KV heads x 128 x 2 bytes) out of 80 GB
+SMALL = dict(usable_hbm_fraction=(16_060_522_496 + 5000 * 131_072) / 80e9, input_tokens=1000, output_tokens=3000)
+
+
+def _two_at_once(**kw):
+    return engine.simulate("llama-3.1-8b", "h100-sxm", 1, arrival_times_s=[0.0, 0.0], **SMALL, **kw)
+
+
+def test_paged_kv_preempts_the_newest_sequence_and_recompute_or_swap_cost_what_they_should():
+    sm = engine.step_model(Deployment("llama-3.1-8b", "h100-sxm", 1,
+                                      usable_hbm_fraction=SMALL["usable_hbm_fraction"]))
+    assert sm.kv_capacity_tokens == pytest.approx(5000)
+    # both prompts fit (2 x 1,000). KV is held in pages of 16 tokens: two sequences of L tokens hold 2 x 16 ceil(L / 16),
+    # at most 5,000 while L <= 2,496 (156 pages each); the step that would take them to 2,497 does not fit, so the
+    # second request (1,496 tokens made) is preempted; the first finishes alone (4,000 tokens), then the second returns
+    re, sw = _two_at_once(preemption="recompute"), _two_at_once(preemption="swap")
+    assert re.preemptions == sw.preemptions == 1
+    assert re.peak_kv_tokens == sw.peak_kv_tokens == 2 * 2496
+    # recompute: its 2,496 tokens prefilled again in one step (making token 1,497), then 1,503 decode steps
+    redo = sm.time_s(2496, 0, 2496 * 1248) + sum(sm.time_s(1, 2497 + j) for j in range(1503))
+    assert re.finish_times_s[1] - re.finish_times_s[0] == pytest.approx(redo, rel=1e-6)
+    # swap: its 2,496 tokens' KV (131,072 bytes each) over PCIe Gen5 (64 GB/s a direction), out and back in, then
+    # 1,504 decode steps
+    move = 2496 * 131_072 / 64e9
+    assert sw.finish_times_s[0] - re.finish_times_s[0] == pytest.approx(move, rel=1e-6)
+    back = move + sum(sm.time_s(1, 2496 + j) for j in range(1504))
+    assert sw.finish_times_s[1] - sw.finish_times_s[0] == pytest.approx(back, rel=1e-6)
+    # reserving the whole request instead (4,000 tokens each) never preempts: the second waits for the first
+    rs = _two_at_once(kv_policy="reserve")
+    assert rs.preemptions == 0 and rs.first_token_times_s[1] > rs.finish_times_s[0]
+
+
+def test_under_heavy_load_the_kv_never_overfills_and_every_request_finishes_in_order_of_its_events():
+    for pre in ("recompute", "swap"):
+        r = engine.simulate("llama-3.1-8b", "h100-sxm", 1, requests_per_s=50, n_requests=600, input_tokens=1000,
+                            output_tokens=np.random.default_rng(3).integers(50, 3000, 600), preemption=pre,
+                            usable_hbm_fraction=0.3)
+        assert r.preemptions > 0
+        assert r.peak_kv_tokens <= r.kv_capacity_tokens
+        assert r.peak_kv_bytes <= r.kv_capacity_bytes
+        assert np.all(r.arrival_times_s <= r.first_token_times_s) and np.all(r.first_token_times_s <= r.finish_times_s)
+
+
+def test_littles_law_holds_on_the_run():
+    # the number in the system, sampled at random instants (independent of how the run counts it), equals the arrival
+    # rate times the mean time in the system
+    r = engine.simulate("llama-3.1-70b", "h100-sxm", 8, requests_per_s=15, n_requests=20000, **KW)
+    ts = np.random.default_rng(5).uniform(r.arrival_times_s[0], r.finish_times_s.max(), 4000)
+    inside = ((r.arrival_times_s[None, :] <= ts[:, None]) & (r.finish_times_s[None, :] > ts[:, None])).sum(1)
+    assert inside.mean() == pytest.approx(15 * r.e2e_s.mean(), rel=0.05)
+    assert r.mean_requests_in_system == pytest.approx(15 * r.e2e_s.mean(), rel=0.05)
+
+
+def test_disaggregated_prefill_hands_the_kv_over_the_network_then_decodes():
+    # alone: the prefill pool's one step, then 1,000 tokens x 40,960 bytes per GPU (80 layers x 2 x 8 x 128 x 2 / 8)
+    # over each GPU's 400 Gb/s NIC at 0.82 of its 50 GB/s, then 199 batch-1 decode steps at contexts 1,001..1,199
+    sm = engine.step_model(Deployment("llama-3.1-70b", "h100-sxm", 8, tp=8, usable_hbm_fraction=0.9))
+    r = engine.simulate("llama-3.1-70b", "h100-sxm", 8, requests_per_s=0.002, n_requests=10, seed=1,
+                        prefill={"n_chips": 8, "tp": 8}, **KW)
+    assert np.allclose(r.ttft_s, sm.time_s(1000, 0, 1000 * 500), rtol=1e-9)
+    hand_off = 1000 * 40960 / (50e9 * 0.82)
+    assert np.allclose(r.kv_ready_times_s - r.first_token_times_s, hand_off, rtol=1e-9)
+    decode = sum(sm.time_s(1, 1001 + j) for j in range(199))
+    assert np.allclose(r.tpot_s, (hand_off + decode) / 199, rtol=1e-6)
+    with pytest.raises(ValueError, match="unknown prefill keys"):
+        engine.simulate("llama-3.1-70b", "h100-sxm", 8, requests_per_s=1, n_requests=2, prefill={"n_chips": 8,
+                        "pp": 2}, **KW)
+
+
+def test_a_trace_of_arrivals_replays_exactly_and_bad_traces_are_refused():
+    poisson = engine.simulate("llama-3.1-70b", "h100-sxm", 8, requests_per_s=10, n_requests=300, seed=4, **KW)
+    trace = engine.simulate("llama-3.1-70b", "h100-sxm", 8, arrival_times_s=poisson.arrival_times_s, **KW)
+    assert np.array_equal(trace.finish_times_s, poisson.finish_times_s)
+    for bad in ([], [1.0, 0.5], [0.0, np.nan], [-1.0]):
+        with pytest.raises(ValueError, match="arrival_times_s"):
+            engine.simulate("llama-3.1-70b", "h100-sxm", 8, arrival_times_s=bad, **KW)
+    with pytest.raises(ValueError, match="alone"):
+        engine.simulate("llama-3.1-70b", "h100-sxm", 8, arrival_times_s=[0.0], requests_per_s=1, **KW)
+    with pytest.raises(ValueError, match="kv_policy"):
+        engine.simulate("llama-3.1-70b", "h100-sxm", 8, requests_per_s=1, n_requests=2, kv_policy="lru", **KW)
+    with pytest.raises(KeyError, match="host link"):
+        engine.simulate("llama-3.1-8b", "tpu-v5e", 1, requests_per_s=1, n_requests=2, preemption="swap",
+                        input_tokens=100, output_tokens=10)
+
+
+def test_replicas_share_the_load_round_robin():
+    # 8 TP1 replicas of Llama-3.1-8B: alone, each request sees one GPU's batch-1 step, whichever replica it lands on
+    sm = engine.step_model(Deployment("llama-3.1-8b", "h100-sxm", 8, usable_hbm_fraction=0.9))
+    r = engine.simulate("llama-3.1-8b", "h100-sxm", 8, requests_per_s=0.01, n_requests=16, seed=2, **
+                        {**KW, "tp": 1})
+    assert np.allclose(r.tpot_s, sm.time_s(1, 1100), rtol=1e-6)

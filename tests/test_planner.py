@@ -373,3 +373,17 @@ def test_cli_simulates_an_engine_and_names_the_flag_of_a_request_that_cannot_fit
              "--requests-per-s", "1", "--input-tokens", "1000", "--output-tokens", "200")
     assert r.returncode == 2 and "--pp" in r.stderr and "pp=2" in r.stderr, r.stderr   # not silently ignored
 
+
+
+def test_cli_simulates_a_disaggregated_deployment_with_the_kv_handed_over():
+    r = _cli("simulate", "--model", "llama-3.1-70b", "--chip", "h100-sxm", "--chips", "8", "--tp", "8",
+             "--prefill-chips", "8", "--prefill-tp", "8", "--requests-per-s", "0.002", "--requests", "5",
+             "--input-tokens", "1000", "--output-tokens", "200", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    # the prefill pool's one step (~42 ms), and a decode step about 5.8 ms plus the 1 ms hand-over spread over 199
+    assert 0.03 < d["ttft_s_p50"] < 0.06 and 0.0055 < d["tpot_s_p50"] < 0.0065 and d["preemptions"] == 0
+    r = _cli("simulate", "--model", "llama-3.1-70b", "--chip", "h100-sxm", "--chips", "8", "--tp", "8",
+             "--prefill-chips", "8", "--prefill-tp", "3", "--requests-per-s", "1", "--input-tokens", "1000",
+             "--output-tokens", "200")
+    assert r.returncode == 2 and "--prefill-chips" in r.stderr and "prefill pool" in r.stderr, r.stderr

@@ -111,7 +111,8 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--usable-hbm-fraction", type=_positive_float, default=0.9, metavar="F",
                    help="share of each chip's HBM an engine gives weights + KV (default 0.9)")
     r = sub.add_parser("simulate", help="a continuous-batching engine under Poisson arrivals: TTFT, TPOT, throughput",
-                       description="One replica simulated step by step on the predicted step model (engine.simulate).")
+                       description="The deployment's replicas simulated step by step on the predicted step model "
+                                   "(engine.simulate).")
     _model_and_deployment_args(r)
     r.add_argument("--requests-per-s", type=_positive_float, required=True, help="arrival rate (whole deployment)")
     r.add_argument("--requests", type=_positive_int, default=10_000, help="requests simulated (default 10,000)")
@@ -119,13 +120,25 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--output-tokens", type=_positive_int, required=True, help="output length")
     r.add_argument("--token-budget", type=_positive_int, default=8192, help="tokens a step may hold (default 8192)")
     r.add_argument("--seed", type=int, default=0, help="arrivals' random seed (default 0)")
+    r.add_argument("--kv-policy", choices=["paged", "reserve"], default="paged",
+                   help="paged: admit when the prompt fits, preempt when full (vLLM, SGLang); reserve: admit only when "
+                        "the whole request fits (default paged)")
+    r.add_argument("--page-tokens", type=_positive_int, default=16, help="tokens per KV page (default 16)")
+    r.add_argument("--preemption", choices=["recompute", "swap"], default="recompute",
+                   help="what a preempted sequence's KV costs: prefilled again, or copied to host and back")
+    r.add_argument("--max-running", type=_positive_int, default=None, help="most sequences a replica runs at once")
+    r.add_argument("--prefill-chips", type=_positive_int, default=None,
+                   help="a separate prefill pool of this many chips (prefill/decode disaggregation); the placement "
+                        "flags then describe the decode pool")
+    for flag in ("tp", "ep", "dp"):
+        r.add_argument(f"--prefill-{flag}", type=_positive_int, default=1, help=f"the prefill pool's {flag} (default 1)")
     r.add_argument("--usable-hbm-fraction", type=_positive_float, default=0.9, metavar="F",
                    help="share of each chip's HBM an engine gives weights + KV (default 0.9)")
     return ap
 
 
 # which flag a library error is about, from the argument name its message starts with or mentions
-_FLAGS = [("chip or system", "--chip"), ("names no chip", "--chip"),
+_FLAGS = [("prefill pool", "--prefill-chips"), ("chip or system", "--chip"), ("names no chip", "--chip"),
           ("usable_hbm_fraction", "--usable-hbm-fraction"), ("n_chips", "--chips"), ("tp=", "--tp"),
           ("ep=", "--ep"), ("dp=", "--dp"), ("pp=", "--pp"), ("context", "--context"), ("batch", "--batch"),
           ("prompt_tokens", "--prompt-tokens"), ("usd_per_chip_hour", "--usd-per-chip-hour"), ("dtype", "--weight-dtype"),
@@ -197,11 +210,15 @@ def _simulate(args, model, sub) -> int:
     r = _refusing(sub, lambda: engine.simulate(
         model, args.chip, args.chips, requests_per_s=args.requests_per_s, n_requests=args.requests,
         input_tokens=args.input_tokens, output_tokens=args.output_tokens, token_budget=args.token_budget,
-        seed=args.seed, **_deployment_kwargs(args)))
-    out = {"requests": int(r.arrival_times_s.size), "steps": r.steps,
+        seed=args.seed, kv_policy=args.kv_policy, page_tokens=args.page_tokens, preemption=args.preemption,
+        max_running=args.max_running, prefill=None if args.prefill_chips is None else dict(
+            n_chips=args.prefill_chips, tp=args.prefill_tp, ep=args.prefill_ep, dp=args.prefill_dp),
+        **_deployment_kwargs(args)))
+    out = {"requests": int(r.arrival_times_s.size), "steps": r.steps, "preemptions": r.preemptions,
            "throughput_output_tokens_per_s": r.throughput_output_tokens_per_s,
            "mean_requests_in_system": r.mean_requests_in_system, "peak_kv_tokens": r.peak_kv_tokens,
            "kv_capacity_tokens": r.kv_capacity_tokens,
+           "peak_kv_bytes_per_chip": r.peak_kv_bytes, "kv_capacity_bytes_per_chip": r.kv_capacity_bytes,
            **{f"{w}_p{q}": r.percentile(w, q) for w in ("ttft_s", "tpot_s", "e2e_s") for q in (50, 90, 99)}}
     if args.json:
         print(json.dumps(out, indent=2, allow_nan=False))

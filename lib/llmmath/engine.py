@@ -1,10 +1,11 @@
-"""A continuous-batching serving engine, simulated step by step on the predicted step model (issue 29, begun).
+"""A continuous-batching serving engine, simulated step by step on the predicted step model (issue 29).
 
-One replica of a deployment serves requests that arrive over time. Every engine step runs the
-decode token of each sequence whose prompt is done and, in the token budget left, chunks of the
-prompts waiting to be prefilled (chunked prefill, as vLLM and SGLang schedule it). A request is
-admitted when its whole KV cache (prompt and output) fits beside the others' (so nothing is ever
-preempted: ``preemptions`` is 0 by construction, the conservative policy). The step's time is the
+Requests arrive (Poisson or a trace) and are routed round-robin to a deployment's replicas. Every engine step runs
+the decode token of each sequence whose prompt is done and, in the token budget left, chunks of the prompts waiting
+to be prefilled (chunked prefill, as vLLM and SGLang schedule it). The KV cache is paged: a request is admitted when
+its prompt's pages fit, every sequence grows a token a step, and when the next step's tokens do not fit the most
+recently admitted sequence is preempted (recomputed later, or swapped to host memory and back), as vLLM does; the
+``"reserve"`` policy instead admits a request only when its whole KV fits, and never preempts. The step's time is the
 predicted one (:mod:`llmmath.predict`'s terms, linear in what the step holds)::
 
     t_step = t_weights + n_tokens t_token + n_context t_context + n_prefill_attention t_attention
@@ -14,8 +15,12 @@ predicted one (:mod:`llmmath.predict`'s terms, linear in what the step holds)::
 reading one cached token and attending to it (decode); ``t_attention``: one prompt token attending
 to one earlier prompt position (prefill). All at the sustained rates, compute and memory summed.
 
-Not modelled yet: prefill/decode disaggregation and its KV transfer, swap or recompute preemption,
-page granularity, more than one replica interacting (requests are split evenly over replicas).
+Prefill/decode disaggregation (``prefill=``): a pool of prefill replicas makes each first token; the prompt's KV then
+crosses the scale-out network (after the prefill, not layer by layer: an upper bound on its delay; transfers do not
+contend); the decode replicas make the rest.
+
+Not modelled: pipelined replicas (``pp > 1``), a prefix cache's own memory, load-aware routing, contention between
+KV transfers, stragglers.
 """
 
 from __future__ import annotations
@@ -88,7 +93,14 @@ def step_model(d: Deployment) -> StepModel:
 
 @dataclasses.dataclass(frozen=True)
 class Simulation:
-    """Per-request times (seconds) and the run's totals."""
+    """Per-request times (seconds) and the run's totals.
+
+    ``arrival_times_s``, ``first_token_times_s``, ``finish_times_s``, ``output_tokens``: shape ``(n_requests,)``.
+    ``peak_kv_tokens``, ``kv_capacity_tokens``: tokens of KV one replica held at most / can hold (under the paged
+    policy the pages allocated, under ``"reserve"`` the tokens written). ``kv_capacity_bytes``: the KV bytes one chip
+    can hold. ``preemptions``: sequences preempted (paged policy). ``kv_ready_times_s``: when each prompt's KV reached
+    the decode pool (prefill/decode disaggregation only).
+    """
 
     arrival_times_s: np.ndarray
     first_token_times_s: np.ndarray
@@ -99,6 +111,13 @@ class Simulation:
     peak_kv_tokens: float
     kv_capacity_tokens: float
     preemptions: int = 0
+    kv_capacity_bytes: float = float("nan")
+    kv_ready_times_s: np.ndarray | None = None
+
+    @property
+    def peak_kv_bytes(self) -> float:
+        """The most KV one chip of a replica held (bytes; a replica's data-parallel ranks taken as evenly loaded)."""
+        return self.peak_kv_tokens / self.kv_capacity_tokens * self.kv_capacity_bytes
 
     @property
     def ttft_s(self) -> np.ndarray:
@@ -170,115 +189,296 @@ def _prompt_chunks(left_pf: np.ndarray, decoding: np.ndarray, room: int) -> np.n
     return chunk
 
 
-def _retire(t, reserved, run_idx, left_pf, done_pf, gen, outs, need, finish):
-    """Finish the sequences that made their last token by time ``t``: record it, free their KV, drop them."""
-    over = gen >= outs[run_idx]
-    if not over.any():
-        return reserved, (run_idx, left_pf, done_pf, gen)
-    finish[run_idx[over]] = t
-    keep = ~over
-    return (reserved - float(need[run_idx[over]].sum()),
-            (run_idx[keep], left_pf[keep], done_pf[keep], gen[keep]))
+@dataclasses.dataclass
+class _Replica:
+    """What one replica's run produced (per request of its share, plus totals)."""
+
+    first: np.ndarray
+    finish: np.ndarray
+    steps: int
+    busy_s: float
+    peak_kv_tokens: float
+    preemptions: int
 
 
-def simulate(model, chip, n_chips=None, *, requests_per_s, n_requests, input_tokens, output_tokens, seed=0,
-             token_budget=8192, prefix_cache_hit=0.0, tp=1, ep=1, dp=1, pp=1, weight_dtype="bf16", kv_dtype="bf16",
-             compute_dtype=None, usable_hbm_fraction=0.9) -> Simulation:
-    """Simulate one replica under Poisson arrivals (see the module docstring).
+def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, page_tokens, swap_s_per_token,
+           max_running) -> _Replica:
+    """Run one replica over its requests (arrival order). ``to_prefill`` of 0: the request arrives with its prompt's KV
+    (a disaggregated decode instance) and decodes from its first step.
+
+    KV policy. ``paged`` False: a request is admitted only when its whole KV (prompt and every output token) fits
+    beside the reservations of the others, so nothing is ever preempted. ``paged`` True (vLLM, SGLang): a request is
+    admitted when its prompt's pages fit; every sequence grows a token a step in pages of ``page_tokens``; when the
+    next step's tokens do not fit, the most recently admitted sequence is preempted and goes back to the front of
+    the queue: with ``swap_s_per_token`` None its KV is dropped and its prompt and the tokens it made are prefilled
+    again (recompute), otherwise its KV is copied to host memory and back (each token costing that many seconds on
+    the step that moves it).
+    """
+    n = arrivals.size
+    pages = (lambda x: np.ceil(x / page_tokens) * page_tokens) if paged else (lambda x: x)
+    need = pages(ins + outs)
+    first = np.full(n, np.nan)
+    finish = np.full(n, np.nan)
+    # a request's state while it waits: prompt tokens left to compute, computed so far, tokens made, KV held on host
+    st_left, st_done = to_prefill.astype(float).copy(), (ins - to_prefill).astype(float)
+    made, on_host = np.zeros(n), np.zeros(n)
+    front: list[int] = []                                   # preempted requests, first to be readmitted
+    run_idx = np.empty(0, dtype=np.int64)
+    ins_r, left_pf, done_pf, gen = np.empty(0), np.empty(0), np.empty(0), np.empty(0)
+    t, nxt, steps, busy, reserved, peak, preempted = 0.0, 0, 0, 0.0, 0.0, 0.0, 0
+
+    slack = (page_tokens - 1) if paged else 0.0
+
+    def held(extra, bound=-np.inf):
+        """KV tokens the running set holds after ``extra`` more tokens each (paged: its pages; reserve: its
+        reservations). Where that is surely at most ``bound``, the cheap upper bound (at most one partly filled page each) is returned."""
+        if not paged:
+            return reserved
+        written = float((ins_r + gen).sum()) + (float(extra.sum()) if isinstance(extra, np.ndarray) else extra)
+        if written + run_idx.size * slack <= bound:
+            return written + run_idx.size * slack
+        return float(pages(ins_r + gen + extra).sum())
+
+    while nxt < n or run_idx.size or front:
+        if run_idx.size == 0 and not front and arrivals[nxt] > t:
+            t = arrivals[nxt]                                       # idle until the next request
+        # admit: preempted requests first, then arrivals in order, while their KV fits (and the batch is not full)
+        step_extra_s, new = 0.0, []
+        waiting = bool(front) or (nxt < n and arrivals[nxt] <= t)
+        in_use = held(0.0, sm.kv_capacity_tokens - float(pages(ins[front[0] if front else nxt]))) if waiting else 0.0
+        exact = not paged
+        while waiting and run_idx.size + len(new) < max_running:
+            if front:
+                j = front[0]
+            elif nxt < n and arrivals[nxt] <= t:
+                j = nxt
+            else:
+                break
+            want = float(pages(ins[j] + made[j])) if paged else float(need[j])
+            if in_use + want > sm.kv_capacity_tokens and not exact:     # the bound said no: count the pages
+                in_use, exact = held(0.0) + float(pages(ins[new] + made[new]).sum()) if new else held(0.0), True
+            if in_use + want > sm.kv_capacity_tokens:
+                break
+            in_use += want
+            if not paged:
+                reserved += want
+            new.append(j)
+            if front:
+                front.pop(0)
+            else:
+                nxt += 1
+        if new:
+            new = np.asarray(new)
+            step_extra_s += float(on_host[new].sum()) * (swap_s_per_token or 0.0)
+            on_host[new] = 0.0
+            run_idx = np.concatenate([run_idx, new])
+            ins_r = ins[run_idx]
+            left_pf = np.concatenate([left_pf, st_left[new]])
+            done_pf = np.concatenate([done_pf, st_done[new]])
+            gen = np.concatenate([gen, made[new]])
+        if run_idx.size == 0:
+            continue
+        # this step's work, preempting the newest sequences while its new tokens do not fit (paged KV only)
+        while True:
+            decoding = left_pf <= 0
+            n_dec = int(decoding.sum())
+            chunk = _prompt_chunks(left_pf, decoding, max(budget - n_dec, 0))
+            grows = decoding | ((~decoding) & (left_pf - chunk <= 0))
+            if not paged or held(grows, sm.kv_capacity_tokens) <= sm.kv_capacity_tokens or run_idx.size == 1:
+                break
+            j, p = int(run_idx[-1]), run_idx.size - 1
+            preempted += 1
+            made[j] = gen[p]
+            if swap_s_per_token is None:                    # recompute: its prompt and its tokens, prefilled again
+                st_left[j], st_done[j] = ins[j] + gen[p], 0.0
+            else:                                           # swap: its written KV to host now, back on readmission
+                st_left[j], st_done[j] = left_pf[p], done_pf[p]
+                on_host[j] = done_pf[p] + (gen[p] if left_pf[p] <= 0 else 0.0)
+                step_extra_s += on_host[j] * swap_s_per_token
+            front.insert(0, j)
+            run_idx, ins_r, left_pf, done_pf, gen = run_idx[:-1], ins_r[:-1], left_pf[:-1], done_pf[:-1], gen[:-1]
+        if n_dec == run_idx.size:
+            # every running sequence decodes: nothing changes until one finishes, the KV fills or a request may be
+            # admitted, and the steps meanwhile are an arithmetic series (the context grows by n_dec a step)
+            k_fin = int(np.min(outs[run_idx] - gen))
+            if paged:                                       # steps whose new tokens surely fit, at least the next one
+                room = sm.kv_capacity_tokens - float((ins_r + gen).sum()) - n_dec * slack
+                k_fin = min(k_fin, max(1, int(room // n_dec)))
+            ctx0 = float((ins_r + gen).sum())
+            a = sm.time_s(n_dec, ctx0)
+            b = n_dec * sm.context_token_s
+            gap = None
+            if not front and nxt < n and run_idx.size < max_running:
+                want = float(pages(ins[nxt])) if paged else float(need[nxt])
+                if held(0.0, sm.kv_capacity_tokens - want) + want <= sm.kv_capacity_tokens:
+                    gap = arrivals[nxt] - t
+            k = _steps_to(a, b, k_fin, gap)
+            span = k * a + b * k * (k - 1) / 2.0 + step_extra_s
+            steps += k
+            gen += k
+        else:
+            ctx = float((ins_r[decoding] + gen[decoding]).sum())
+            pf_attn = float((chunk * (done_pf + chunk / 2.0)).sum())
+            span = sm.time_s(n_dec + chunk.sum(), ctx, pf_attn) + step_extra_s
+            steps += 1
+            # outcomes: decoders make a token; a prompt finished this step makes its next token (its first, unless
+            # it was a preempted sequence's recompute)
+            left_pf = left_pf - chunk
+            done_pf = done_pf + chunk
+            gen += grows
+            fresh = (~decoding) & grows
+            unset = np.isnan(first[run_idx]) & fresh
+            first[run_idx[unset]] = t + span
+        t += span
+        busy += span
+        if paged:
+            peak = max(peak, held(0.0, bound=peak))
+        else:
+            peak = max(peak, float((ins_r - left_pf + gen).sum()))
+        over = gen >= outs[run_idx]
+        if over.any():
+            finish[run_idx[over]] = t
+            if not paged:
+                reserved -= float(need[run_idx[over]].sum())
+            keep = ~over
+            run_idx, ins_r, left_pf, done_pf, gen = run_idx[keep], ins_r[keep], left_pf[keep], done_pf[keep], gen[keep]
+    return _Replica(first, finish, steps, busy, peak, preempted)
+
+
+def _lengths(name, value, n) -> np.ndarray:
+    return np.broadcast_to(np.asarray(positive(name, value), dtype=float), (n,)).copy()
+
+
+def _host_link_bytes_per_s(chip) -> float:
+    links = engine_constants()["host_link"]
+    if chip.key not in links:
+        raise KeyError(f"no host link (swap) bandwidth for chip {chip.key!r}; known: {sorted(k for k in links if k != 'source')}")
+    return float(links[chip.key])
+
+
+def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None, input_tokens, output_tokens, seed=0,
+             arrival_times_s=None, token_budget=8192, prefix_cache_hit=0.0, kv_policy="paged", page_tokens=16,
+             preemption="recompute", max_running=None, prefill=None, tp=1, ep=1, dp=1, pp=1, weight_dtype="bf16",
+             kv_dtype="bf16", compute_dtype=None, usable_hbm_fraction=0.9) -> Simulation:
+    """Simulate a deployment's replicas under load (see the module docstring).
+
+    Requests arrive (Poisson at ``requests_per_s``, or at the given ``arrival_times_s``) and are routed round-robin
+    to the replicas, each simulated step by step on :func:`step_model`.
 
     Args:
-        requests_per_s: arrival rate over the whole deployment (split evenly over its replicas).
-        n_requests: requests simulated (on one replica).
-        input_tokens, output_tokens: lengths, a number (every request) or an array of ``n_requests``.
+        requests_per_s: arrival rate over the whole deployment (Poisson; omit when ``arrival_times_s`` is given).
+        n_requests: requests simulated over the whole deployment (omit when ``arrival_times_s`` is given).
+        arrival_times_s: a trace of arrival times (seconds, non-decreasing), instead of Poisson arrivals.
+        input_tokens, output_tokens: lengths, a number (every request) or an array of one per request.
         token_budget: tokens one step may hold (decode tokens first, then prompt chunks).
         prefix_cache_hit: share of each prompt found in a prefix cache (not recomputed), in [0, 1).
-        the rest: as :func:`llmmath.planner.predict`.
+        kv_policy: ``"paged"`` (admit when the prompt fits, grow in pages, preempt when full: vLLM, SGLang) or
+            ``"reserve"`` (admit only when the whole request's KV fits: never preempts).
+        page_tokens: tokens per KV page (vLLM's default block is 16; SGLang's page is 1).
+        preemption: ``"recompute"`` (vLLM's default) or ``"swap"`` (to host memory over the chip's host link,
+            ``data/engine_constants.toml`` [host_link]).
+        max_running: most sequences one replica runs at once (vLLM's ``max_num_seqs``); None: as many as fit.
+        prefill: None (each replica prefills and decodes: aggregated serving) or a dict describing a separate pool
+            of prefill replicas (prefill/decode disaggregation): ``n_chips`` and any of ``tp, ep, dp,
+            weight_dtype, kv_dtype, compute_dtype, token_budget`` (the rest as the decode side). Each prompt's KV then
+            crosses the scale-out network (every chip of its attention group sending its share at the NIC's achieved
+            rate, ``[collectives] all_to_all_fraction``) after its prefill, and the decode pool makes the tokens after
+            the first.
+        the rest: as :func:`llmmath.planner.predict`; they describe the (decode) replicas.
 
     Returns:
-        :class:`Simulation`.
+        :class:`Simulation` over every request.
 
     Raises:
-        ValueError: a request whose KV alone exceeds the replica's capacity, ``pp > 1`` (one-stage
-            replicas only, for now), bad rates or lengths.
+        ValueError: a request whose KV alone exceeds a replica's capacity, ``pp > 1`` (one-stage replicas only), bad
+            rates, lengths, policies or a prefill pool with unknown keys.
+        KeyError: ``preemption="swap"`` on a chip with no host-link figure.
     """
     d = Deployment(model, chip, n_chips, tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                    compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction)
     sm = step_model(d)
-    n = positive_int("n_requests", n_requests)
-    rate = float(positive("requests_per_s", scalar("requests_per_s", requests_per_s))) / d.replicas
+    if arrival_times_s is None:
+        if requests_per_s is None or n_requests is None:
+            raise ValueError("give requests_per_s and n_requests (Poisson arrivals), or arrival_times_s (a trace)")
+        n = positive_int("n_requests", n_requests)
+        rate = float(positive("requests_per_s", scalar("requests_per_s", requests_per_s)))
+        arrivals = np.cumsum(np.random.default_rng(seed).exponential(1.0 / rate, n))
+    else:
+        if requests_per_s is not None or n_requests is not None:
+            raise ValueError("arrival_times_s is a trace: give it alone, without requests_per_s or n_requests")
+        arrivals = np.asarray(arrival_times_s, dtype=float).ravel()
+        if arrivals.size == 0 or not np.all(np.isfinite(arrivals)) or np.any(arrivals < 0) \
+                or np.any(np.diff(arrivals) < 0):
+            raise ValueError("arrival_times_s must be a non-empty array of finite, non-negative, non-decreasing "
+                             "times in seconds")
+        n = arrivals.size
     budget = positive_int("token_budget", token_budget)
     hit = float(scalar("prefix_cache_hit", prefix_cache_hit))
     if not 0 <= hit < 1:
         raise ValueError(f"prefix_cache_hit must be in [0, 1), got {prefix_cache_hit!r}")
-    arrivals = np.cumsum(np.random.default_rng(seed).exponential(1.0 / rate, n))
-    ins = np.broadcast_to(np.asarray(positive("input_tokens", input_tokens), dtype=float), (n,)).copy()
-    outs = np.maximum(np.broadcast_to(np.asarray(positive("output_tokens", output_tokens), dtype=float), (n,)).round(),
-                      1.0)
-    need = ins + outs
-    if np.any(need > sm.kv_capacity_tokens):
-        raise ValueError(f"a request needs {need.max():,.0f} tokens of KV, the replica holds "
-                         f"{sm.kv_capacity_tokens:,.0f}: use more chips or shorter requests")
+    if kv_policy not in ("paged", "reserve"):
+        raise ValueError(f"kv_policy must be 'paged' or 'reserve', got {kv_policy!r}")
+    if preemption not in ("recompute", "swap"):
+        raise ValueError(f"preemption must be 'recompute' or 'swap', got {preemption!r}")
+    page = positive_int("page_tokens", page_tokens)
+    cap_run = np.inf if max_running is None else positive_int("max_running", max_running)
+    ins = _lengths("input_tokens", input_tokens, n)
+    outs = np.maximum(_lengths("output_tokens", output_tokens, n).round(), 1.0)
     to_prefill = np.ceil(ins * (1.0 - hit))
-    first = np.full(n, np.nan)
-    finish = np.full(n, np.nan)
-    # running set, as parallel arrays (index into the requests)
-    run_idx = np.empty(0, dtype=np.int64)
-    left_pf = np.empty(0)       # prompt tokens still to prefill
-    done_pf = np.empty(0)       # prompt tokens prefilled so far (the prefill's own context)
-    gen = np.empty(0)           # output tokens made
-    t, nxt, steps, busy, reserved, peak = 0.0, 0, 0, 0.0, 0.0, 0.0
-    while nxt < n or run_idx.size:
-        if run_idx.size == 0 and nxt < n and arrivals[nxt] > t:
-            t = arrivals[nxt]                                       # idle until the next request
-        # admit arrived requests in order while their whole KV fits
-        new = []
-        while nxt < n and arrivals[nxt] <= t and reserved + need[nxt] <= sm.kv_capacity_tokens:
-            reserved += need[nxt]
-            new.append(nxt)
-            nxt += 1
-        if new:
-            new = np.asarray(new)
-            run_idx = np.concatenate([run_idx, new])
-            left_pf = np.concatenate([left_pf, to_prefill[new]])
-            done_pf = np.concatenate([done_pf, ins[new] - to_prefill[new]])
-            gen = np.concatenate([gen, np.zeros(new.size)])
-        if run_idx.size == 0:
-            continue
-        decoding = left_pf <= 0
-        n_dec = int(decoding.sum())
-        if n_dec == run_idx.size:
-            # every running sequence decodes: nothing changes until one finishes or a request may be admitted, and
-            # the steps meanwhile are an arithmetic series (the context grows by n_dec a step): jump over them
-            k_fin = int(np.min(outs[run_idx] - gen))
-            ctx0 = float((ins[run_idx] + gen).sum())
-            a = sm.time_s(n_dec, ctx0)
-            b = n_dec * sm.context_token_s
-            admit_next = nxt < n and reserved + need[nxt] <= sm.kv_capacity_tokens
-            k = _steps_to(a, b, k_fin, arrivals[nxt] - t if admit_next else None)
-            span = k * a + b * k * (k - 1) / 2.0
-            t += span
-            busy += span
-            steps += k
-            gen += k
-            peak = max(peak, float((ins[run_idx] + gen).sum()))
-            reserved, (run_idx, left_pf, done_pf, gen) = _retire(t, reserved, run_idx, left_pf, done_pf, gen, outs,
-                                                                 need, finish)
-            continue
-        chunk = _prompt_chunks(left_pf, decoding, max(budget - n_dec, 0))
-        ctx = float((ins[run_idx][decoding] + gen[decoding]).sum())
-        pf_attn = float((chunk * (done_pf + chunk / 2.0)).sum())
-        step = sm.time_s(n_dec + chunk.sum(), ctx, pf_attn)
-        t += step
-        busy += step
-        steps += 1
-        peak = max(peak, float((ins[run_idx] - left_pf + chunk + gen).sum()))
-        # outcomes: decoders make a token; a prompt finished this step makes its first token
-        gen[decoding] += 1
-        left_pf = left_pf - chunk
-        done_pf = done_pf + chunk
-        finished_pf = (~decoding) & (left_pf <= 0)
-        gen[finished_pf] += 1
-        first[run_idx[finished_pf]] = t
-        reserved, (run_idx, left_pf, done_pf, gen) = _retire(t, reserved, run_idx, left_pf, done_pf, gen, outs, need,
-                                                             finish)
-    return Simulation(arrivals, first, finish, outs, steps, busy, peak, sm.kv_capacity_tokens)
+    paged = kv_policy == "paged"
+
+    def run(sm_, arr, ins_, pf_, outs_, replicas, budget_):
+        """Route requests round-robin (in arrival order) to ``replicas`` copies of ``sm_`` and run each."""
+        need = np.ceil((ins_ + outs_) / page) * page if paged else ins_ + outs_
+        if np.any(need > sm_.kv_capacity_tokens):
+            raise ValueError(f"a request needs {need.max():,.0f} tokens of KV, a replica holds "
+                             f"{sm_.kv_capacity_tokens:,.0f}: use more chips or shorter requests")
+        order = np.argsort(arr, kind="stable")
+        first, finish = np.full(arr.size, np.nan), np.full(arr.size, np.nan)
+        tot = [0, 0.0, 0.0, 0]
+        for r in range(min(replicas, arr.size)):
+            mine = order[r::replicas]
+            rep = _serve(sm_, arr[mine], ins_[mine], pf_[mine], outs_[mine], budget=budget_, paged=paged,
+                         page_tokens=page, swap_s_per_token=swap, max_running=cap_run)
+            first[mine], finish[mine] = rep.first, rep.finish
+            tot = [tot[0] + rep.steps, tot[1] + rep.busy_s, max(tot[2], rep.peak_kv_tokens), tot[3] + rep.preemptions]
+        return first, finish, tot
+
+    cap_bytes = max(float(np.min(d.free_bytes_by_stage)), 0.0)
+    swap = None
+    if preemption == "swap":
+        swap = sm.kv_bytes_per_token / _host_link_bytes_per_s(d.chip)
+    if prefill is None:
+        first, finish, (steps, busy, peak, pre) = run(sm, arrivals, ins, to_prefill, outs, d.replicas, budget)
+        return Simulation(arrivals, first, finish, outs, steps, busy, peak, sm.kv_capacity_tokens, pre, cap_bytes)
+
+    # prefill/decode disaggregation: the prefill pool makes each first token, the KV crosses the network, the decode
+    # pool makes the rest
+    if not isinstance(prefill, dict) or "n_chips" not in prefill:
+        raise ValueError("prefill must be a dict with at least 'n_chips' (and any of tp, ep, dp, weight_dtype, "
+                         "kv_dtype, compute_dtype, token_budget)")
+    allowed = {"n_chips", "tp", "ep", "dp", "weight_dtype", "kv_dtype", "compute_dtype", "token_budget"}
+    if set(prefill) - allowed:
+        raise ValueError(f"unknown prefill keys {sorted(set(prefill) - allowed)}; allowed: {sorted(allowed)}")
+    pkw = dict(tp=1, ep=1, dp=1, weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype)
+    pkw.update({k: v for k, v in prefill.items() if k not in ("n_chips", "token_budget")})
+    try:
+        dp_ = Deployment(model, chip, prefill["n_chips"], usable_hbm_fraction=usable_hbm_fraction, **pkw)
+        sm_p = step_model(dp_)
+    except ValueError as e:
+        raise ValueError(f"prefill pool: {e.args[0]}") from e
+    p_budget = positive_int("prefill token_budget", prefill.get("token_budget", budget))
+    first, _, (s1, b1, _, pre1) = run(sm_p, arrivals, ins, to_prefill, np.ones(n), dp_.replicas, p_budget)
+    nic = d.chip.scale_out_bytes_per_s * engine_constants()["collectives"]["all_to_all_fraction"]
+    ready = first + ins * max(sm_p.kv_bytes_per_token, sm.kv_bytes_per_token) / nic
+    finish = first.copy()
+    more = outs > 1
+    if more.any():
+        # the decode side holds the prompt and the first token, and makes the rest
+        _, fin, (s2, b2, peak, pre2) = run(sm, ready[more], ins[more] + 1, np.zeros(int(more.sum())), outs[more] - 1,
+                                          d.replicas, budget)
+        finish[more] = fin
+    else:
+        s2, b2, peak, pre2 = 0, 0.0, 0.0, 0
+    return Simulation(arrivals, first, finish, outs, s1 + s2, b1 + b2, peak, sm.kv_capacity_tokens, pre1 + pre2,
+                      cap_bytes, kv_ready_times_s=ready)
