@@ -78,9 +78,9 @@ ok = check_answer("11.6", answer)
 
 # %% [markdown]
 # ### Problem 7 — how close did MLPerf get?
-# In MLPerf Inference v4.1, eight H200s served Llama 2 70B offline at 32,124
-# output tokens/s. The planner's ceiling for that run (fp8, about 300 prompt and
-# 300 output tokens per request, prefill on the same GPUs) is
+# In MLPerf Inference v4.1, Dell's eight-H200 server ran Llama 2 70B offline at
+# 32,124 output tokens/s. The planner's ceiling for that run (fp8, about 300
+# prompt and 292 output tokens per request, prefill on the same GPUs) is
 # `planner.measured_vs_floor()`'s `mlperf41-llama2-70b-h200x8` entry. What
 # fraction of the ceiling did the run reach?
 

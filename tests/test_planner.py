@@ -269,12 +269,13 @@ def test_measurements_are_sourced_and_the_floor_holds_against_every_one():
     assert len(rows) >= 6
     for r in rows:
         assert r.source.startswith("https://")
-        # measured / roofline ceiling: below 1 (a real system cannot beat the floor), and not absurdly low
-        assert 0.05 < r.ratio < 1.0, (r.key, r.ratio)
+        # measured / roofline ceiling: below 1 (a real system cannot beat the floor), and not absurdly low (batch-1
+        # latency rows sit lowest: DeepSeek-R1 on 8 B200s at batch 1 reaches under 4% of the ceiling of its step)
+        assert 0.02 < r.ratio < 1.0, (r.key, r.ratio)
     by = {r.key: r for r in rows}
     # DeepSeek day 6: 14.8k output tok/s per 8-GPU node = 1,850 per GPU (the source's own figure)
     assert by["deepseek-day6-decode"].measured_tokens_per_s_per_chip == 14_800 / 8
-    assert by["sglang-h100-decode"].measured_tokens_per_s_per_chip == 22_300 / 8
+    assert by["sglang-h100-decode"].measured_tokens_per_s_per_chip == 22_282 / 8   # its default run, not 22.3k
     assert by["sglang-h100-prefill"].measured_tokens_per_s_per_chip == 52_300 / 8
 
 
@@ -364,8 +365,8 @@ def test_cli_simulates_an_engine_and_names_the_flag_of_a_request_that_cannot_fit
              "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    # alone, a request's first token takes one prefill step of its 1,000-token prompt (~42 ms on 8 H100s)
-    assert d["requests"] == 20 and 0.03 < d["ttft_s_p50"] < 0.06 and d["peak_kv_tokens"] <= d["kv_capacity_tokens"]
+    # alone, a request's first token takes one prefill step of its 1,000-token prompt (~48 ms on 8 H100s)
+    assert d["requests"] == 20 and 0.04 < d["ttft_s_p50"] < 0.065 and d["peak_kv_tokens"] <= d["kv_capacity_tokens"]
     r = _cli("simulate", "--model", "llama-3.1-70b", "--chip", "h100-sxm", "--chips", "8", "--tp", "8",
              "--requests-per-s", "1", "--input-tokens", "2000000", "--output-tokens", "200")
     assert r.returncode == 2 and "--input-tokens" in r.stderr and "tokens of KV" in r.stderr, r.stderr
@@ -381,8 +382,8 @@ def test_cli_simulates_a_disaggregated_deployment_with_the_kv_handed_over():
              "--input-tokens", "1000", "--output-tokens", "200", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    # the prefill pool's one step (~42 ms), and a decode step about 5.8 ms plus the 1 ms hand-over spread over 199
-    assert 0.03 < d["ttft_s_p50"] < 0.06 and 0.0055 < d["tpot_s_p50"] < 0.0065 and d["preemptions"] == 0
+    # the prefill pool's one step (~48 ms), and a decode step about 12.2 ms plus the 1 ms hand-over spread over 199
+    assert 0.04 < d["ttft_s_p50"] < 0.065 and 0.0118 < d["tpot_s_p50"] < 0.0128 and d["preemptions"] == 0
     r = _cli("simulate", "--model", "llama-3.1-70b", "--chip", "h100-sxm", "--chips", "8", "--tp", "8",
              "--prefill-chips", "8", "--prefill-tp", "3", "--requests-per-s", "1", "--input-tokens", "1000",
              "--output-tokens", "200")

@@ -10,7 +10,8 @@ predicted one (:mod:`llmmath.predict`'s terms, linear in what the step holds)::
 
     t_step = t_weights + n_tokens t_token + n_context t_context + n_prefill_attention t_attention
 
-``t_weights``: every weight the busiest chip reads (all experts: a serving batch touches them);
+``t_weights``: every weight the busiest chip reads (all experts: a serving batch touches them), plus the calibrated
+fixed time per layer;
 ``t_token``: one token's matmuls and its share of the all-reduces and all-to-alls; ``t_context``:
 reading one cached token and attending to it (decode); ``t_attention``: one prompt token attending
 to one earlier prompt position (prefill). All at the sustained rates, compute and memory summed.
@@ -30,7 +31,7 @@ import dataclasses
 import numpy as np
 
 from .deployment import Deployment
-from .predict import engine_constants, sustained
+from .predict import _low_precision, calibrated, engine_constants, sustained
 from ._validate import positive, positive_int, scalar
 
 __all__ = ["StepModel", "step_model", "Simulation", "simulate"]
@@ -69,7 +70,11 @@ def step_model(d: Deployment) -> StepModel:
     F = d.flops_per_s * sus["matmul_fraction"]
     F_attn = d.chip.flops_per_s("bf16") * sus["matmul_fraction"]
     all_read = d.decode_stages(float(d.replicas * pl.dp), 0.0, routed_read="all").bytes_read["weights"]
-    weights_s = float(all_read[0]) / W
+    cal = calibrated()
+    # every weight read once a step, and the calibrated fixed time per layer
+    weights_s = float(all_read[0]) / W + m.n_layers * cal["per_layer_s"]
+    if _low_precision(d):
+        F *= cal["low_precision_matmul_factor"]
     # a token's matmuls, spread over the replica's chips (the busiest chip's share), and its collectives
     token_s = 2.0 * m.matmul_params_per_token / (pl.chips_per_replica * F)
     tp_bus = d.chip.scale_up_bytes_per_s * k["collectives"]["nvlink_all_reduce_fraction"]

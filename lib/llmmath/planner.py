@@ -31,14 +31,15 @@ import math
 
 import numpy as np
 
-from . import _catalog
+from . import _catalog, models
 from .deployment import Deployment, Placement
-from .predict import Prediction, predict
+from .predict import Prediction, calibrated, predict
 from ._validate import at_least, positive, scalar, whole
 from .units import fmt_bytes, fmt_seconds
 
 __all__ = ["Placement", "Operating", "Plan", "plan", "decode_sweep", "measurements", "MeasuredVsFloor",
-           "measured_vs_floor", "FLOOR_NOTE", "predict", "Prediction", "predicted_vs_measured"]
+           "measured_vs_floor", "FLOOR_NOTE", "predict", "Prediction", "predicted_vs_measured", "REGIMES", "regime",
+           "calibration_keys"]
 
 FLOOR_NOTE = ("Every time in this plan is a roofline floor (a lower bound) and every rate a ceiling (an upper "
               "bound): communication, launch gaps, imperfect overlap, uneven expert load and scheduling are not "
@@ -360,6 +361,31 @@ def measurements() -> dict:
     return dict(_catalog.load("serving_measurements.toml")["measurements"])
 
 
+REGIMES = ("dense", "MoE", "batch 1", "prefill")
+
+
+def regime(key: str) -> str:
+    """The regime a published measurement tests (one of :data:`REGIMES`): ``"batch 1"`` (one sequence decoding on the
+    whole deployment: latency, not throughput), ``"prefill"`` (a prefill instance's input tokens), ``"MoE"`` (a mixture-of-experts
+    model decoding or serving at a large batch) or ``"dense"``. Raises ``KeyError`` naming an unknown key."""
+    rows = measurements()
+    if key not in rows:
+        raise KeyError(f"no published measurement {key!r} in data/serving_measurements.toml")
+    e = rows[key]
+    if e.get("batch_per_chip") is not None and e["batch_per_chip"] * e["chips"] <= 1:
+        return "batch 1"
+    if e["phase"] == "prefill":
+        return "prefill"
+    return "MoE" if models.get(e["model"]).is_moe else "dense"
+
+
+def calibration_keys() -> list[str]:
+    """The measurements a constant of :func:`predict` was set from (``data/engine_constants.toml`` [calibrated]
+    ``calibrated_on``: keys, or prefixes ending in ``*``); every other row is held out."""
+    pats = calibrated()["calibrated_on"]
+    return [k for k in measurements() if any(k.startswith(p[:-1]) if p.endswith("*") else k == p for p in pats)]
+
+
 @dataclasses.dataclass(frozen=True)
 class MeasuredVsFloor:
     """One published result beside the roofline: ``ratio = measured / ceiling`` (<= 1 if the floor holds)."""
@@ -384,10 +410,12 @@ def _ceiling(e: dict) -> tuple[float, str]:
         return p.prefill_tokens_per_s_per_chip, "compute (prefill)"
     ctx = float(e.get("context_tokens", isl + osl / 2.0))  # the published mean KV length, else in + out/2
     batch = e.get("batch_per_chip")
-    p = plan(e["model"], e["chip"], chips, context=ctx, batch=None if batch is None else batch * chips, **kw)
+    p = plan(e["model"], e["chip"], chips, context=ctx, batch=None if batch is None else batch * chips,
+             prompt_tokens=isl, **kw)
     dec = p.at_batch
     if e["phase"] == "decode":
-        return dec.tokens_per_s_per_chip, dec.binds
+        # a step that emits up to 1 + mtp_tokens tokens (speculative decoding / MTP) is at least a one-token step
+        return dec.tokens_per_s_per_chip * (1 + e.get("mtp_tokens", 0)), dec.binds
     # mixed: the same chips prefill isl tokens and decode osl tokens per request
     chip_s = isl / p.prefill_tokens_per_s_per_chip + osl / dec.tokens_per_s_per_chip
     return osl / chip_s, f"prefill + decode ({dec.binds})"
@@ -409,18 +437,30 @@ def measured_vs_floor() -> list[MeasuredVsFloor]:
     return out
 
 
-def predicted_vs_measured() -> list[tuple[str, str, float, Prediction]]:
-    """Every published measurement beside :func:`predict` for the same deployment and workload:
-    ``[(key, phase, measured tokens/s per chip, Prediction)]`` (``mixed`` rows predicted as ``aggregated``)."""
+def predicted_vs_measured(keys=None) -> list[tuple[str, str, float, Prediction]]:
+    """Every published measurement (or those named in ``keys``) beside :func:`predict` for the same deployment and
+    workload: ``[(key, phase, measured tokens/s per chip, Prediction)]`` (``mixed`` rows predicted as
+    ``aggregated``). Raises ``KeyError`` naming an unknown key."""
+    rows = measurements()
+    unknown = [k for k in (keys or ()) if k not in rows]
+    if unknown:
+        raise KeyError(f"no published measurement {unknown[0]!r} in data/serving_measurements.toml")
     out = []
-    for key, e in measurements().items():
+    for key, e in rows.items():
+        if keys is not None and key not in keys:
+            continue
         kw = dict(weight_dtype=e["weight_dtype"], kv_dtype=e["kv_dtype"], compute_dtype=e.get("compute_dtype"),
                   tp=e.get("tp", 1), ep=e.get("ep", 1), dp=e.get("dp", 1))
         phase = {"mixed": "aggregated"}.get(e["phase"], e["phase"])
         b = e.get("batch_per_chip")
+        if "kv_cache_free_fraction" in e:       # the engine gives the KV this share of what the weights leave
+            d = Deployment(e["model"], e["chip"], int(e["chips"]), **kw)
+            w = float(np.max(d.weight_bytes_by_stage))
+            kw["usable_hbm_fraction"] = (w + e["kv_cache_free_fraction"] * (d.chip.hbm_bytes - w)) / d.chip.hbm_bytes
         p = predict(e["model"], e["chip"], int(e["chips"]), input_tokens=e["input_tokens"],
                     output_tokens=e.get("output_tokens", 1), batch=None if b is None else b * int(e["chips"]),
-                    phase=phase, context=e.get("context_tokens"), **kw)
+                    phase=phase, context=e.get("context_tokens"), mtp_tokens=e.get("mtp_tokens", 0),
+                    mtp_acceptance=e.get("mtp_acceptance"), overlap=e.get("overlap", "none"), **kw)
         out.append((key, e["phase"], float(e["measured_tokens_per_s_per_chip"]), p))
     return out
 
