@@ -344,6 +344,12 @@ def test_cli_predicts_with_a_tpot_limit_and_json():
     r = _cli("predict", "--model", "llama-3.1-70b", "--chip", "h100-sxm", "--chips", "8", "--tp", "8",
              "--input-tokens", "2000", "--output-tokens", "200", "--max-tpot-ms", "1")
     assert r.returncode == 2 and "--max-tpot-ms" in r.stderr and "batch 1" in r.stderr, r.stderr
+    r = _cli("predict", "--model", "llama-3.1-8b", "--chip", "h100-sxm", "--input-tokens", "1000", "--output-tokens",
+             "1000", "--phase", "aggregated", "--offline-requests", "300", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["waterfall"][-1]["term"].startswith("an offline run of 300")
+    r = _cli("predict", "--model", "llama-3.1-8b", "--chip", "h100-sxm", "--input-tokens", "1000", "--output-tokens",
+             "1000", "--offline-requests", "300")
+    assert r.returncode == 2 and "--offline-requests" in r.stderr and "phase='aggregated'" in r.stderr, r.stderr
 
 
 def test_planner_explorer_answers_every_control_without_errors():

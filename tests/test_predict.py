@@ -123,3 +123,23 @@ def test_rows_are_sorted_into_regimes_and_the_calibration_rows_are_named():
     # the 24 TensorRT-LLM 0.17 rows (8B, 70B and 405B Llama 3.1 and Mixtral tables) and the one batch-1 vLLM row
     assert len(cal) == 25 and "vllm-l31-8b-h100-batch1" in cal
     assert sum(k.startswith("trtllm017-") for k in cal) == 24 and not any(k.startswith("sglang") for k in cal)
+
+
+def test_an_offline_run_ramps_up_and_drains():
+    kw = dict(input_tokens=1000, output_tokens=1000, phase="aggregated", tp=8, weight_dtype="fp8", kv_dtype="fp8")
+    steady = planner.predict("llama-3.1-70b", "h100-sxm", 8, **kw)
+    one = planner.predict("llama-3.1-70b", "h100-sxm", 8, offline_requests=1, **kw)
+    alone = planner.predict("llama-3.1-70b", "h100-sxm", 8, input_tokens=1000, output_tokens=1000, batch=1, tp=8,
+                            weight_dtype="fp8", kv_dtype="fp8")
+    # one request: its prefill (one step), then 999 batch-1 steps at ~1,500 tokens of context: the batch-1 rate per
+    # GPU, a little less for the prefill and the longer context at the end
+    assert 0.9 * alone.tokens_per_s_per_chip < one.tokens_per_s_per_chip < alone.tokens_per_s_per_chip
+    many = planner.predict("llama-3.1-70b", "h100-sxm", 8, offline_requests=30_000, **kw)
+    # many requests: the steady state, less the whole request's KV reserved at admission (1,000 + 1,000 tokens held
+    # from the start instead of 1,500 on average) and the first batch's ramp
+    assert 0.7 * steady.tokens_per_s_per_chip < many.tokens_per_s_per_chip < steady.tokens_per_s_per_chip
+    assert many.waterfall[-1][0] == "an offline run of 30,000 requests (simulated engine)"
+    assert many.terms["offline_run_factor"] == pytest.approx(many.tokens_per_s_per_chip / steady.tokens_per_s_per_chip)
+    with pytest.raises(ValueError, match="offline_requests simulates an aggregated"):
+        planner.predict("llama-3.1-70b", "h100-sxm", 8, input_tokens=1000, output_tokens=1000, tp=8,
+                        offline_requests=100)

@@ -108,6 +108,12 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--mtp-tokens", type=_positive_int, default=None, help="tokens drafted per step (MTP)")
     q.add_argument("--mtp-acceptance", type=_positive_float, default=None,
                    help="probability a drafted token is kept (default 0.85)")
+    q.add_argument("--overlap", choices=["none", "two-batch"], default="none",
+                   help="two-batch: the engine overlaps one micro-batch's all-to-all with the other's compute "
+                        "(DeepSeek, SGLang); default none")
+    q.add_argument("--offline-requests", type=_positive_int, default=None, metavar="N",
+                   help="with --phase aggregated: the rate of an offline benchmark queueing N requests at once "
+                        "(trtllm-bench throughput), its ramp-up and drain simulated")
     q.add_argument("--usable-hbm-fraction", type=_positive_float, default=0.9, metavar="F",
                    help="share of each chip's HBM an engine gives weights + KV (default 0.9)")
     r = sub.add_parser("simulate", help="a continuous-batching engine under Poisson arrivals: TTFT, TPOT, throughput",
@@ -144,7 +150,8 @@ _FLAGS = [("prefill pool", "--prefill-chips"), ("chip or system", "--chip"), ("n
           ("prompt_tokens", "--prompt-tokens"), ("usd_per_chip_hour", "--usd-per-chip-hour"), ("dtype", "--weight-dtype"),
           ("max_tpot_s", "--max-tpot-ms"), ("input_tokens", "--input-tokens"), ("output_tokens", "--output-tokens"),
           ("acceptance", "--mtp-acceptance"), ("requests_per_s", "--requests-per-s"),
-          ("tokens of KV", "--input-tokens"), ("token_budget", "--token-budget"), ("one-stage replicas", "--pp")]
+          ("tokens of KV", "--input-tokens"), ("token_budget", "--token-budget"), ("one-stage replicas", "--pp"),
+          ("offline_requests", "--offline-requests")]
 
 
 def _flag_for(msg: str) -> str:
@@ -200,7 +207,8 @@ def _predict(args, model, sub) -> int:
     p = _refusing(sub, lambda: planner.predict(
         model, args.chip, args.chips, input_tokens=args.input_tokens, output_tokens=args.output_tokens,
         batch=args.batch, phase=args.phase, max_tpot_s=None if args.max_tpot_ms is None else args.max_tpot_ms / 1e3,
-        mtp_tokens=args.mtp_tokens or 0, mtp_acceptance=args.mtp_acceptance, **_deployment_kwargs(args)))
+        mtp_tokens=args.mtp_tokens or 0, mtp_acceptance=args.mtp_acceptance, overlap=args.overlap,
+        offline_requests=args.offline_requests, **_deployment_kwargs(args)))
     print(json.dumps(p.to_dict(), indent=2, allow_nan=False) if args.json else p.table())
     return 0
 

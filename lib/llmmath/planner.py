@@ -460,7 +460,8 @@ def predicted_vs_measured(keys=None) -> list[tuple[str, str, float, Prediction]]
         p = predict(e["model"], e["chip"], int(e["chips"]), input_tokens=e["input_tokens"],
                     output_tokens=e.get("output_tokens", 1), batch=None if b is None else b * int(e["chips"]),
                     phase=phase, context=e.get("context_tokens"), mtp_tokens=e.get("mtp_tokens", 0),
-                    mtp_acceptance=e.get("mtp_acceptance"), overlap=e.get("overlap", "none"), **kw)
+                    mtp_acceptance=e.get("mtp_acceptance"), overlap=e.get("overlap", "none"),
+                    offline_requests=e.get("n_requests"), **kw)
         out.append((key, e["phase"], float(e["measured_tokens_per_s_per_chip"]), p))
     return out
 

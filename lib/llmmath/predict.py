@@ -66,10 +66,11 @@ class Prediction:
         return self.step_s
 
     def table(self) -> str:
-        rows = [f"{'term':<34} {'tokens/s per chip':>18} {'vs ceiling':>11}"]
+        w = max(34, *(len(name) for name, _ in self.waterfall))
+        rows = [f"{'term':<{w}} {'tokens/s per chip':>18} {'vs ceiling':>11}"]
         top = self.waterfall[0][1]
         for name, rate in self.waterfall:
-            rows.append(f"{name:<34} {rate:>18,.0f} {rate / top:>10.0%}")
+            rows.append(f"{name:<{w}} {rate:>18,.0f} {rate / top:>10.0%}")
         rows.append(f"{self.phase}, batch {self.batch:,.0f} sequences"
                     + ("" if math.isnan(self.step_s) else f", time per output token {self.step_s * 1e3:.2f} ms"))
         return "\n".join(rows)
@@ -189,7 +190,8 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
 
 def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=None, phase="decode", tp=1, ep=1, dp=1,
             pp=1, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None, mtp_tokens=0, mtp_acceptance=None,
-            usable_hbm_fraction=0.9, context=None, max_tpot_s=None, overlap="none") -> Prediction:
+            usable_hbm_fraction=0.9, context=None, max_tpot_s=None, overlap="none",
+            offline_requests=None) -> Prediction:
     """The expected measured rate of a deployment, with the waterfall from its roofline ceiling (see the module).
 
     Args:
@@ -207,6 +209,11 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
             the batch in two and overlaps one half's all-to-all and all-reduces with the other's compute, as
             DeepSeek's inference system and SGLang's two-batch overlap do: a step lasts the longer of the two,
             with the weights read once per half).
+        offline_requests: for ``phase="aggregated"``, the rate of an offline benchmark that queues this many
+            requests at once and divides the output by the whole run's time, ramp-up and drain included
+            (TensorRT-LLM's ``trtllm-bench throughput``): the run is simulated (:func:`llmmath.engine.simulate`,
+            the KV of each whole request reserved on admission, as its "guaranteed no evict" scheduler does, and
+            8,192 tokens a step) and appended to the waterfall as its last term.
 
     Returns:
         :class:`Prediction`.
@@ -219,6 +226,9 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
         raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
     if overlap not in OVERLAPS:
         raise ValueError(f"overlap must be one of {OVERLAPS}, got {overlap!r}")
+    if offline_requests is not None and (phase != "aggregated" or mtp_tokens or overlap != "none" or pp != 1):
+        raise ValueError("offline_requests simulates an aggregated engine run: give it with phase='aggregated', "
+                         "without MTP, two-batch overlap or pipeline stages")
     T = float(positive("input_tokens", scalar("input_tokens", input_tokens)))
     O = float(positive("output_tokens", scalar("output_tokens", output_tokens)))
     d = Deployment(model, chip, n_chips, tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
@@ -239,6 +249,16 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
         return Prediction(phase, B, pre[-1][1], math.nan, pre, {})
     # aggregated: chip-seconds per request = T / prefill rate + O / decode rate
     agg = [(name, O / (T / p + O / r)) for (name, r), (_, p) in zip(fall, pre + [pre[-1]] * (len(fall) - len(pre)))]
+    if offline_requests is not None:
+        from . import engine                            # the engine builds on this module: imported when used
+        N = positive_int("offline_requests", offline_requests)
+        run = engine.simulate(model, chip, n_chips, arrival_times_s=np.zeros(N), input_tokens=T, output_tokens=O,
+                              kv_policy="reserve", token_budget=8192, tp=tp, ep=ep, dp=dp, weight_dtype=weight_dtype,
+                              kv_dtype=kv_dtype, compute_dtype=compute_dtype,
+                              usable_hbm_fraction=usable_hbm_fraction)
+        rate = float(run.output_tokens.sum()) / float(run.finish_times_s.max()) / d.n_chips
+        terms = {**terms, "offline_run_factor": rate / agg[-1][1]}
+        agg.append((f"an offline run of {N:,} request{'s' if N > 1 else ''} (simulated engine)", rate))
     return Prediction(phase, B, agg[-1][1], step, agg, terms)
 
 
