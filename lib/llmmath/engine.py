@@ -12,7 +12,8 @@ predicted one (:mod:`llmmath.predict`'s terms, linear in what the step holds)::
 
 ``t_weights``: every weight the busiest chip reads (all experts: a serving batch touches them), plus the calibrated
 fixed time per layer;
-``t_token``: one token's matmuls and its share of the all-reduces and all-to-alls; ``t_context``:
+``t_token``: one token's matmuls (the routed experts' at the busiest rank's excess load,
+:func:`llmmath.predict.routing_imbalance`) and its share of the all-reduces and all-to-alls; ``t_context``:
 reading one cached token and attending to it (decode); ``t_attention``: one prompt token attending
 to one earlier prompt position (prefill). All at the sustained rates, compute and memory summed.
 
@@ -31,7 +32,7 @@ import dataclasses
 import numpy as np
 
 from .deployment import Deployment
-from .predict import _low_precision, calibrated, engine_constants, sustained
+from .predict import _low_precision, calibrated, engine_constants, routing_imbalance, sustained
 from ._validate import positive, positive_int, scalar
 
 __all__ = ["StepModel", "step_model", "Simulation", "simulate"]
@@ -53,7 +54,7 @@ class StepModel:
                 + n_prefill_attention * self.prefill_attention_s)
 
 
-def step_model(d: Deployment) -> StepModel:
+def step_model(d: Deployment, eplb: bool = False) -> StepModel:
     """:class:`StepModel` of one replica of ``d`` at its sustained rates (``data/engine_constants.toml``).
 
     Raises:
@@ -77,6 +78,9 @@ def step_model(d: Deployment) -> StepModel:
         F *= cal["low_precision_matmul_factor"]
     # a token's matmuls, spread over the replica's chips (the busiest chip's share), and its collectives
     token_s = 2.0 * m.matmul_params_per_token / (pl.chips_per_replica * F)
+    # the busiest expert-parallel rank's routed experts see routing_imbalance x the mean tokens
+    imb = routing_imbalance(m, pl.ep, eplb)
+    token_s += (imb - 1.0) * 2.0 * m.n_moe_layers * m.experts_per_token * m.expert_params / (pl.chips_per_replica * F)
     tp_bus = d.chip.scale_up_bytes_per_s * k["collectives"]["nvlink_all_reduce_fraction"]
     if pl.tp > 1:
         token_s += m.n_layers * 2 * 2 * (pl.tp - 1) / pl.tp * m.d_model * d.b_act / tp_bus / pl.dp
@@ -364,7 +368,7 @@ def _host_link_bytes_per_s(chip) -> float:
 def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None, input_tokens, output_tokens, seed=0,
              arrival_times_s=None, token_budget=8192, prefix_cache_hit=0.0, kv_policy="paged", page_tokens=16,
              preemption="recompute", max_running=None, prefill=None, tp=1, ep=1, dp=1, pp=1, weight_dtype="bf16",
-             kv_dtype="bf16", compute_dtype=None, usable_hbm_fraction=0.9) -> Simulation:
+             kv_dtype="bf16", compute_dtype=None, usable_hbm_fraction=0.9, eplb=False) -> Simulation:
     """Simulate a deployment's replicas under load (see the module docstring).
 
     Requests arrive (Poisson at ``requests_per_s``, or at the given ``arrival_times_s``) and are routed round-robin
@@ -389,7 +393,8 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
             crosses the scale-out network (every chip of its attention group sending its share at the NIC's achieved
             rate, ``[collectives] all_to_all_fraction``) after its prefill, and the decode pool makes the tokens after
             the first.
-        the rest: as :func:`llmmath.planner.predict`; they describe the (decode) replicas.
+        the rest (placement, precisions, ``usable_hbm_fraction``, ``eplb``): as :func:`llmmath.planner.predict`;
+            they describe the (decode) replicas.
 
     Returns:
         :class:`Simulation` over every request.
@@ -401,7 +406,7 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
     """
     d = Deployment(model, chip, n_chips, tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                    compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction)
-    sm = step_model(d)
+    sm = step_model(d, eplb)
     if arrival_times_s is None:
         if requests_per_s is None or n_requests is None:
             raise ValueError("give requests_per_s and n_requests (Poisson arrivals), or arrival_times_s (a trace)")
@@ -469,7 +474,7 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
     pkw.update({k: v for k, v in prefill.items() if k not in ("n_chips", "token_budget")})
     try:
         dp_ = Deployment(model, chip, prefill["n_chips"], usable_hbm_fraction=usable_hbm_fraction, **pkw)
-        sm_p = step_model(dp_)
+        sm_p = step_model(dp_, eplb)
     except ValueError as e:
         raise ValueError(f"prefill pool: {e.args[0]}") from e
     p_budget = positive_int("prefill token_budget", prefill.get("token_budget", budget))

@@ -39,7 +39,7 @@ from .units import fmt_bytes, fmt_seconds
 
 __all__ = ["Placement", "Operating", "Plan", "plan", "decode_sweep", "measurements", "MeasuredVsFloor",
            "measured_vs_floor", "FLOOR_NOTE", "predict", "Prediction", "predicted_vs_measured", "REGIMES", "regime",
-           "calibration_keys"]
+           "calibration_keys", "mtp_depth_measurements"]
 
 FLOOR_NOTE = ("Every time in this plan is a roofline floor (a lower bound) and every rate a ceiling (an upper "
               "bound): communication, launch gaps, imperfect overlap, uneven expert load and scheduling are not "
@@ -361,6 +361,13 @@ def measurements() -> dict:
     return dict(_catalog.load("serving_measurements.toml")["measurements"])
 
 
+def mtp_depth_measurements() -> dict:
+    """Speculative decoding measured at several draft depths on one deployment (``data/serving_measurements.toml``
+    [mtp_depth]), by key: ``row`` (the measurement whose deployment and workload it ran), ``mtp_tokens``,
+    ``acceptance_length`` (mean tokens a verify step keeps) and ``tokens_per_s_per_user``, with url and source."""
+    return dict(_catalog.load("serving_measurements.toml")["mtp_depth"])
+
+
 REGIMES = ("dense", "MoE", "batch 1", "prefill")
 
 
@@ -461,7 +468,7 @@ def predicted_vs_measured(keys=None) -> list[tuple[str, str, float, Prediction]]
                     output_tokens=e.get("output_tokens", 1), batch=None if b is None else b * int(e["chips"]),
                     phase=phase, context=e.get("context_tokens"), mtp_tokens=e.get("mtp_tokens", 0),
                     mtp_acceptance=e.get("mtp_acceptance"), overlap=e.get("overlap", "none"),
-                    offline_requests=e.get("n_requests"), **kw)
+                    offline_requests=e.get("n_requests"), eplb=e.get("eplb", False), **kw)
         out.append((key, e["phase"], float(e["measured_tokens_per_s_per_chip"]), p))
     return out
 

@@ -14,12 +14,15 @@ rates with a source (``data/engine_constants.toml``):
 5. two constants set from published rows (``[calibrated]``, each on the rows that isolate it, by
    ``tools/calibrate_predict.py``): **fp8/fp4 matmuls** at a fraction of the fp16 efficiency, and a
    **fixed time per layer** per decode step (launches, small collectives' latency, elementwise passes);
-6. **multi-token prediction**: tokens per step and the verify step (:mod:`llmmath.speculative`).
+6. **uneven expert routing**: the busiest expert-parallel rank's routed GEMMs at its measured excess load
+   (:func:`routing_imbalance`, with or without EPLB);
+7. **multi-token prediction**: tokens per step, the verify step and the draft (:mod:`llmmath.speculative`);
+8. **an offline run** (``offline_requests``): a benchmark's whole run simulated, ramp-up and drain included.
 
 The result keeps every intermediate rate (the waterfall), so a reader sees which term moves a
-deployment most. Not modelled: uneven expert routing (EPLB), grouped-GEMM efficiency of small
-experts, node-limited routing's deduplicated dispatch, and Blackwell's achieved fractions (taken
-from Hopper). Chapter 12 holds the prediction against every row of ``data/serving_measurements.toml``
+deployment most. Not modelled: grouped-GEMM efficiency of small experts, node-limited routing's
+deduplicated dispatch, host (CPU) time per scheduled sequence, and Blackwell's achieved fractions
+(taken from Hopper; published GEMM and stream measurements put them close). Chapter 12 holds the prediction against every row of ``data/serving_measurements.toml``
 and prints the error on the rows no constant was set from.
 """
 
@@ -34,7 +37,8 @@ from . import _catalog, hardware, speculative
 from .deployment import Deployment
 from ._validate import positive, positive_int, scalar
 
-__all__ = ["Prediction", "predict", "engine_constants", "sustained", "calibrated"]
+__all__ = ["Prediction", "predict", "engine_constants", "sustained", "calibrated", "routing_imbalance",
+           "expected_max_of_normals"]
 
 PHASES = ("decode", "prefill", "aggregated")
 OVERLAPS = ("none", "two-batch")
@@ -105,6 +109,43 @@ def calibrated() -> dict:
     return engine_constants()["calibrated"]
 
 
+def expected_max_of_normals(n: int) -> float:
+    """E[max of ``n`` independent standard normal variables] (0 for n = 1; 1.03 for 4; 2.07 for 32), by quadrature of
+    ``x n phi(x) Phi(x)^(n-1)`` on [-10, 10]. Raises ValueError for n < 1."""
+    n = positive_int("n", n)
+    x = np.linspace(-10.0, 10.0, 4001)
+    cdf = 0.5 * (1.0 + np.array([math.erf(v / math.sqrt(2.0)) for v in x]))
+    pdf = np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+    f = x * n * pdf * cdf ** (n - 1)
+    return float(np.sum((f[1:] + f[:-1]) * 0.5 * np.diff(x)))
+
+
+def routing_imbalance(model, ep: int, eplb: bool = False) -> float:
+    """Expected routed tokens of the busiest expert-parallel rank over the mean (1 = even), for ``model`` at ``ep``.
+
+    From one measurement (``data/engine_constants.toml`` [moe_routing]: DeepSeek-R1 at EP32, 8 experts a rank,
+    busiest rank 2.564 x the mean without EPLB, 1.109 with it) scaled to other placements by taking the experts'
+    loads as independent with one spread: a rank of ``n_e = E / ep`` experts has a load whose relative spread goes
+    as ``1 / sqrt(n_e)`` (the measured table agrees: per expert 164 / 128, per 8-expert rank 492 / 1,024 = 1.28 /
+    sqrt(8) x 1.06), and the busiest of ``ep`` ranks sits ``z(ep)`` spreads above the mean
+    (:func:`expected_max_of_normals`)::
+
+        imbalance = 1 + (measured - 1) z(ep) / z(ep_measured) sqrt(n_e,measured / n_e)
+
+    Dense models and ``ep = 1``: 1. Raises KeyError for an unknown model, ValueError for ep < 1.
+    """
+    from . import models
+    m = models.get(model)
+    ep = positive_int("ep", ep)
+    if not m.is_moe or ep == 1:
+        return 1.0
+    k = engine_constants()["moe_routing"]
+    measured = k["busiest_rank_over_mean_eplb"] if eplb else k["busiest_rank_over_mean"]
+    n_e = m.n_experts / ep
+    return 1.0 + (measured - 1.0) * expected_max_of_normals(ep) / expected_max_of_normals(k["measured_ep"]) \
+        * math.sqrt(k["measured_experts_per_rank"] / n_e)
+
+
 def _low_precision(d: Deployment) -> bool:
     """Whether the deployment's matmuls run faster than bf16 (fp8, fp4: the calibrated factor applies)."""
     return d.flops_per_s > d.chip.flops_per_s("bf16")
@@ -124,7 +165,8 @@ def _links(d: Deployment) -> tuple[float, float]:
     return tp_bus, link * k["all_to_all_fraction"]
 
 
-def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, mtp_acceptance, overlap="none"):
+def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, mtp_acceptance, overlap="none",
+                  eplb=False):
     """Tokens/s per chip after each decode term (the waterfall) and the final step's parts."""
     sus = sustained(d.chip)
     st = d.decode_stages(batch, context)
@@ -145,6 +187,12 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
     fall.append(("attention at bf16", rate(max(comp_s, mem_s))))
     step = comp_s + mem_s
     fall.append(("compute and memory not overlapped", rate(step)))
+    imb = routing_imbalance(d.model, d.placement.ep, eplb)
+    routing_s = (imb - 1.0) * pp * flops["routed experts"] / F_mm
+    if routing_s:                      # the busiest rank's experts get imb x the mean tokens: their GEMMs take longer
+        comp_s += routing_s
+        step += routing_s
+        fall.append(("uneven expert routing (busiest rank)", rate(step)))
     tp_bus, a2a = _links(d)
     sent = d.collective_bytes_per_step(batch)
     tp_s = float(sent["tensor-parallel all-reduce"]) / tp_bus if d.placement.tp > 1 else 0.0
@@ -174,15 +222,19 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
     fall.append(("fixed time per layer (calibrated)", rate(step)))
     terms = {"compute_s": comp_s, "memory_s": mem_s, "tensor_parallel_s": tp_s, "expert_all_to_all_s": ep_s,
              "pipeline_send_s": pp_s, "two_batch_overlap_s": overlap_s, "low_precision_matmul_s": lowp_s,
-             "per_layer_s": layer_s}
+             "per_layer_s": layer_s, "routing_imbalance": imb, "uneven_routing_s": routing_s}
     if mtp_tokens:
         k = positive_int("mtp_tokens", mtp_tokens)
         E = speculative.expected_tokens_per_step(k, 0.85 if mtp_acceptance is None else mtp_acceptance)
         more = d.decode_stages(batch * (k + 1), context)
         extra = float(more.compute_s[worst] - st.compute_s[worst]) * pp / sus["matmul_fraction"]
         extra += float(more.weight_s[worst] - st.weight_s[worst]) * pp / sus["hbm_fraction"]
-        step = step + extra + (k + 1 - 1) * (tp_s + ep_s)
-        terms.update(mtp_tokens_per_step=E, mtp_extra_s=extra)
+        # the draft: per drafted token, the MTP module's one block and the output head read again
+        # (speculative.mtp_draft_fraction of the step's weight read) and one more layer's fixed time
+        weights_s = float(st.weight_s[worst]) * pp / sus["hbm_fraction"]
+        draft_s = k * (speculative.mtp_draft_fraction(d.model, batch / d.replicas) * weights_s + cal["per_layer_s"])
+        step = step + extra + draft_s + (k + 1 - 1) * (tp_s + ep_s)
+        terms.update(mtp_tokens_per_step=E, mtp_extra_s=extra, mtp_draft_s=draft_s)
         fall.append((f"MTP, {k} token(s)", E * rate(step)))
         return fall, step / E, terms
     return fall, step, terms
@@ -191,7 +243,7 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
 def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=None, phase="decode", tp=1, ep=1, dp=1,
             pp=1, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None, mtp_tokens=0, mtp_acceptance=None,
             usable_hbm_fraction=0.9, context=None, max_tpot_s=None, overlap="none",
-            offline_requests=None) -> Prediction:
+            offline_requests=None, eplb=False) -> Prediction:
     """The expected measured rate of a deployment, with the waterfall from its roofline ceiling (see the module).
 
     Args:
@@ -209,6 +261,8 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
             the batch in two and overlaps one half's all-to-all and all-reduces with the other's compute, as
             DeepSeek's inference system and SGLang's two-batch overlap do: a step lasts the longer of the two,
             with the weights read once per half).
+        eplb: whether the experts are placed (and hot ones replicated) by a load balancer such as DeepSeek's EPLB:
+            sets how unevenly the router loads the expert-parallel ranks (:func:`routing_imbalance`).
         offline_requests: for ``phase="aggregated"``, the rate of an offline benchmark that queues this many
             requests at once and divides the output by the whole run's time, ramp-up and drain included
             (TensorRT-LLM's ``trtllm-bench throughput``): the run is simulated (:func:`llmmath.engine.simulate`,
@@ -239,23 +293,28 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
         raise ValueError(f"no batch of {L:,.0f}-token sequences fits {d}: use more chips or smaller dtypes")
     if max_tpot_s is not None:
         B = _batch_for_tpot(d, B, L, float(positive("max_tpot_s", scalar("max_tpot_s", max_tpot_s))), mtp_tokens,
-                            mtp_acceptance, overlap)
-    fall, step, terms = _decode_terms(d, B, L, mtp_tokens, mtp_acceptance, overlap)
+                            mtp_acceptance, overlap, eplb)
+    fall, step, terms = _decode_terms(d, B, L, mtp_tokens, mtp_acceptance, overlap, eplb)
     decode_rate = fall[-1][1]
     if phase == "decode":
         return Prediction(phase, B, decode_rate, step, fall, terms)
-    pre = _prefill_rate(d, T, overlap)
+    pre = _prefill_rate(d, T, overlap, eplb)
     if phase == "prefill":
         return Prediction(phase, B, pre[-1][1], math.nan, pre, {})
     # aggregated: chip-seconds per request = T / prefill rate + O / decode rate
-    agg = [(name, O / (T / p + O / r)) for (name, r), (_, p) in zip(fall, pre + [pre[-1]] * (len(fall) - len(pre)))]
+    # each decode term beside the prefill rate after the same term (or the last prefill term before it)
+    pre_rate, agg = dict(pre), []
+    p = pre[0][1]
+    for name, r in fall:
+        p = pre_rate.get(name, p)
+        agg.append((name, O / (T / p + O / r)))
     if offline_requests is not None:
         from . import engine                            # the engine builds on this module: imported when used
         N = positive_int("offline_requests", offline_requests)
         run = engine.simulate(model, chip, n_chips, arrival_times_s=np.zeros(N), input_tokens=T, output_tokens=O,
                               kv_policy="reserve", token_budget=8192, tp=tp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                               kv_dtype=kv_dtype, compute_dtype=compute_dtype,
-                              usable_hbm_fraction=usable_hbm_fraction)
+                              usable_hbm_fraction=usable_hbm_fraction, eplb=eplb)
         rate = float(run.output_tokens.sum()) / float(run.finish_times_s.max()) / d.n_chips
         terms = {**terms, "offline_run_factor": rate / agg[-1][1]}
         agg.append((f"an offline run of {N:,} request{'s' if N > 1 else ''} (simulated engine)", rate))
@@ -263,9 +322,9 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
 
 
 def _batch_for_tpot(d: Deployment, most: float, L: float, tpot_s: float, mtp_tokens, mtp_acceptance,
-                    overlap="none") -> float:
+                    overlap="none", eplb=False) -> float:
     """The largest whole batch up to ``most`` whose predicted time per output token is at most ``tpot_s``."""
-    tpot = lambda b: _decode_terms(d, b, L, mtp_tokens, mtp_acceptance, overlap)[1]  # noqa: E731
+    tpot = lambda b: _decode_terms(d, b, L, mtp_tokens, mtp_acceptance, overlap, eplb)[1]  # noqa: E731
     if tpot(1.0) > tpot_s:
         raise ValueError(f"max_tpot_s={tpot_s * 1e3:.3g} ms is below the predicted time per token at batch 1, "
                          f"{tpot(1.0) * 1e3:.3g} ms; allowed: at least that")
@@ -278,7 +337,7 @@ def _batch_for_tpot(d: Deployment, most: float, L: float, tpot_s: float, mtp_tok
     return float(lo)
 
 
-def _prefill_rate(d: Deployment, T: float, overlap: str = "none") -> list:
+def _prefill_rate(d: Deployment, T: float, overlap: str = "none", eplb: bool = False) -> list:
     """Input tokens/s per chip of compute-bound prefill after each term (prompts of ``T`` tokens)."""
     m = d.model
     sus = sustained(d.chip)
@@ -292,6 +351,10 @@ def _prefill_rate(d: Deployment, T: float, overlap: str = "none") -> list:
     per_token_s = mm / Fs + attn / F_attn
     fall.append(("attention at bf16", 1.0 / per_token_s))
     fall.append(("compute and memory not overlapped", 1.0 / per_token_s))
+    imb = routing_imbalance(m, d.placement.ep, eplb)
+    if imb > 1:                        # the busiest rank's share of each token's routed-expert FLOPs, imb x the mean
+        per_token_s += (imb - 1.0) * 2.0 * m.n_moe_layers * m.experts_per_token * m.expert_params / Fs
+        fall.append(("uneven expert routing (busiest rank)", 1.0 / per_token_s))
     lowp_s = mm / Fs * (1.0 / calibrated()["low_precision_matmul_factor"] - 1) if _low_precision(d) else 0.0
     # communication, in chip-seconds per prompt token: a TP group of tp chips all-reduces each token's activations
     # twice a layer (each chip sends 2 (tp-1)/tp of them, all tp chips busy); each token goes to its k experts

@@ -11,10 +11,10 @@ __all__ = ['waterfall_explorer', 'DEPLOYMENTS']
 DEPLOYMENTS = {
     "Llama-3.1-70B, 8 x H100, TP8, bf16": dict(model="llama-3.1-70b", chip="h100-sxm", n_chips=8, tp=8),
     "DeepSeek-V3, 144 x H800, EP144, fp8": dict(model="deepseek-v3", chip="h100-sxm", n_chips=144, ep=144, dp=144,
-                                                weight_dtype="fp8"),
+                                                weight_dtype="fp8", overlap="two-batch"),
     "Llama-3.1-8B, 1 x H100, bf16": dict(model="llama-3.1-8b", chip="h100-sxm", n_chips=1),
 }
-_TERMS = 6   # the ceiling, four terms, and MTP when it is on
+_TERMS = 9   # the most a decode waterfall holds: the ceiling, seven terms, and MTP when it is on
 
 
 def _setup_waterfall(fig):
