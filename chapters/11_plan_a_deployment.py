@@ -15,8 +15,8 @@
 # long context (chapter 8). This chapter puts them behind one call,
 # `llmmath.planner.plan`, that answers what operators ask first — *does it fit,
 # how many users, how fast, at what cost* — for **any** model whose Hugging Face
-# `config.json` you have, offline. Then it holds the answer against ten
-# published measurements of real serving systems.
+# `config.json` you have, offline. Then it holds the answer against every
+# published measurement of a real serving system in the course's ledger.
 #
 # **After this chapter you can** read a config into a model and check its
 # parameter count; plan a dense model on one GPU, a 70B on eight, DeepSeek-V3 on

@@ -13,52 +13,58 @@
 # fraction of them. This chapter asks the performance engineer's first question
 # — *what will this deployment actually do?* — and answers it term by term:
 # starting from the ceiling, it charges one at a time the costs a real engine
-# pays, each a physical rate with its source, none fitted to the results it is
-# held against. Then it runs a whole engine, step by step, under a stream of
-# requests; and it quantifies the interview's deferred "second effect",
-# speculative decoding.
+# pays, each a physical rate with its source. Two constants are set from
+# published results, each on the rows that isolate it, and the prediction is
+# then held against every other published row. Then it runs a whole engine,
+# step by step, under a stream of requests; and it quantifies the interview's
+# deferred "second effect", speculative decoding, against a measured table.
 #
 # **After this chapter you can** say which term costs a deployment most; predict
 # its tokens per second per chip and time per output token; read how far the
-# prediction lands from published measurements and why; and say what a
-# multi-token-prediction head buys at your batch and context.
-#
-# *Status: a first version.* The terms below close most of the gap on the H100
-# rows; launch and scheduling overheads, uneven routing, prefill–decode
-# interference and node-limited routing are not terms yet (the last cell of
-# the second section lists the remaining errors).
+# prediction lands from published measurements, in which regimes it fails and
+# why; simulate an engine's TTFT and TPOT under load, with preemption and with
+# prefill and decode on separate chips; and say what a multi-token-prediction
+# head buys at your batch, context and draft depth.
 
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
 
-from llmmath import engine, explorers, planner, plots, speculative
+from llmmath import engine, explorers, planner, plots, predict, speculative
 from llmmath.course.explorers.ch12 import DEPLOYMENTS
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## The waterfall: five steps from the ceiling
+# ## The waterfall: from the ceiling, one term at a time
 #
 # `planner.predict` starts from the plan's ceiling (one
 # `deployment.Deployment`: each chip's own bytes and FLOPs) and charges, in
 # order:
 #
 # 1. **sustained rates**: real parts stream HBM at about 0.91 of the datasheet
-#    and run matmuls at about 0.75 of peak (measured by this project on an H200);
+#    and run matmuls at about 0.75 of peak (measured by this project on an H200;
+#    published GEMM and stream benchmarks put Hopper and Blackwell close to it);
 # 2. **attention at bf16**: attention's FLOPs at the bf16 rate, though the
 #    matmuls run at fp8 or fp4;
 # 3. **no overlap**: a step's compute and memory time add;
-# 4. **communication**: the step's tensor-parallel all-reduces and expert
+# 4. **uneven expert routing**: under expert parallelism the busiest rank's
+#    experts get more than the mean share of tokens, and every rank waits for it;
+# 5. **communication**: the step's tensor-parallel all-reduces and expert
 #    all-to-all at the rates NCCL and DeepEP reach, over NVLink inside a node
-#    and the NIC beyond it;
-# 5. **MTP**, when a multi-token-prediction head drafts tokens.
+#    and the NIC beyond it — hidden behind compute when the engine runs
+#    **two-batch overlap** (DeepSeek, SGLang);
+# 6. **fp8/fp4 matmuls at their achieved rate** and a **fixed time per layer**
+#    (launches, small collectives' latency, elementwise passes): the two
+#    constants set from published rows (next section);
+# 7. **MTP**, when a multi-token-prediction head drafts tokens; and, for an
+#    offline benchmark, **the whole run simulated** (ramp-up and drain).
 #
 # Three deployments, each at the largest batch whose KV fits 90% of HBM
-# (DeepSeek's at the 88 sequences per GPU its service ran):
+# (DeepSeek's at the 88 sequences per GPU its service ran, with one MTP token):
 
 # %%
 workloads = {"Llama-3.1-70B, 8 x H100, TP8, bf16": dict(input_tokens=2000, output_tokens=200),
              "DeepSeek-V3, 144 x H800, EP144, fp8": dict(input_tokens=2000, output_tokens=1000, context=4989,
-                                                        batch=88 * 144, mtp_tokens=1),
+                                                        batch=88 * 144, mtp_tokens=1, eplb=True),
              "Llama-3.1-8B, 1 x H100, bf16": dict(input_tokens=2000, output_tokens=200, batch=1)}
 preds = {k: planner.predict(**DEPLOYMENTS[k], **w) for k, w in workloads.items()}
 for k, p in preds.items():
@@ -66,24 +72,49 @@ for k, p in preds.items():
     print(p.table(), "\n")
 
 # %% slideshow={"slide_type": "subslide"}
-fig, ax = plots.new_axes(width=7.0, height=3.6)
+# every term any of the three pays, in the order they are charged: the longest waterfall, the others' extra terms
+# slotted in after the term they follow
+falls = sorted(([n for n, _ in p.waterfall] for p in preds.values()), key=len, reverse=True)
+order = list(falls[0])
+for names in falls[1:]:
+    for before, name in zip(names, names[1:]):
+        if name not in order:
+            order.insert(order.index(before) + 1, name)
+fig, ax = plots.new_axes(width=7.5, height=3.8)
 for j, (k, p) in enumerate(preds.items()):
-    top = p.waterfall[0][1]
-    shares = [r / top for _, r in p.waterfall]
-    ax.plot(range(len(shares)), shares, "o-", label=k)
-ax.set_xticks(range(6), ["ceiling", "sustained", "attn bf16", "no overlap", "comm.", "MTP"])
-ax.set_ylabel("share of the roofline ceiling")
-ax.set_title("Which term costs each deployment most")
-ax.grid(True, alpha=0.3); ax.legend(fontsize=8)
+    w = dict(p.waterfall)
+    y = [order.index(n) for n in w]
+    ax.plot([r / p.waterfall[0][1] for r in w.values()], y, "o-", color=f"C{j}", label=k)
+ax.set_yticks(range(len(order)), [n.replace(" (calibrated)", "*") for n in order])
+ax.invert_yaxis(); ax.set_xlim(0, max(1.05, *(r / p.waterfall[0][1] for p in preds.values() for _, r in p.waterfall)))
+ax.set_xlabel("share of the roofline ceiling (* set from published rows)")
+ax.set_title("which term costs each deployment most", fontsize=10)
+ax.grid(True, axis="x", alpha=0.3); ax.legend(fontsize=8, loc="upper left")
 plt.show()
 
+
+def biggest_cost(p):
+    """The term that lowers the rate most, and by what factor."""
+    drops = [(a / b, name) for (_, a), (name, b) in zip(p.waterfall, p.waterfall[1:])]
+    factor, name = max(drops)
+    return name, factor
+
+
+for k, p in preds.items():
+    name, factor = biggest_cost(p)
+    print(f"{k}: prediction {p.tokens_per_s_per_chip / p.waterfall[0][1]:.0%} of the ceiling; "
+          f"costliest term '{name}' (x{1 / factor:.2f}); the fixed time per layer is "
+          f"{p.terms['per_layer_s'] / (p.step_s * p.terms.get('mtp_tokens_per_step', 1)):.0%} of its step")
+
 # %% [markdown]
-# Both large deployments lose most where compute and memory stop overlapping:
-# at a full batch the step's arithmetic is no longer hidden under its reads.
-# DeepSeek-V3 across 18 nodes then loses a large share again to the expert
-# all-to-all over the NIC, and wins part of it back with MTP. A batch-1 model
-# on one chip is almost all weight read, so only the sustained bandwidth costs
-# it.
+# The last lines name, for each deployment, the term that costs it most. A
+# dense model at a full batch loses most where compute and memory stop
+# overlapping: at that batch the step's arithmetic is no longer hidden under
+# its reads. DeepSeek-V3 across 18 nodes pays an all-to-all over the NIC that
+# two-batch overlap hides most of behind the compute, and wins tokens back with
+# MTP. A small model at batch 1 reads its weights in a few milliseconds, so a
+# fixed time per layer — launches and synchronisation, not bytes — becomes a
+# large share of its step (the last clause of each line above).
 #
 # **Explore.** Pick a deployment, change the workload, the batch per rank (0: as
 # many as fit) and the MTP tokens, and watch which bar shrinks most.
@@ -93,38 +124,153 @@ waterfall = explorers.waterfall_explorer()
 waterfall.widget
 
 # %% [markdown] slideshow={"slide_type": "slide"}
+# ## The two constants set from published rows
+#
+# Everything above the last two terms is a rate with a source. Two things are
+# not: how much of its peak an fp8/fp4 matmul reaches in a serving engine, and
+# the fixed cost of a layer that no byte or FLOP count shows. Each is set on
+# the published rows where it is most of the story, and on nothing else
+# (`tools/calibrate_predict.py`).
+#
+# **The fixed time per layer** comes from one row: vLLM serving Llama-3.1-8B
+# in bf16 on one H100 to one user at 133 tokens/s. At batch 1 nothing is
+# communicated and nothing is computed worth counting; the step is the weight
+# read plus whatever the engine adds. By hand:
+
+# %%
+cal = predict.calibrated()
+measured_step_s = 1 / 133
+read_s = (8_030_261_248 - 128_256 * 4096 + 4096) * 2 / (0.91 * 3.35e12)   # every weight but the embedding table
+vllm = planner.predicted_vs_measured(["vllm-l31-8b-h100-batch1"])[0][3]
+per_layer_by_hand = (measured_step_s - read_s - vllm.terms["compute_s"]) / 32
+print(f"measured step {measured_step_s * 1e3:.2f} ms; weight read {read_s * 1e3:.2f} ms; "
+      f"the rest over 32 layers: {per_layer_by_hand * 1e6:.0f} us a layer "
+      f"(the library's constant: {cal['per_layer_s'] * 1e6:.0f} us)")
+assert abs(per_layer_by_hand - cal["per_layer_s"]) < 1e-6
+
+# %% [markdown]
+# About 80 µs a layer: a handful of kernel launches and their gaps, the same
+# order as the tens of microseconds per layer that published simulators fit.
+# **The fp8/fp4 factor** is then fitted on the 24 large-batch FP8 rows of
+# TensorRT-LLM 0.17's performance table (dense Llama 3.1 8B, 70B and 405B and
+# Mixtral on H100 and H200, each predicted as its whole offline run), where
+# matmuls are most of the step:
+
+# %%
+print(f"low_precision_matmul_factor = {cal['low_precision_matmul_factor']:.2f}: an fp8 matmul reaches "
+      f"{cal['low_precision_matmul_factor'] * 0.75:.0%} of its peak where a bf16 one reaches 75%; "
+      f"set from {len(planner.calibration_keys())} rows: {', '.join(cal['calibrated_on'])}")
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Held against what engines measured
 #
-# The ten published rows of `data/serving_measurements.toml` (DeepSeek's
-# service, SGLang on H100 and GB200, MLPerf Llama 2 70B), each predicted for its
-# own deployment and workload. No row set a constant.
+# The ledger (`data/serving_measurements.toml`) holds every published result
+# the course could source and re-read: what was counted (per GPU or per node,
+# input or output tokens, cache hits, MTP on or off), the workload, the
+# placement. Each row is predicted for its own deployment and workload; the
+# rows that set a constant are marked, and the error that matters is on the
+# others, the held-out rows.
 
 # %%
 pvm = planner.predicted_vs_measured()
-ratio = np.array([m / p.tokens_per_s_per_chip for _, _, m, p in pvm])
-ceiling = np.array([m / p.waterfall[0][1] for _, _, m, p in pvm])
-for (key, phase, m, p), r, c in zip(pvm, ratio, ceiling):
-    print(f"{key:<30} {phase:<8} measured/ceiling {c:.2f}   measured/predicted {r:.2f}")
-print(f"median |measured/x - 1|: against the ceiling {np.median(np.abs(ceiling - 1)):.0%}, against the prediction "
-      f"{np.median(np.abs(ratio - 1)):.0%}; within 1.5x of the prediction: {np.mean((ratio > 2 / 3) & (ratio < 1.5)):.0%}")
+ceilings = {r.key: r.ceiling_tokens_per_s_per_chip for r in planner.measured_vs_floor()}
+calibration = set(planner.calibration_keys())
+rows = [dict(key=k, regime=planner.regime(k), measured=m, predicted=p.tokens_per_s_per_chip,
+             ceiling=ceilings[k], held_out=k not in calibration) for k, _, m, p in pvm]
+for r in rows:
+    r["ratio"] = r["measured"] / r["predicted"]
+print(f"{'result':<40} {'regime':<8} {'measured':>9} {'predicted':>10} {'m/pred':>7} {'m/ceiling':>9}")
+for r in sorted(rows, key=lambda r: (planner.REGIMES.index(r["regime"]), r["ratio"])):
+    mark = "" if r["held_out"] else "  (set a constant)"
+    print(f"{r['key']:<40} {r['regime']:<8} {r['measured']:>9,.0f} {r['predicted']:>10,.0f} {r['ratio']:>7.2f} "
+          f"{r['measured'] / r['ceiling']:>9.2f}{mark}")
+
+
+# %%
+def score(ratios):
+    """(median |measured / model - 1|, share within 1.5x either way)."""
+    x = np.asarray(ratios)
+    return float(np.median(np.abs(x - 1))), float(np.mean((x > 1 / 1.5) & (x < 1.5)))
+
+
+held = [r for r in rows if r["held_out"]]
+summary = {"calibration rows": score([r["ratio"] for r in rows if not r["held_out"]]),
+           "held out, all": score([r["ratio"] for r in held]),
+           "held out, ceiling instead": score([r["measured"] / r["ceiling"] for r in held])}
+for g in planner.REGIMES:
+    summary[f"held out, {g}"] = score([r["ratio"] for r in held if r["regime"] == g])
+for name, (med, within) in summary.items():
+    n = len(rows) - len(held) if name == "calibration rows" else len(
+        [r for r in held if name.endswith((", all", "instead")) or r["regime"] == name.split(", ")[-1]])
+    print(f"{name:<28} {n:>3} rows: median |measured/model - 1| = {med:5.1%}, within 1.5x: {within:4.0%}")
 
 # %% slideshow={"slide_type": "subslide"}
-fig, ax = plots.new_axes(width=6.5, height=4.4)
-y = np.arange(len(pvm))
-ax.scatter(ceiling, y, color="0.6", label="measured / ceiling")
-ax.scatter(ratio, y, color="C3", label="measured / predicted")
-ax.axvline(1, color="k", lw=1)
-ax.set_yticks(y, [k.replace("mlperf41-", "MLPerf ") for k, *_ in pvm]); ax.set_xscale("log"); ax.set_xlim(0.1, 3)
-ax.set_xlabel("measured / model"); ax.invert_yaxis(); ax.grid(True, axis="x", alpha=0.3); ax.legend(fontsize=8)
+fig, axes = plots.new_axes(2, width=5.2, height=4.2)
+for ax, model_of, title in ((axes[0], "ceiling", "against the roofline ceiling"),
+                            (axes[1], "predicted", "against the prediction")):
+    for j, g in enumerate(planner.REGIMES):
+        for held_out, face in ((True, f"C{j}"), (False, "none")):
+            rs = [r for r in rows if r["regime"] == g and r["held_out"] == held_out]
+            ax.scatter([r[model_of] for r in rs], [r["measured"] for r in rs], s=28, facecolors=face,
+                       edgecolors=f"C{j}", label=f"{g}{'' if held_out else ' (set a constant)'}" if rs else None)
+    lim = np.array([10.0, 1e5])
+    ax.plot(lim, lim, "k-", lw=1)
+    for f in (1.5, 1 / 1.5):
+        ax.plot(lim, lim * f, "k:", lw=0.8)
+    ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xlim(*lim); ax.set_ylim(*lim)
+    ax.set_xlabel(f"{model_of} tokens/s per GPU"); ax.set_title(title, fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+axes[0].set_ylabel("measured tokens/s per GPU")
+axes[1].legend(fontsize=8, loc="upper left")
 plt.show()
 
 # %% [markdown]
-# The prediction moves every row towards 1 (the printed medians). What is left:
-# the Blackwell rows come out too fast (their sustained rates are unmeasured
-# here, and FP4 kernels are young); SGLang's H100 prefill beats its prediction,
-# probably because DeepSeek-V3 sends each token to at most four nodes, so less
-# crosses the NIC than the all-to-all term counts. These are the next terms to
-# model, each from a source, not a fit.
+# On the left every point sits below the diagonal: the ceiling holds, and is
+# too optimistic by the factors chapter 11 found. On the right the dotted lines
+# are 1.5× either way. The
+# check for this chapter's claim — that the terms, not a fit, close most of
+# the gap — compares the held-out error with the ceiling's:
+
+# %%
+med_pred, within_pred = summary["held out, all"]
+med_ceiling, _ = summary["held out, ceiling instead"]
+assert summary["calibration rows"][0] < 0.10                       # the two constants describe their own rows
+assert med_pred < med_ceiling / 2                                   # the prediction is far closer than the ceiling
+assert summary["held out, dense"][0] < 0.20                        # and dense rows it never saw land within 20%
+target = med_pred <= 0.20 and within_pred >= 0.80
+print(f"held out: median error {med_pred:.0%} (the ceiling's {med_ceiling:.0%}), {within_pred:.0%} within 1.5x. "
+      f"The issue's target (20% median, 80% within 1.5x) is {'met' if target else 'not met'} over all held-out "
+      f"rows; by regime: " + ", ".join(f"{g} {summary['held out, ' + g][0]:.0%}" for g in planner.REGIMES))
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Where it fails, and why.** The lines just printed give the error by
+# regime; the table above gives each row. What the model does not express:
+#
+# * **MoE rows of TensorRT-LLM's current tables come out too fast.** Their
+#   step is mostly memory-bound in the model (expert weights and KV), so uneven
+#   routing, which only slows the busiest rank's GEMMs, moves them little.
+#   Grouped GEMMs over dozens of small experts run further from peak than one
+#   dense GEMM; the benchmark's random prompts route differently from real
+#   text; and the same Qwen3-30B-A3B runs *slower* on GB200 than on B200
+#   (22,856 vs 26,971 tokens/s per GPU), a signature of host (CPU) time per
+#   scheduled sequence, which the model does not charge.
+# * **Blackwell rows come out too fast, dense or not.** Published GEMM and
+#   stream benchmarks put Blackwell's sustained fractions close to Hopper's, so
+#   the gap is not the fractions; FP4 kernels and the PyTorch-backend engine
+#   were younger than the Hopper rows' C++ runtime.
+# * **DeepSeek-R1 at batch 1 on 8 B200s** runs at about half the predicted
+#   rate: its per-layer cost (two all-reduces, routing, a dozen kernels) is
+#   several times the 80 µs of a dense 8B on one GPU. TensorRT-LLM's own
+#   tuning log for this case went from 67 to 253 tokens/s by fusing kernels
+#   and overlapping streams — work on exactly that fixed cost.
+# * **SGLang's H100 prefill beats its prediction**: DeepSeek-V3 routes each
+#   token to at most four nodes and DeepEP sends it to each node once, so less
+#   crosses the NIC than the all-to-all term counts.
+#
+# So the prediction is good enough to rank deployments and to size dense
+# ones, and honest about the MoE regime, where the next terms — grouped-GEMM
+# efficiency, node-limited dispatch, host time per sequence — each need a
+# source before they can be added.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The second effect: speculative decoding
@@ -150,21 +296,63 @@ plt.show()
 i512 = int(np.argmin(np.abs(bs - 512)))
 print(f"DeepSeek-V3's MTP at B = {bs[i512]:.0f}: {mtp.speedup[i512]:.2f}x (DeepSeek reports ~1.8x); at B = "
       f"{bs[-1]:,.0f}: {mtp.speedup[-1]:.2f}x")
+assert 1.55 < mtp.speedup[i512] < 1.95 and mtp.speedup[-1] < mtp.speedup[i512]
 
 # %% [markdown]
 # The MoE gains little at a tiny batch (the verify step touches twice the
 # experts), about 1.8× at serving batches, and loses far past the balance batch.
 # The dense model gains most at small batch, and at long context the gain comes
 # back at any batch: the KV cache is read once for all $k+1$ tokens.
+#
+# **How deep to draft?** TensorRT-LLM measured DeepSeek-R1 on 8 B200s at one
+# user with 0 to 5 MTP tokens a step. The acceptance length (tokens kept a
+# step) is published; the prediction takes it as per-position acceptance and
+# charges the verify step, the draft (one block and the output head read again
+# per drafted token, plus a layer's fixed time) and the extra all-reduces:
+
+# %%
+table = planner.mtp_depth_measurements()["trtllm-dsr1-b200-tp8"]
+row = planner.measurements()[table["row"]]
+kw = dict(input_tokens=row["input_tokens"], output_tokens=row["output_tokens"], batch=1, tp=row["tp"],
+          weight_dtype=row["weight_dtype"], kv_dtype=row["kv_dtype"], compute_dtype=row["compute_dtype"])
+AL = np.array(table["acceptance_length"])
+per_position = np.diff(AL)                      # the share of steps whose i-th drafted token was kept
+base = planner.predict(row["model"], row["chip"], row["chips"], **kw).tokens_per_s_per_chip
+pred_gain = [1.0] + [planner.predict(row["model"], row["chip"], row["chips"], mtp_tokens=k,
+                                     mtp_acceptance=per_position[:k], **kw).tokens_per_s_per_chip / base
+                     for k in table["mtp_tokens"][1:]]
+meas_gain = np.array(table["tokens_per_s_per_user"]) / table["tokens_per_s_per_user"][0]
+print(f"{'MTP tokens':>10} {'kept/step':>9} {'measured':>9} {'predicted':>9}")
+for k, al, mg, pg in zip(table["mtp_tokens"], AL, meas_gain, pred_gain):
+    print(f"{k:>10} {al:>9.2f} {mg:>8.2f}x {pg:>8.2f}x")
+best_measured, best_predicted = int(np.argmax(meas_gain)), int(np.argmax(pred_gain))
+print(f"measured best depth {best_measured}, predicted best depth {best_predicted}; a drafted token costs "
+      f"{(AL[1] / meas_gain[1] - 1):.0%} of a step in the measurement")
+assert meas_gain[-1] < meas_gain.max() and pred_gain[-1] < max(pred_gain)   # deeper drafts stop paying, in both
+
+# %% [markdown]
+# Both rise and turn over: each extra position is kept less often (0.92, 0.66,
+# 0.24, 0.17, 0.02 — the independent-α formula, which assumes one constant
+# rate, would keep promising more) while each drafted token costs the same.
+# The prediction lands within the first rows and overshoots the deep ones: in
+# the measurement a drafted token costs several percent of a step, more than
+# its bytes and one layer's fixed time explain (the MTP layers run in bf16,
+# autoregressively, with their own sampling). A published negative result
+# points the same way: EAGLE on QwQ-32B at TP4 in SGLang gave 59 tokens/s
+# against 61 without it (SGLang issue 6949) — at TP4 and batch 1 the step is
+# mostly fixed per-layer cost, which a draft does not shrink and the verify
+# step's tree attention adds to.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## An engine under load
 #
 # `engine.simulate` runs one replica step by step: every step decodes a token
 # for each running sequence and fills the rest of a token budget with chunks of
-# prompts (chunked prefill), admitting a request when its whole KV fits. The
-# step time is the prediction's, linear in what the step holds. Llama-3.1-70B
-# on 8 H100s, 1,000 tokens in and 200 out, at rising arrival rates:
+# prompts (chunked prefill). The KV cache is paged: a request is admitted when
+# its prompt fits, and when the cache is full the newest sequence is preempted
+# and later recomputed (vLLM's policy). The step time is the prediction's,
+# linear in what the step holds. Llama-3.1-70B on 8 H100s, 1,000 tokens in and
+# 200 out, at rising arrival rates:
 
 # %% slideshow={"slide_type": "subslide"}
 rates = np.array([0.5, 2, 5, 10, 15, 20, 25])
@@ -194,14 +382,69 @@ print(f"at {rates[0]} requests/s: TTFT {alone.percentile('ttft_s', 50) * 1e3:.1f
 # throughput rises until it meets the aggregated prediction, where the queue,
 # and with it the time to first token, grows without bound. Chapter 4's cadence
 # is the same picture with a fixed step.
+#
+# **When the cache fills.** Long answers on the same eight GPUs: 2,000 tokens
+# in, 8,000 out, arriving faster than the cache can hold them. A paged engine
+# admits on the prompt alone and preempts when the answers grow; an engine that
+# reserves each request's whole KV on admission never preempts but runs fewer
+# sequences at once:
+
+# %%
+long = dict(tp=8, requests_per_s=2.0, n_requests=300, input_tokens=2000, output_tokens=8000, seed=3)
+policies = {"paged, recompute": dict(kv_policy="paged", preemption="recompute"),
+            "paged, swap to host": dict(kv_policy="paged", preemption="swap"),
+            "reserve the whole request": dict(kv_policy="reserve")}
+policy_runs = {k: engine.simulate("llama-3.1-70b", "h100-sxm", 8, **long, **v) for k, v in policies.items()}
+for k, r in policy_runs.items():
+    print(f"{k:<26} preemptions {r.preemptions:>4}  throughput {r.throughput_output_tokens_per_s / 8:>6,.0f} "
+          f"tokens/s per GPU  TTFT p50 {r.percentile('ttft_s', 50):6.1f} s  TPOT p50 "
+          f"{r.percentile('tpot_s', 50) * 1e3:5.1f} ms  peak KV {r.peak_kv_bytes / 1e9:5.1f} of "
+          f"{r.kv_capacity_bytes / 1e9:.1f} GB per GPU")
+assert all(r.peak_kv_bytes <= r.kv_capacity_bytes * (1 + 1e-9) for r in policy_runs.values())
+assert policy_runs["reserve the whole request"].preemptions == 0
+fastest = max(policy_runs, key=lambda k: policy_runs[k].throughput_output_tokens_per_s)
+steadiest = min(policy_runs, key=lambda k: policy_runs[k].percentile("tpot_s", 50))
+print(f"most tokens per second: {fastest}; shortest time per output token: {steadiest}")
+
+# %% [markdown]
+# Reading the lines: the paged engine fills the cache and pays for it in
+# preemptions — recomputing a preempted sequence's prompt and answer so far,
+# or copying its cache to host memory and back over PCIe; reserving never
+# preempts but leaves most of the cache idle early in each answer. Which wins
+# depends on how long answers run against the cache (the last line names the
+# winner on each count here), the question chapter 2's KV arithmetic sets up.
+#
+# **Prefill and decode on separate chips.** The same 16 GPUs either serve
+# everything (two TP8 replicas) or split into 8 for prefill and 8 for decode,
+# each prompt's KV handed over the network after its prefill:
+
+# %%
+split = dict(requests_per_s=6.0, n_requests=1500, input_tokens=4000, output_tokens=300, seed=4)
+together = engine.simulate("llama-3.1-70b", "h100-sxm", 16, tp=8, **split)
+apart = engine.simulate("llama-3.1-70b", "h100-sxm", 8, tp=8, prefill=dict(n_chips=8, tp=8), **split)
+for k, r in (("aggregated, 16 GPUs", together), ("8 prefill + 8 decode", apart)):
+    print(f"{k:<20} TTFT p50 {r.percentile('ttft_s', 50) * 1e3:7.1f} ms  p99 {r.percentile('ttft_s', 99) * 1e3:7.1f} "
+          f"ms   TPOT p50 {r.percentile('tpot_s', 50) * 1e3:5.1f} ms  p99 {r.percentile('tpot_s', 99) * 1e3:5.1f} ms")
+hand_over_s = np.median(apart.kv_ready_times_s - apart.first_token_times_s)
+print(f"the KV hand-over: {hand_over_s * 1e3:.1f} ms a prompt (median)")
+
+# %% [markdown]
+# Mixed together, every decode step that also carries a prompt chunk is longer,
+# so the time per output token rises with the prompts in flight; split, the
+# decode pool's steps carry only decode tokens and TPOT stays at its own
+# batch's step, at the price of the hand-over and of a prefill pool that must
+# keep up on its own. This is the trade DeepSeek and SGLang make at scale.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # | question | how the library answers it |
 # |---|---|
-# | what will it actually do? | `planner.predict`: the ceiling, then sustained rates, attention precision, no overlap, communication, MTP |
+# | what will it actually do? | `planner.predict`: the ceiling, then sustained rates, attention precision, no overlap, uneven routing, communication (or two-batch overlap), two constants set from published rows, MTP |
 # | which term costs most? | the waterfall (`Prediction.table()`, `explorers.waterfall_explorer`) |
-# | how far from published numbers? | `planner.predicted_vs_measured()` against `data/serving_measurements.toml` |
-# | what does MTP buy? | `speculative.speculative_decode`: ~E when memory-bound, < 1 far past $B^*$ |
-# | what happens under load? | `engine.simulate`: TTFT and TPOT percentiles, throughput up to the prediction |
+# | how far from published numbers? | `planner.predicted_vs_measured()`: the held-out error by regime, printed above |
+# | what does an offline benchmark measure? | `predict(..., offline_requests=N)`: the whole run, ramp-up and drain |
+# | what does MTP buy? | `speculative.speculative_decode` and `predict(mtp_tokens=...)`: ~E when memory-bound, less with depth and past $B^*$ |
+# | what happens under load? | `engine.simulate`: TTFT and TPOT percentiles, preemption, prefill/decode split |
+#
+# Exercises: `exercises/12_serving_for_real.py`.

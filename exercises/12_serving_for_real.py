@@ -10,13 +10,14 @@
 # # Chapter 12 — Exercises: serving for real
 # *Generated from `solutions/12_serving_for_real.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
-# Three problems on the terms between the ceiling and a measured rate: a weight
+# Five problems on the terms between the ceiling and a measured rate: a weight
 # read at the bandwidth a real chip sustains, the expert all-to-all a token
-# pays over the NIC, and what a draft head buys. Work each by hand, put your
-# number in `answer`, run the cell.
+# pays over the NIC, what a draft head buys, the fixed cost of a layer that a
+# measured batch-1 rate reveals, and how unevenly a router loads the ranks.
+# Work each by hand, put your number in `answer`, run the cell.
 
 # %%
-from llmmath import check_answer, planner, speculative
+from llmmath import check_answer, planner, predict, speculative
 
 # %% [markdown]
 # ### Problem 1 — a batch-1 step at the sustained bandwidth
@@ -52,4 +53,28 @@ ok = check_answer("12.2", answer)
 # %%
 answer = ...  # speed-up (x)
 ok = check_answer("12.3", answer)
+
+# %% [markdown]
+# ### Problem 4 — the fixed cost of a layer
+# vLLM serves the model of Problem 1 to one user at 133 tokens/s on one H100.
+# Take Problem 1's weight read (4.92 ms) and about 0.02 ms of arithmetic; the
+# rest of each step is a fixed cost of each of the model's 32 layers (kernel
+# launches and the gaps between them). How many microseconds a layer?
+
+# %%
+answer = ...  # microseconds per layer
+ok = check_answer("12.4", answer)
+
+# %% [markdown]
+# ### Problem 5 — the busiest rank
+# TensorRT-LLM measured DeepSeek-R1 decoding at EP32, 8 experts a rank: the
+# busiest rank received 2.564 times the mean tokens. Take the experts' loads as
+# independent, so a rank's spread relative to its mean goes as one over the
+# square root of its experts, and the busiest of n ranks sits z(n) spreads
+# above the mean, with z(8) = 1.424 and z(32) = 2.070. At EP8 (32 experts a
+# rank), what is the busiest rank's load over the mean?
+
+# %%
+answer = ...  # busiest / mean (x)
+ok = check_answer("12.5", answer)
 

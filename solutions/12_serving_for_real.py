@@ -9,13 +9,14 @@
 # %% [markdown]
 # # Chapter 12 — Exercises: serving for real
 #
-# Three problems on the terms between the ceiling and a measured rate: a weight
+# Five problems on the terms between the ceiling and a measured rate: a weight
 # read at the bandwidth a real chip sustains, the expert all-to-all a token
-# pays over the NIC, and what a draft head buys. Work each by hand, put your
-# number in `answer`, run the cell.
+# pays over the NIC, what a draft head buys, the fixed cost of a layer that a
+# measured batch-1 rate reveals, and how unevenly a router loads the ranks.
+# Work each by hand, put your number in `answer`, run the cell.
 
 # %%
-from llmmath import check_answer, planner, speculative
+from llmmath import check_answer, planner, predict, speculative
 
 # %% [markdown]
 # ### Problem 1 — a batch-1 step at the sustained bandwidth
@@ -90,3 +91,55 @@ assert abs(speculative.expected_tokens_per_step(2, 0.8) - answer) < 1e-12
 # 2.44 tokens per step. A memory-bound step of 3 tokens per sequence costs
 # about what a step of 1 does, so tokens come 2.44× faster; past the balance
 # batch the same step costs 3× and the gain becomes 2.44 / 3 = 0.81.
+
+# %% [markdown]
+# ### Problem 4 — the fixed cost of a layer
+# vLLM serves the model of Problem 1 to one user at 133 tokens/s on one H100.
+# Take Problem 1's weight read (4.92 ms) and about 0.02 ms of arithmetic; the
+# rest of each step is a fixed cost of each of the model's 32 layers (kernel
+# launches and the gaps between them). How many microseconds a layer?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # microseconds per layer
+answer = (1 / 133 - 4.92369e-3 - 0.02e-3) / 32 * 1e6
+# END SOLUTION
+ok = check_answer("12.4", answer)
+# BEGIN SOLUTION
+assert ok
+assert abs(predict.calibrated()["per_layer_s"] * 1e6 / answer - 1) < 0.01   # the constant the library uses
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** A token every 1/133 s = 7.52 ms; the weights take 4.92 ms
+# and the arithmetic 0.02 ms, leaving 2.58 ms, or 80 µs for each of 32 layers.
+# That is a third of the step: at batch 1 a small model is bound as much by
+# how many kernels it launches as by its bytes, which is why engines capture
+# whole steps in CUDA graphs and fuse kernels.
+
+# %% [markdown]
+# ### Problem 5 — the busiest rank
+# TensorRT-LLM measured DeepSeek-R1 decoding at EP32, 8 experts a rank: the
+# busiest rank received 2.564 times the mean tokens. Take the experts' loads as
+# independent, so a rank's spread relative to its mean goes as one over the
+# square root of its experts, and the busiest of n ranks sits z(n) spreads
+# above the mean, with z(8) = 1.424 and z(32) = 2.070. At EP8 (32 experts a
+# rank), what is the busiest rank's load over the mean?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # busiest / mean (x)
+answer = 1 + (2.564 - 1) * 1.424 / 2.070 * (8 / 32) ** 0.5
+# END SOLUTION
+ok = check_answer("12.5", answer)
+# BEGIN SOLUTION
+assert ok
+assert abs(predict.routing_imbalance("deepseek-v3", 8) / answer - 1) < 1e-3
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** The excess over the mean, 1.564 at EP32, scales by
+# z(8)/z(32) = 0.688 (fewer ranks, so the busiest is less extreme) and by
+# sqrt(8/32) = 0.5 (four times the experts a rank average out): 1 + 1.564 ×
+# 0.688 × 0.5 = 1.54. Every rank waits for the busiest, so the routed-expert
+# GEMMs of an EP8 step take about 1.5× their even-load time — unless a load
+# balancer (EPLB) replicates the hot experts, which TensorRT-LLM measured
+# bringing EP32's 2.56 down to 1.11.
