@@ -173,3 +173,14 @@ def test_routing_imbalance_from_the_measured_point_by_hand():
                         weight_dtype="fp8")
     routed_s = 256 * 2 * 8 * 3 * 7168 * 2048 * 58 / (1979e12 * 0.75)
     assert p.terms["uneven_routing_s"] == pytest.approx(1.564 * routed_s, rel=1e-6)
+
+
+def test_a_row_can_be_predicted_again_with_a_field_replaced():
+    (_, _, m, fp8), = planner.predicted_vs_measured(["trtllm-q3-30b-b200-tp1-1000-1000"])
+    (_, _, _, bf16), = planner.predicted_vs_measured(["trtllm-q3-30b-b200-tp1-1000-1000"],
+                                                     overrides={"kv_dtype": "bf16"})
+    assert bf16.tokens_per_s_per_chip < fp8.tokens_per_s_per_chip      # twice the KV bytes: fewer sequences, slower
+    with pytest.raises(KeyError, match="no field 'kv_precision'"):
+        planner.predicted_vs_measured(["trtllm-q3-30b-b200-tp1-1000-1000"], overrides={"kv_precision": "bf16"})
+    with pytest.raises(KeyError, match="no published measurement 'nope'"):
+        planner.predicted_vs_measured(["nope"])

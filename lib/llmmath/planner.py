@@ -444,10 +444,11 @@ def measured_vs_floor() -> list[MeasuredVsFloor]:
     return out
 
 
-def predicted_vs_measured(keys=None) -> list[tuple[str, str, float, Prediction]]:
+def predicted_vs_measured(keys=None, overrides=None) -> list[tuple[str, str, float, Prediction]]:
     """Every published measurement (or those named in ``keys``) beside :func:`predict` for the same deployment and
     workload: ``[(key, phase, measured tokens/s per chip, Prediction)]`` (``mixed`` rows predicted as
-    ``aggregated``). Raises ``KeyError`` naming an unknown key."""
+    ``aggregated``). ``overrides``: row fields to replace before predicting (e.g. ``{"kv_dtype": "bf16"}`` to ask
+    what an unpublished KV precision would change). Raises ``KeyError`` naming an unknown key or field."""
     rows = measurements()
     unknown = [k for k in (keys or ()) if k not in rows]
     if unknown:
@@ -456,6 +457,10 @@ def predicted_vs_measured(keys=None) -> list[tuple[str, str, float, Prediction]]
     for key, e in rows.items():
         if keys is not None and key not in keys:
             continue
+        bad = [f for f in (overrides or {}) if f not in e]
+        if bad:
+            raise KeyError(f"{key} has no field {bad[0]!r} to override; its fields: {', '.join(sorted(e))}")
+        e = {**e, **(overrides or {})}
         kw = dict(weight_dtype=e["weight_dtype"], kv_dtype=e["kv_dtype"], compute_dtype=e.get("compute_dtype"),
                   tp=e.get("tp", 1), ep=e.get("ep", 1), dp=e.get("dp", 1))
         phase = {"mixed": "aggregated"}.get(e["phase"], e["phase"])
