@@ -340,18 +340,20 @@ pred_gain = [1.0] + [planner.predict(row["model"], row["chip"], row["chips"], mt
                                      mtp_acceptance=per_position[:k], **kw).tokens_per_s_per_chip / base
                      for k in table["mtp_tokens"][1:]]
 meas_gain = np.array(table["tokens_per_s_per_user"]) / table["tokens_per_s_per_user"][0]
-print(f"{'MTP tokens':>10} {'kept/step':>9} {'measured':>9} {'predicted':>9}")
+print(f"{'MTP tokens':>10} {'kept/step':>9} {'last kept':>9} {'measured':>9} {'predicted':>9}")
 for k, al, mg, pg in zip(table["mtp_tokens"], AL, meas_gain, pred_gain):
-    print(f"{k:>10} {al:>9.2f} {mg:>8.2f}x {pg:>8.2f}x")
+    last = f"{per_position[k - 1]:.2f}" if k else "-"
+    print(f"{k:>10} {al:>9.2f} {last:>9} {mg:>8.2f}x {pg:>8.2f}x")
 best_measured, best_predicted = int(np.argmax(meas_gain)), int(np.argmax(pred_gain))
 print(f"measured best depth {best_measured}, predicted best depth {best_predicted}; a drafted token costs "
       f"{(AL[1] / meas_gain[1] - 1):.0%} of a step in the measurement")
 assert meas_gain[-1] < meas_gain.max() and pred_gain[-1] < max(pred_gain)   # deeper drafts stop paying, in both
 
 # %% [markdown]
-# Both rise and turn over: each extra position is kept less often (0.92, 0.66,
-# 0.24, 0.17, 0.02 — the independent-α formula, which assumes one constant
-# rate, would keep promising more) while each drafted token costs the same.
+# Both rise and turn over: each extra position is kept less often (the "last
+# kept" column: the share of steps whose deepest draft survived — the
+# independent-α formula, which assumes one constant rate, would keep promising
+# more) while each drafted token costs the same.
 # The prediction lands within the first rows and overshoots the deep ones: in
 # the measurement a drafted token costs several percent of a step, more than
 # its bytes and one layer's fixed time explain (the MTP layers run in bf16,

@@ -240,7 +240,8 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
 
     def held(extra, bound=-np.inf):
         """KV tokens the running set holds after ``extra`` more tokens each (paged: its pages; reserve: its
-        reservations). Where that is surely at most ``bound``, the cheap upper bound (at most one partly filled page each) is returned."""
+        reservations). Where that is surely at most ``bound``, the cheap upper bound (at most one partly filled page
+        each) is returned."""
         if not paged:
             return reserved
         written = float((ins_r + gen).sum()) + (float(extra.sum()) if isinstance(extra, np.ndarray) else extra)
@@ -361,7 +362,8 @@ def _lengths(name, value, n) -> np.ndarray:
 def _host_link_bytes_per_s(chip) -> float:
     links = engine_constants()["host_link"]
     if chip.key not in links:
-        raise KeyError(f"no host link (swap) bandwidth for chip {chip.key!r}; known: {sorted(k for k in links if k != 'source')}")
+        known = sorted(k for k in links if k not in ("source", "unverified"))
+        raise KeyError(f"no host link (swap) bandwidth for chip {chip.key!r}; known: {known}")
     return float(links[chip.key])
 
 

@@ -372,9 +372,10 @@ REGIMES = ("dense", "MoE", "batch 1", "prefill")
 
 
 def regime(key: str) -> str:
-    """The regime a published measurement tests (one of :data:`REGIMES`): ``"batch 1"`` (one sequence decoding on the
-    whole deployment: latency, not throughput), ``"prefill"`` (a prefill instance's input tokens), ``"MoE"`` (a mixture-of-experts
-    model decoding or serving at a large batch) or ``"dense"``. Raises ``KeyError`` naming an unknown key."""
+    """The regime a published measurement tests (one of :data:`REGIMES`): ``"batch 1"`` (one sequence decoding on
+    the whole deployment: latency, not throughput), ``"prefill"`` (a prefill instance's input tokens), ``"MoE"`` (a
+    mixture-of-experts model decoding or serving at a large batch) or ``"dense"``. Raises ``KeyError`` naming an
+    unknown key."""
     rows = measurements()
     if key not in rows:
         raise KeyError(f"no published measurement {key!r} in data/serving_measurements.toml")

@@ -22,13 +22,15 @@ rates with a source (``data/engine_constants.toml``):
 The result keeps every intermediate rate (the waterfall), so a reader sees which term moves a
 deployment most. Not modelled: grouped-GEMM efficiency of small experts, node-limited routing's
 deduplicated dispatch, host (CPU) time per scheduled sequence, and Blackwell's achieved fractions
-(taken from Hopper; published GEMM and stream measurements put them close). Chapter 12 holds the prediction against every row of ``data/serving_measurements.toml``
-and prints the error on the rows no constant was set from.
+(taken from Hopper; published GEMM and stream measurements put them close). Chapter 12 holds the
+prediction against every row of ``data/serving_measurements.toml`` and prints the error on the
+rows no constant was set from.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -103,12 +105,13 @@ def sustained(chip) -> dict:
 
 
 def calibrated() -> dict:
-    """The two constants fitted to published serving results (``data/engine_constants.toml`` [calibrated]):
+    """The two constants set from published serving results (``data/engine_constants.toml`` [calibrated]):
     ``low_precision_matmul_factor`` (what fp8/fp4 matmuls reach of their peak, relative to the fp16 fraction) and
     ``per_layer_s`` (a fixed time per layer per decode step), with the rows they were fitted on."""
     return engine_constants()["calibrated"]
 
 
+@functools.lru_cache(maxsize=None)
 def expected_max_of_normals(n: int) -> float:
     """E[max of ``n`` independent standard normal variables] (0 for n = 1; 1.03 for 4; 2.07 for 32), by quadrature of
     ``x n phi(x) Phi(x)^(n-1)`` on [-10, 10]. Raises ValueError for n < 1."""
@@ -214,7 +217,8 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
     cal = calibrated()
     lowp_s = 0.0
     if _low_precision(d):
-        lowp_s = pp * (flops["matmul"] + flops["routed experts"]) / F_mm * (1.0 / cal["low_precision_matmul_factor"] - 1)
+        lowp_s = (pp * (flops["matmul"] + flops["routed experts"]) / F_mm
+                  * (1.0 / cal["low_precision_matmul_factor"] - 1))
         step += lowp_s
         fall.append(("fp8/fp4 matmuls at their achieved rate (calibrated)", rate(step)))
     layer_s = d.model.n_layers * cal["per_layer_s"]
