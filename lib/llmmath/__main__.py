@@ -107,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="the largest batch whose time per output token stays under this (milliseconds)")
     q.add_argument("--mtp-tokens", type=_positive_int, default=None, help="tokens drafted per step (MTP)")
     q.add_argument("--mtp-acceptance", type=_positive_float, default=None,
-                   help="probability a drafted token is kept (default 0.85)")
+                   help="probability a drafted token is kept, given the one before it was (default 0.85)")
     q.add_argument("--overlap", choices=["none", "two-batch"], default="none",
                    help="two-batch: the engine overlaps one micro-batch's all-to-all with the other's compute "
                         "(DeepSeek, SGLang); default none")
@@ -144,7 +144,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 # which flag a library error is about, from the argument name its message starts with or mentions
-_FLAGS = [("prefill pool", "--prefill-chips"), ("chip or system", "--chip"), ("names no chip", "--chip"),
+_FLAGS = [("prefill pool", "--prefill-chips"), ("no batch of", "--chips"), ("chip or system", "--chip"), ("names no chip", "--chip"),
           ("usable_hbm_fraction", "--usable-hbm-fraction"), ("n_chips", "--chips"), ("tp=", "--tp"),
           ("ep=", "--ep"), ("dp=", "--dp"), ("pp=", "--pp"), ("context", "--context"), ("batch", "--batch"),
           ("prompt_tokens", "--prompt-tokens"), ("usd_per_chip_hour", "--usd-per-chip-hour"), ("dtype", "--weight-dtype"),

@@ -77,7 +77,7 @@ class Prediction:
         top = self.waterfall[0][1]
         for name, rate in self.waterfall:
             rows.append(f"{name:<{w}} {rate:>18,.0f} {rate / top:>10.0%}")
-        rows.append(f"{self.phase}, batch {self.batch:,.0f} sequences"
+        rows.append(f"{self.phase}, batch {self.batch:,.0f} sequences over the deployment"
                     + ("" if math.isnan(self.step_s) else f", time per output token {self.step_s * 1e3:.2f} ms"))
         return "\n".join(rows)
 
@@ -294,7 +294,8 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
     L = T + O / 2.0 if context is None else float(positive("context", scalar("context", context)))
     B = d.max_batch(L) if batch is None else float(positive("batch", scalar("batch", batch)))
     if B < 1:
-        raise ValueError(f"no batch of {L:,.0f}-token sequences fits {d}: use more chips or smaller dtypes")
+        raise ValueError(f"no batch of {L:,.0f}-token sequences (the mean context, input + output / 2) fits {d}: "
+                         f"use more chips or smaller dtypes")
     if max_tpot_s is not None:
         B = _batch_for_tpot(d, B, L, float(positive("max_tpot_s", scalar("max_tpot_s", max_tpot_s))), mtp_tokens,
                             mtp_acceptance, overlap, eplb)
