@@ -413,6 +413,16 @@ print(f"at {rates[0]} requests/s: TTFT {alone.percentile('ttft_s', 50) * 1e3:.1f
 # and with it the time to first token, grows without bound. Chapter 4's cadence
 # is the same picture with a fixed step.
 #
+# **Explore.** Move the arrival rate past the saturation point and watch the
+# TTFT curve leave for the right; lengthen the answers until the cache fills
+# (preemptions appear); reserve the whole request's KV instead; give prefill
+# its own eight GPUs.
+
+# %% slideshow={"slide_type": "subslide"}
+engine_ex = explorers.engine_explorer()
+engine_ex.widget
+
+# %% [markdown]
 # **When the cache fills.** Long answers on the same eight GPUs: 2,000 tokens
 # in, 8,000 out, arriving faster than the cache can hold them. A paged engine
 # admits on the prompt alone and preempts when the answers grow; an engine that

@@ -160,3 +160,15 @@ def test_replicas_share_the_load_round_robin():
     r = engine.simulate("llama-3.1-8b", "h100-sxm", 8, requests_per_s=0.01, n_requests=16, seed=2, **
                         {**KW, "tp": 1})
     assert np.allclose(r.tpot_s, sm.time_s(1, 1100), rtol=1e-6)
+
+
+def test_engine_explorer_answers_every_control_without_errors():
+    from llmmath import explorers, widgets
+
+    ex = explorers.engine_explorer()
+    assert isinstance(ex, widgets.Explorer) and "TTFT p50" in ex.text.value
+    for name, control in ex.controls.items():
+        before = ex.text.value
+        control.value = widgets.other_value(control)
+        assert ex.text.value != before, name
+        assert "Error" not in ex.text.value and "does not fit" not in ex.text.value, (name, ex.text.value)
