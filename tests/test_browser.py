@@ -158,8 +158,9 @@ def browser(lab, tmp_path_factory):
 
 # A cell's error, as JupyterLab 4 shows it: an output rendered as application/vnd.jupyter.stderr (the same type as a
 # stream written to stderr, such as a warning) whose text is a traceback: IPython's "Traceback (most recent call
-# last)" header, or a last line "SomeError: message" (a SyntaxError has no header). Returns the first such cell's
-# number (1-based, among all cells), prompt, first line of source and the traceback's text; else null.
+# last)" header, or a last line "SomeError: message" (a SyntaxError has no header), in a cell that has finished (its
+# prompt no longer [*]). Returns the first such cell's number (1-based, among all cells), prompt, first line of
+# source and the traceback's text; else null.
 _CELL_ERROR_JS = r"""() => {
     const cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell')];
     for (const out of document.querySelectorAll(
@@ -170,6 +171,8 @@ _CELL_ERROR_JS = r"""() => {
         const cell = out.closest('.jp-Cell');
         const source = cell && cell.querySelector('.jp-InputArea-editor');
         const prompt = cell && cell.querySelector('.jp-InputPrompt');
+        // the traceback can be drawn a moment before the prompt turns from [*] to the cell's count: wait for it
+        if (prompt && prompt.textContent.includes('*')) continue;
         return {cell: cells.indexOf(cell) + 1, prompt: prompt ? prompt.textContent.trim() : '',
                 source: source ? source.innerText.trim().split('\n')[0] : '', traceback: out.innerText.trim()};
     }
