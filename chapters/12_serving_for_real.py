@@ -194,12 +194,7 @@ for r in sorted(rows, key=lambda r: (planner.REGIMES.index(r["regime"]), r["rati
 
 
 # %%
-def score(ratios):
-    """(median |measured / model - 1|, share within 1.5x either way)."""
-    x = np.asarray(ratios)
-    return float(np.median(np.abs(x - 1))), float(np.mean((x > 1 / 1.5) & (x < 1.5)))
-
-
+score = planner.prediction_error              # (median |measured / model - 1|, share within 1.5x either way)
 held = [r for r in rows if r["held_out"]]
 groups = {"calibration rows": [r["ratio"] for r in rows if not r["held_out"]],
           "held out, all": [r["ratio"] for r in held],

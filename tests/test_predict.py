@@ -185,3 +185,12 @@ def test_a_row_can_be_predicted_again_with_a_field_replaced():
         planner.predicted_vs_measured(["trtllm-q3-30b-b200-tp1-1000-1000"], overrides={"kv_precision": "bf16"})
     with pytest.raises(KeyError, match="no published measurement 'nope'"):
         planner.predicted_vs_measured(["nope"])
+
+
+def test_prediction_error_by_hand():
+    # ratios 0.5, 0.9, 1.2, 2.0: |r - 1| = 0.5, 0.1, 0.2, 1.0 -> median 0.35; within 1.5x: 0.9 and 1.2
+    assert planner.prediction_error([0.5, 0.9, 1.2, 2.0]) == pytest.approx((0.35, 0.5))
+    with pytest.raises(ValueError, match="positive finite"):
+        planner.prediction_error([1.0, float("nan")])
+    with pytest.raises(ValueError, match="non-empty"):
+        planner.prediction_error([])

@@ -481,7 +481,7 @@ class Deployment:
         T = float(prompt_tokens)
         attn = float(m.prefill_attention_flops(T, absorbed=False))
         flops = T * 2.0 * m.matmul_params_per_token + attn
-        routed = T * 2.0 * m.n_moe_layers * m.experts_per_token * m.expert_params
+        routed = T * float(m.routed_flops_per_token)
         read = float(np.sum(self.decode_stages(T * self.replicas * pl.pp, 0.0).bytes_read["weights"]))
         F = self.flops_per_s
         return max((flops - routed) / (pl.tp * F) + routed / (pl.stage_chips * F), read / self.hbm_bytes_per_s)

@@ -80,7 +80,7 @@ def step_model(d: Deployment, eplb: bool = False) -> StepModel:
     token_s = 2.0 * m.matmul_params_per_token / (pl.chips_per_replica * F)
     # the busiest expert-parallel rank's routed experts see routing_imbalance x the mean tokens
     imb = routing_imbalance(m, pl.ep, eplb)
-    token_s += (imb - 1.0) * 2.0 * m.n_moe_layers * m.experts_per_token * m.expert_params / (pl.chips_per_replica * F)
+    token_s += (imb - 1.0) * m.routed_flops_per_token / (pl.chips_per_replica * F)
     tp_bus = d.chip.scale_up_bytes_per_s * k["collectives"]["nvlink_all_reduce_fraction"]
     if pl.tp > 1:
         token_s += m.n_layers * 2 * 2 * (pl.tp - 1) / pl.tp * m.d_model * d.b_act / tp_bus / pl.dp

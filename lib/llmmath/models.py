@@ -245,6 +245,11 @@ class Model:
         return self.mlp_params(self.d_ff_expert) if self.is_moe else 0
 
     @property
+    def routed_flops_per_token(self) -> int:
+        """FLOPs of one token's routed experts, all layers: ``2 k P_e n_moe`` (0 for a dense model)."""
+        return 2 * self.n_moe_layers * self.experts_per_token * self.expert_params
+
+    @property
     def embedding_params(self) -> int:
         """Input token embedding (+ learned positions, sized ``max_context``)."""
         pos = self.max_context * self.d_model if self.pos_embedding == "learned" else 0

@@ -39,7 +39,7 @@ from .units import fmt_bytes, fmt_seconds
 
 __all__ = ["Placement", "Operating", "Plan", "plan", "decode_sweep", "measurements", "MeasuredVsFloor",
            "measured_vs_floor", "FLOOR_NOTE", "predict", "Prediction", "predicted_vs_measured", "REGIMES", "regime",
-           "calibration_keys", "mtp_depth_measurements"]
+           "calibration_keys", "mtp_depth_measurements", "prediction_error"]
 
 FLOOR_NOTE = ("Every time in this plan is a roofline floor (a lower bound) and every rate a ceiling (an upper "
               "bound): communication, launch gaps, imperfect overlap, uneven expert load and scheduling are not "
@@ -385,6 +385,15 @@ def regime(key: str) -> str:
     if e["phase"] == "prefill":
         return "prefill"
     return "MoE" if models.get(e["model"]).is_moe else "dense"
+
+
+def prediction_error(ratios) -> tuple[float, float]:
+    """How far measured / model ratios sit from 1: ``(median |ratio - 1|, share within 1.5x either way)``.
+    Raises ValueError for no ratios or a ratio that is not a positive finite number."""
+    r = np.asarray(ratios, dtype=float).ravel()
+    if r.size == 0 or not np.all(np.isfinite(r) & (r > 0)):
+        raise ValueError(f"ratios must be a non-empty array of positive finite numbers, got {ratios!r}")
+    return float(np.median(np.abs(r - 1))), float(np.mean((r > 1 / 1.5) & (r < 1.5)))
 
 
 def calibration_keys() -> list[str]:

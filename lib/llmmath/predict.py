@@ -358,7 +358,7 @@ def _prefill_rate(d: Deployment, T: float, overlap: str = "none", eplb: bool = F
     fall.append(("compute and memory not overlapped", 1.0 / per_token_s))
     imb = routing_imbalance(m, d.placement.ep, eplb)
     if imb > 1:                        # the busiest rank's share of each token's routed-expert FLOPs, imb x the mean
-        per_token_s += (imb - 1.0) * 2.0 * m.n_moe_layers * m.experts_per_token * m.expert_params / Fs
+        per_token_s += (imb - 1.0) * m.routed_flops_per_token / Fs
         fall.append(("uneven expert routing (busiest rank)", 1.0 / per_token_s))
     lowp_s = mm / Fs * (1.0 / calibrated()["low_precision_matmul_factor"] - 1) if _low_precision(d) else 0.0
     # communication, in chip-seconds per prompt token: a TP group of tp chips all-reduces each token's activations
