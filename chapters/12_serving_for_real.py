@@ -56,7 +56,8 @@ from llmmath.course.explorers.ch12 import DEPLOYMENTS
 #    (launches, small collectives' latency, elementwise passes): the two
 #    constants set from published rows (next section);
 # 7. **MTP**, when a multi-token-prediction head drafts tokens; and, for an
-#    offline benchmark, **the whole run simulated** (ramp-up and drain).
+#    offline benchmark, **the whole run simulated** (ramp-up and drain) under
+#    the limits the benchmark's engine ran with.
 #
 # Three deployments: Llama-3.1-70B at the largest batch whose KV fits 90% of
 # HBM, DeepSeek-V3 at the 88 sequences per GPU its service ran (with one MTP
@@ -178,6 +179,24 @@ print(f"low_precision_matmul_factor = {cal['low_precision_matmul_factor']:.2f}: 
 # rows that set a constant are marked, and the error that matters is on the
 # others, the held-out rows.
 
+# %% [markdown]
+# Those limits matter. TensorRT-LLM's tables ran `trtllm-bench throughput`
+# without setting the engine's batch or token limits, so the tool picked them
+# with its own published heuristic: as many requests as its estimate of the KV
+# cache holds, rounded up. The estimate reads the model's Hugging Face config,
+# and an MLA model's config lists 128 KV heads of 56 values — twelve times the
+# compressed cache DeepSeek-V3 really stores — so DeepSeek-R1 ran at far fewer
+# sequences than fit (`planner.trtllm_bench_limits` re-derives the tool's
+# choice; each attention-data-parallel rank schedules under it):
+
+# %%
+dsr1 = dict(input_tokens=1000, output_tokens=1000, weight_dtype=0.5625, kv_dtype="fp8")
+max_batch, max_tokens = planner.trtllm_bench_limits("deepseek-v3", "b200", 4, kv_cache_free_fraction=0.95, **dsr1)
+fit = planner.predict("deepseek-v3", "b200", 4, ep=4, dp=4, compute_dtype="fp4", phase="aggregated", **dsr1).batch
+print(f"DeepSeek-R1 on 4 B200s, 1,000 + 1,000 tokens: trtllm-bench's limits {max_batch} sequences and "
+      f"{max_tokens:,} tokens a step per rank, {4 * max_batch:,} sequences in all, where the KV of {fit:,.0f} fits")
+assert 4 * max_batch < fit / 2
+
 # %%
 pvm = planner.predicted_vs_measured()
 ceilings = {r.key: r.ceiling_tokens_per_s_per_chip for r in planner.measured_vs_floor()}
@@ -267,9 +286,10 @@ print(f"these {len(unstated)} rows: median error {score([r['ratio'] for r in uns
 # above), the regimes say why; the table above gives each row. What the model
 # does not express:
 #
-# * **MoE rows of TensorRT-LLM's current tables come out too fast.** Their
-#   step is mostly memory-bound in the model (expert weights and KV), so uneven
-#   routing, which only slows the busiest rank's GEMMs, moves them little.
+# * **MoE rows of TensorRT-LLM's current tables, Qwen3's most, come out too
+#   fast.** Their step is mostly memory-bound in the model (expert weights and
+#   KV), so uneven routing, which only slows the busiest rank's GEMMs, moves
+#   them little.
 #   Grouped GEMMs over dozens of small experts run further from peak than one
 #   dense GEMM; the benchmark's random prompts route differently from real
 #   text; and the same Qwen3-30B-A3B runs *slower* on GB200 than on B200 (both

@@ -194,3 +194,53 @@ def test_prediction_error_by_hand():
         planner.prediction_error([1.0, float("nan")])
     with pytest.raises(ValueError, match="non-empty"):
         planner.prediction_error([])
+
+
+def test_trtllm_bench_limits_follow_the_tools_heuristic_worked_by_hand():
+    gib = 1024.0 ** 3
+    # Llama-3.3-70B (HF config: 80 layers, 8 KV heads, head 8192 / 64 = 128; 70.55e9 weights) as NVFP4 on one B200
+    # (180 GiB), FP8 KV, 1,000 + 1,000 tokens, 95% of the free memory: the engine is 70.55e9 x (0.5 + 1/16) stored
+    # elements x 0.5 bytes = 18.5 GiB, a token's KV 2 x 80 x 8 x 128 = 163,840 bytes, so
+    # 0.95 x (180 - 18.5) GiB / (163,840 B x 2,000) = 503 requests -> rounded up to 128: 512; tokens 2 x 503 = 1,006
+    # -> at least 2,048 (and 1,000 + 512 = 1,512 is less)
+    requests = 0.95 * (180 * gib - 70.55e9 * 0.5625 * 0.5) / (163_840 * 2000)
+    assert 500 < requests < 506
+    assert planner.trtllm_bench_limits("llama-3.1-70b", "b200", 1, input_tokens=1000, output_tokens=1000,
+                                       weight_dtype=0.5625, kv_dtype="fp8", kv_cache_free_fraction=0.95) == (512, 2048)
+    # DeepSeek-R1 on 4 B200 (--tp 4): its config gives 128 KV heads and no head_dim, so the tool prices a token's KV
+    # at 2 x 61 x 128 x (7168 / 128 = 56) = 874,496 bytes, twelve times MLA's real 70,272; 671e9 weights
+    # -> 0.95 x (720 GiB - 176 GiB) / (874,496 B x 2,000) = 317 requests -> 384 (each attention-DP rank); 2,048 tokens
+    requests = 0.95 * (4 * 180 * gib - 671e9 * 0.5625 * 0.5) / (874_496 * 2000)
+    assert 300 < requests < 330
+    assert planner.trtllm_bench_limits("deepseek-v3", "b200", 4, input_tokens=1000, output_tokens=1000,
+                                       weight_dtype=0.5625, kv_dtype="fp8", kv_cache_free_fraction=0.95) == (384, 2048)
+    # Llama-3.1-8B FP8 on one H200, 20,000-token prompts: 0.95 x (141 - 7.5) GiB / (65,536 B x 22,000) = 94.5
+    # requests -> 96; with chunked prefill off a whole prompt must fit one step: 20,000 + 96 tokens
+    assert planner.trtllm_bench_limits("llama-3.1-8b", "h200", 1, input_tokens=20000, output_tokens=2000,
+                                       weight_dtype="fp8", kv_dtype="fp8", kv_cache_free_fraction=0.95) == (96, 20096)
+    # short requests: the 4,096 cap on the batch, and 4,096 x 2 = 8,192 tokens
+    assert planner.trtllm_bench_limits("llama-3.1-8b", "h200", 1, input_tokens=128, output_tokens=128,
+                                       weight_dtype="fp8", kv_dtype="fp8") == (4096, 8192)
+    with pytest.raises(ValueError, match="kv_cache_free_fraction must be in"):
+        planner.trtllm_bench_limits("llama-3.1-8b", "h200", 1, input_tokens=128, output_tokens=128,
+                                    weight_dtype="fp8", kv_dtype="fp8", kv_cache_free_fraction=0)
+    with pytest.raises(ValueError, match="no memory left for a KV cache"):
+        planner.trtllm_bench_limits("llama-3.1-405b", "h100-sxm", 1, input_tokens=128, output_tokens=128,
+                                    weight_dtype="bf16", kv_dtype="bf16")
+    with pytest.raises(ValueError, match="weight_dtype must be"):
+        planner.trtllm_bench_limits("llama-3.1-8b", "h200", 1, input_tokens=128, output_tokens=128,
+                                    weight_dtype="int3", kv_dtype="fp8")
+
+
+def test_an_offline_runs_limits_cap_its_batch():
+    kw = dict(input_tokens=1000, output_tokens=1000, phase="aggregated", tp=8, weight_dtype="fp8", kv_dtype="fp8",
+              offline_requests=3000)
+    free = planner.predict("llama-3.1-70b", "h100-sxm", 8, **kw)
+    capped = planner.predict("llama-3.1-70b", "h100-sxm", 8, offline_limits=(64, 2048), **kw)
+    # 64 sequences instead of the hundreds that fit: the weights' read is shared by fewer tokens a step
+    assert capped.tokens_per_s_per_chip < 0.6 * free.tokens_per_s_per_chip
+    with pytest.raises(ValueError, match="give offline_requests with it"):
+        planner.predict("llama-3.1-70b", "h100-sxm", 8, input_tokens=1000, output_tokens=1000, tp=8,
+                        phase="aggregated", offline_limits=(64, 2048))
+    with pytest.raises(ValueError, match="max_running"):
+        planner.predict("llama-3.1-70b", "h100-sxm", 8, offline_limits=(0, 2048), **kw)

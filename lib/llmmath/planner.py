@@ -39,7 +39,7 @@ from .units import fmt_bytes, fmt_seconds
 
 __all__ = ["Placement", "Operating", "Plan", "plan", "decode_sweep", "measurements", "MeasuredVsFloor",
            "measured_vs_floor", "FLOOR_NOTE", "predict", "Prediction", "predicted_vs_measured", "REGIMES", "regime",
-           "calibration_keys", "mtp_depth_measurements", "prediction_error"]
+           "calibration_keys", "mtp_depth_measurements", "prediction_error", "trtllm_bench_limits"]
 
 FLOOR_NOTE = ("Every time in this plan is a roofline floor (a lower bound) and every rate a ceiling (an upper "
               "bound): communication, launch gaps, imperfect overlap, uneven expert load and scheduling are not "
@@ -454,6 +454,68 @@ def measured_vs_floor() -> list[MeasuredVsFloor]:
     return out
 
 
+def _round_up(x: float, step: int) -> int:
+    return step * math.ceil(x / step)
+
+
+def trtllm_bench_limits(model, chip, n_chips: int, *, input_tokens: float, output_tokens: float, weight_dtype,
+                        kv_dtype, pp: int = 1, kv_cache_free_fraction: float = 0.90) -> tuple[int, int]:
+    """``(max_batch_size, max_num_tokens)``: the runtime limits ``trtllm-bench throughput`` sets when its command gives
+    none (the TensorRT-LLM performance tables' runs), per engine rank.
+
+    Our re-derivation of the tool's published heuristic (``tensorrt_llm/bench/build/tuning.py``:
+    ``calc_engine_setting`` and ``finetune_setting``; ``bench/benchmark/utils/general.py``: ``get_settings``):
+
+    1. KV bytes per token as the tool reads them from the Hugging Face config, ``2 x layers x max(tp,
+       num_key_value_heads) x head_size x (1 byte for an FP8 KV cache, else 2)``, where an MLA model's config gives
+       ``num_key_value_heads = n_heads`` and no ``head_dim`` (so ``head_size = d_model / n_heads``: 56 for DeepSeek-V3,
+       twelve times its real compressed KV);
+    2. requests that fit: ``kv_cache_free_fraction x (device GiB x tp x pp - engine GiB) / (KV GiB per token x
+       (input + output))``, the engine's size being the checkpoint's stored elements x 0.5 (NVFP4), 1 (FP8) or 2
+       bytes (a packed NVFP4 checkpoint stores about 0.5 + 1/16 elements per weight: two FP4 values a byte and an
+       FP8 scale per 16);
+    3. ``max_batch_size``: that count capped at 4,096, over ``pp``, rounded up to 32 (at least 64) below 256, to 128
+       below 1,024, else to 256; ``max_num_tokens``: ``batch x (1 + input / output)`` capped at 32,768, rounded up
+       to 256 (at least 2,048) below 4,096, to 512 below 8,192, else to 1,024 -- and, chunked prefill being off by
+       default, at least ``input + max_batch_size`` so that a whole prompt fits one step.
+
+    The device's memory is taken as the catalog's capacity in GB read as GiB (what the driver reports: 79.6 GiB
+    for an 80 GB H100, 179 GiB for a 180 GB B200). With attention data parallelism (``enable_attention_dp``, the
+    tables' MoE runs) each of the ``tp`` ranks schedules its own requests under these limits. Raises ``KeyError``
+    for an unknown model or chip, ``ValueError`` for lengths below 1, a fraction outside (0, 1] or a deployment
+    whose weights leave no memory.
+    """
+    from . import hardware
+    m, c = models.get(model), hardware.get(chip)
+    isl, osl = (float(positive(n, scalar(n, v))) for n, v in (("input_tokens", input_tokens),
+                                                               ("output_tokens", output_tokens)))
+    frac = float(scalar("kv_cache_free_fraction", kv_cache_free_fraction))
+    if not 0 < frac <= 1:
+        raise ValueError(f"kv_cache_free_fraction must be in (0, 1], got {kv_cache_free_fraction!r}")
+    pp = int(whole("pp", pp))
+    tp = int(whole("n_chips", n_chips)) // pp
+    w = weight_dtype if isinstance(weight_dtype, (int, float)) else {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0}.get(
+        weight_dtype)
+    if w is None:
+        raise ValueError(f"weight_dtype must be 'bf16', 'fp16', 'fp8' or bytes per weight, got {weight_dtype!r}")
+    per_elem, elems = (0.5, 0.5 + 1 / 16) if w < 1 else (1.0, 1.0) if w == 1 else (2.0, 1.0)
+    kv_b = 1.0 if kv_dtype == "fp8" or kv_dtype == 1 else 2.0
+    kv_heads, head = (m.n_heads, m.d_model // m.n_heads) if m.is_mla else (m.n_kv_heads, m.head_dim)
+    gib = 1024.0 ** 3
+    kv_gib_per_token = 2 * m.n_layers * max(tp, kv_heads) * head * kv_b / gib
+    free_gib = c.hbm_bytes / 1e9 * tp * pp - m.total_params * elems * per_elem / gib
+    if free_gib <= 0:
+        raise ValueError(f"{m.key}'s weights fill {tp * pp} x {c.key}: no memory left for a KV cache")
+    requests = frac * free_gib / (kv_gib_per_token * (isl + osl))
+    raw_bs = min(requests, 4096) / pp
+    bs = max(64, _round_up(raw_bs, 32)) if raw_bs < 256 else _round_up(raw_bs, 128) if raw_bs < 1024 \
+        else _round_up(raw_bs, 256)
+    raw_tokens = min(raw_bs * (1 + isl / osl), 32768)
+    tokens = max(2048, _round_up(raw_tokens, 256)) if raw_tokens < 4096 else _round_up(raw_tokens, 512) \
+        if raw_tokens < 8192 else _round_up(raw_tokens, 1024)
+    return int(bs), int(max(tokens, math.ceil(isl) + bs))
+
+
 def predicted_vs_measured(keys=None, overrides=None) -> list[tuple[str, str, float, Prediction]]:
     """Every published measurement (or those named in ``keys``) beside :func:`predict` for the same deployment and
     workload: ``[(key, phase, measured tokens/s per chip, Prediction)]`` (``mixed`` rows predicted as
@@ -479,11 +541,19 @@ def predicted_vs_measured(keys=None, overrides=None) -> list[tuple[str, str, flo
             d = Deployment(e["model"], e["chip"], int(e["chips"]), **kw)
             w = float(np.max(d.weight_bytes_by_stage))
             kw["usable_hbm_fraction"] = (w + e["kv_cache_free_fraction"] * (d.chip.hbm_bytes - w)) / d.chip.hbm_bytes
+        limits = None
+        if "n_requests" in e:                  # a trtllm-bench run: the limits its heuristic set
+            ranks = int(e.get("dp", 1)) if int(e.get("ep", 1)) > 1 else 1      # attention data parallelism
+            bs, tokens = trtllm_bench_limits(e["model"], e["chip"], int(e["chips"]), input_tokens=e["input_tokens"],
+                                             output_tokens=e["output_tokens"], weight_dtype=e["weight_dtype"],
+                                             kv_dtype=e["kv_dtype"],
+                                             kv_cache_free_fraction=e.get("kv_cache_free_fraction", 0.90))
+            limits = (bs * ranks, tokens * ranks)
         p = predict(e["model"], e["chip"], int(e["chips"]), input_tokens=e["input_tokens"],
                     output_tokens=e.get("output_tokens", 1), batch=None if b is None else b * int(e["chips"]),
                     phase=phase, context=e.get("context_tokens"), mtp_tokens=e.get("mtp_tokens", 0),
                     mtp_acceptance=e.get("mtp_acceptance"), overlap=e.get("overlap", "none"),
-                    offline_requests=e.get("n_requests"), eplb=e.get("eplb", False), **kw)
+                    offline_requests=e.get("n_requests"), offline_limits=limits, eplb=e.get("eplb", False), **kw)
         out.append((key, e["phase"], float(e["measured_tokens_per_s_per_chip"]), p))
     return out
 

@@ -17,7 +17,9 @@ rates with a source (``data/engine_constants.toml``):
 6. **uneven expert routing**: the busiest expert-parallel rank's routed GEMMs at its measured excess load
    (:func:`routing_imbalance`, with or without EPLB);
 7. **multi-token prediction**: tokens per step, the verify step and the draft (:mod:`llmmath.speculative`);
-8. **an offline run** (``offline_requests``): a benchmark's whole run simulated, ramp-up and drain included.
+8. **an offline run** (``offline_requests``): a benchmark's whole run simulated, ramp-up and drain included, under
+   the engine's limits on running sequences and tokens a step (``offline_limits``; for TensorRT-LLM's tables,
+   the limits ``trtllm-bench`` derives itself, :func:`llmmath.planner.trtllm_bench_limits`).
 
 The result keeps every intermediate rate (the waterfall), so a reader sees which term moves a
 deployment most. Not modelled: grouped-GEMM efficiency of small experts, node-limited routing's
@@ -247,7 +249,7 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
 def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=None, phase="decode", tp=1, ep=1, dp=1,
             pp=1, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None, mtp_tokens=0, mtp_acceptance=None,
             usable_hbm_fraction=0.9, context=None, max_tpot_s=None, overlap="none",
-            offline_requests=None, eplb=False) -> Prediction:
+            offline_requests=None, offline_limits=None, eplb=False) -> Prediction:
     """The expected measured rate of a deployment, with the waterfall from its roofline ceiling (see the module).
 
     Args:
@@ -272,6 +274,9 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
             (TensorRT-LLM's ``trtllm-bench throughput``): the run is simulated (:func:`llmmath.engine.simulate`,
             the KV of each whole request reserved on admission, as its "guaranteed no evict" scheduler does, and
             8,192 tokens a step) and appended to the waterfall as its last term.
+        offline_limits: ``(max_running, token_budget)`` of that simulated run, the most sequences the engine runs at
+            once and the most tokens one step holds over the deployment (default: as many as fit, and 8,192), e.g.
+            :func:`llmmath.planner.trtllm_bench_limits` for a ``trtllm-bench`` run that set none.
 
     Returns:
         :class:`Prediction`.
@@ -284,6 +289,8 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
         raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
     if overlap not in OVERLAPS:
         raise ValueError(f"overlap must be one of {OVERLAPS}, got {overlap!r}")
+    if offline_limits is not None and offline_requests is None:
+        raise ValueError("offline_limits applies to a simulated offline run: give offline_requests with it")
     if offline_requests is not None and (phase != "aggregated" or mtp_tokens or overlap != "none" or pp != 1):
         raise ValueError("offline_requests simulates an aggregated engine run: give it with phase='aggregated', "
                          "without MTP, two-batch overlap or pipeline stages")
@@ -316,9 +323,13 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
     if offline_requests is not None:
         from . import engine                            # the engine builds on this module: imported when used
         N = positive_int("offline_requests", offline_requests)
+        running, budget = (None, 8192) if offline_limits is None else offline_limits
+        if running is not None:
+            running = positive_int("offline_limits max_running", running)
+        budget = positive_int("offline_limits token_budget", budget)
         run = engine.simulate(model, chip, n_chips, arrival_times_s=np.zeros(N), input_tokens=T, output_tokens=O,
-                              kv_policy="reserve", token_budget=8192, tp=tp, ep=ep, dp=dp, weight_dtype=weight_dtype,
-                              kv_dtype=kv_dtype, compute_dtype=compute_dtype,
+                              kv_policy="reserve", token_budget=budget, max_running=running, tp=tp, ep=ep, dp=dp,
+                              weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype,
                               usable_hbm_fraction=usable_hbm_fraction, eplb=eplb)
         rate = float(run.output_tokens.sum()) / float(run.finish_times_s.max()) / d.n_chips
         terms = {**terms, "offline_run_factor": rate / agg[-1][1]}
