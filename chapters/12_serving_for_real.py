@@ -52,9 +52,10 @@ from llmmath.course.explorers.ch12 import DEPLOYMENTS
 #    all-to-all at the rates NCCL and DeepEP reach, over NVLink inside a node
 #    and the NIC beyond it — hidden behind compute when the engine runs
 #    **two-batch overlap** (DeepSeek, SGLang);
-# 6. **fp8/fp4 matmuls at their achieved rate** and a **fixed time per layer**
-#    (launches, small collectives' latency, elementwise passes): the two
-#    constants set from published rows (next section);
+# 6. **fp8/fp4 matmuls at their achieved rate** and a **fixed time per kernel**
+#    (launches, small collectives' latency, elementwise passes) times the
+#    kernels each layer launches: the two constants set from published rows
+#    (next section);
 # 7. **MTP**, when a multi-token-prediction head drafts tokens; and, for an
 #    offline benchmark, **the whole run simulated** (ramp-up and drain) under
 #    the limits the benchmark's engine ran with.
@@ -105,8 +106,8 @@ def biggest_cost(p):
 for k, p in preds.items():
     name, factor = biggest_cost(p)
     print(f"{k}: prediction {p.tokens_per_s_per_chip / p.waterfall[0][1]:.0%} of the ceiling; "
-          f"costliest term '{name}' (x{1 / factor:.2f}); the fixed time per layer is "
-          f"{p.terms['per_layer_s'] / (p.step_s * p.terms.get('mtp_tokens_per_step', 1)):.0%} of its step")
+          f"costliest term '{name}' (x{1 / factor:.2f}); the fixed time of its kernels is "
+          f"{p.terms['fixed_time_s'] / (p.step_s * p.terms.get('mtp_tokens_per_step', 1)):.0%} of its step")
 
 # %% [markdown]
 # The last lines name, for each deployment, the term that costs it most. Both
@@ -118,7 +119,7 @@ for k, p in preds.items():
 # expert GEMMs of a step that is no longer memory-bound (the roofline-only model
 # of the speculative-decoding section below charges neither, and gives much
 # more). A small model at batch 1 reads its weights in a few milliseconds, so a
-# fixed time per layer — launches and synchronisation, not bytes — becomes a
+# fixed time per kernel — launches and synchronisation, not bytes — becomes a
 # large share of its step (the last clause of each line above).
 #
 # **Explore.** Pick a deployment, change the workload, the batch per rank (0: as
@@ -133,11 +134,11 @@ waterfall.widget
 #
 # Everything above the last two terms is a rate with a source. Two things are
 # not: how much of its peak an fp8/fp4 matmul reaches in a serving engine, and
-# the fixed cost of a layer that no byte or FLOP count shows. Each is set on
+# the fixed cost of a kernel that no byte or FLOP count shows. Each is set on
 # the published rows where it is most of the story, and on nothing else
 # (`tools/calibrate_predict.py`).
 #
-# **The fixed time per layer** comes from one row: vLLM serving Llama-3.1-8B
+# **The fixed time per kernel** comes from one row: vLLM serving Llama-3.1-8B
 # in bf16 on one H100 to one user at 133 tokens/s. At batch 1 nothing is
 # communicated and nothing is computed worth counting; the step is the weight
 # read plus whatever the engine adds. By hand:
@@ -149,14 +150,22 @@ measured_step_s = 1 / 133
 read_s = (8_030_261_248 - 128_256 * 4096 + 4096) * 2 / (0.91 * 3.35e12)
 vllm = planner.predicted_vs_measured(["vllm-l31-8b-h100-batch1"])[0][3]
 per_layer_by_hand = (measured_step_s - read_s - vllm.terms["compute_s"]) / 32
+per_kernel_by_hand = per_layer_by_hand / 9      # vLLM's Llama layer: norm, QKV, RoPE, attention, output, norm,
+                                                # gate-up, SiLU x multiply, down
 print(f"measured step {measured_step_s * 1e3:.2f} ms; weight read {read_s * 1e3:.2f} ms; "
-      f"the rest over 32 layers: {per_layer_by_hand * 1e6:.0f} us a layer "
-      f"(the library's constant: {cal['per_layer_s'] * 1e6:.0f} us)")
-assert abs(per_layer_by_hand - cal["per_layer_s"]) < 1e-6
+      f"the rest over 32 layers: {per_layer_by_hand * 1e6:.0f} us a layer, {per_kernel_by_hand * 1e6:.1f} us for "
+      f"each of its 9 kernels (the library's constant: {cal['per_kernel_s'] * 1e6:.1f} us)")
+assert abs(per_kernel_by_hand / cal["per_kernel_s"] - 1) < 0.01
 
 # %% [markdown]
-# About 80 µs a layer: a handful of kernel launches and their gaps, the same
-# order as the tens of microseconds per layer that published simulators fit.
+# About 80 µs a layer, some 9 µs for each of the nine kernels a layer
+# launches: the same order as the tens of microseconds per layer that
+# published simulators fit. A layer that launches more kernels pays more:
+# `predict.kernels_per_layer` counts them from engines' published layer
+# structure (vLLM's Llama layer; TensorRT-LLM's diagram of a DeepSeek-R1 MoE
+# layer), so a DeepSeek-V3 MoE layer at TP8, with MLA's nine attention
+# kernels, router, top-k, permutation, grouped GEMMs, shared experts and two
+# all-reduces, costs 22 of them.
 # **The fp8/fp4 factor** is then fitted on the 24 large-batch FP8 rows of
 # TensorRT-LLM 0.17's performance table (dense Llama 3.1 8B, 70B and 405B and
 # Mixtral on H100 and H200, each predicted as its whole offline run), where
@@ -166,7 +175,7 @@ assert abs(per_layer_by_hand - cal["per_layer_s"]) < 1e-6
 factor_rows = [k for k in planner.calibration_keys() if k != "vllm-l31-8b-h100-batch1"]
 print(f"low_precision_matmul_factor = {cal['low_precision_matmul_factor']:.2f}: an fp8 matmul reaches "
       f"{cal['low_precision_matmul_factor'] * 0.75:.0%} of its peak where a bf16 one reaches 75%; fitted on the "
-      f"{len(factor_rows)} rows {factor_rows[0]} ... {factor_rows[-1]} (the per-layer time on "
+      f"{len(factor_rows)} rows {factor_rows[0]} ... {factor_rows[-1]} (the per-kernel time on "
       f"vllm-l31-8b-h100-batch1 alone)")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -299,11 +308,13 @@ print(f"these {len(unstated)} rows: median error {score([r['ratio'] for r in uns
 #   stream benchmarks put Blackwell's sustained fractions close to Hopper's, so
 #   the gap is not the fractions; FP4 kernels and the PyTorch-backend engine
 #   were younger than the Hopper rows' C++ runtime.
-# * **DeepSeek-R1 at batch 1 on 8 B200s** runs at about half the predicted
-#   rate: its per-layer cost (two all-reduces, routing, a dozen kernels) is
-#   several times the 80 µs of a dense 8B on one GPU. TensorRT-LLM's own
-#   tuning log for this case shows that cost at work: before any MTP, fusing
-#   kernels and overlapping streams alone took it from 67 to 89 tokens/s.
+# * **DeepSeek-R1 at batch 1 on 8 B200s** is nearly all fixed time per
+#   kernel, and the count of kernels is one engine's: TensorRT-LLM fuses its
+#   all-reduces into the neighbouring norms and overlaps the shared expert on
+#   a second stream, so counting each as a kernel of its own overstates its
+#   step (the table gives the row). Its own tuning log shows how much the
+#   count matters: before any MTP, fusing kernels and overlapping streams
+#   alone took it from 67 to 89 tokens/s.
 # * **SGLang's H100 prefill beats its prediction**: DeepSeek-V3 routes each
 #   token to at most four nodes and DeepEP sends it to each node once, so less
 #   crosses the NIC than the all-to-all term counts.

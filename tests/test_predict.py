@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llmmath import planner
+from llmmath import planner, predict
 from llmmath.predict import engine_constants
 
 
@@ -20,7 +20,7 @@ def test_the_decode_waterfall_by_hand_for_llama_70b_tp8():
     hbm, mm = k["sustained"]["nvidia"]["hbm_fraction"], k["sustained"]["nvidia"]["matmul_fraction"]
     assert (hbm, mm) == (0.91, 0.75)                                  # 4.38 / 4.8 TB/s and 742 / 989.5 TFLOP/s
     tp_s = 80 * 2 * 2 * 7 / 8 * (B * d * 2) / (450e9 * 0.82)           # two ring all-reduces a layer, NVLink
-    layer_s = 80 * 80e-6                                             # the calibrated fixed time per layer
+    layer_s = 80 * 11 * 8.9e-6                    # the calibrated time per kernel, 9 kernels and 2 all-reduces a layer
     hand = [rate(max(comp, mem)), rate(max(comp / mm, mem / hbm)), rate(max(comp / mm, mem / hbm)),
             rate(comp / mm + mem / hbm), rate(comp / mm + mem / hbm + tp_s), rate(comp / mm + mem / hbm + tp_s + layer_s)]
     p = planner.predict("llama-3.1-70b", "h100-sxm", 8, input_tokens=L - 1, output_tokens=2, batch=B, tp=8)
@@ -150,10 +150,11 @@ def test_the_mtp_draft_costs_a_layer_and_the_head_per_drafted_token():
     one = planner.predict("deepseek-v3", "b200", 8, mtp_tokens=1, mtp_acceptance=0.9, **kw)
     two = planner.predict("deepseek-v3", "b200", 8, mtp_tokens=2, mtp_acceptance=0.9, **kw)
     assert two.terms["mtp_draft_s"] == pytest.approx(2 * one.terms["mtp_draft_s"])
-    # at batch 1 a drafted token costs one more layer's fixed 80 us plus a read of one block and the output head:
-    # 129,280 x 7,168 head values and under 1/61 of the other weights, a few percent of the step's weight read
-    weights_s = one.terms["memory_s"]
-    assert 80e-6 < one.terms["mtp_draft_s"] < 80e-6 + 0.06 * weights_s
+    # at batch 1 a drafted token costs one more MoE layer's kernels (MLA 9 + 2 all-reduces at TP8 + routed 8 +
+    # shared 3 = 22, at 8.9 us each) plus a read of one block and the output head: 129,280 x 7,168 head values and
+    # under 1/61 of the other weights, a few percent of the step's weight read
+    weights_s, fixed_s = one.terms["memory_s"], 22 * 8.9e-6
+    assert fixed_s < one.terms["mtp_draft_s"] < fixed_s + 0.06 * weights_s
 
 
 def test_routing_imbalance_from_the_measured_point_by_hand():
@@ -244,3 +245,21 @@ def test_an_offline_runs_limits_cap_its_batch():
                         phase="aggregated", offline_limits=(64, 2048))
     with pytest.raises(ValueError, match="max_running"):
         planner.predict("llama-3.1-70b", "h100-sxm", 8, offline_limits=(0, 2048), **kw)
+
+
+def test_kernels_per_layer_count_the_engines_layer_structure():
+    # vLLM's Llama layer: norm, QKV, RoPE, attention, output | norm, gate-up, SiLU x mul, down = 9; two all-reduces
+    # under TP; Qwen3-30B-A3B's MoE layer: the same attention, then norm, router, top-k, permute, two grouped GEMMs,
+    # activation, finalize = 13; DeepSeek-V3 (MLA's 9 kernels, shared experts' 3) at TP8: 22 an MoE layer, 15 dense
+    assert predict.kernels_per_layer("llama-3.1-8b") == (9, 9)
+    assert predict.kernels_per_layer("llama-3.1-70b", tp=8) == (11, 11)
+    assert predict.kernels_per_layer("qwen3-30b-a3b")[1] == 13
+    assert predict.kernels_per_layer("qwen3-30b-a3b", ep=4)[1] == 15
+    assert predict.kernels_per_layer("deepseek-v3", tp=8) == (15, 22)
+    assert predict.kernels_per_step("deepseek-v3", tp=8) == 3 * 15 + 58 * 22
+    # the batch-1 rows: the fixed time is that count at the calibrated time per kernel
+    p = planner.predict("deepseek-v3", "b200", 8, tp=8, input_tokens=1024, output_tokens=2048, batch=1,
+                        weight_dtype=0.5625, compute_dtype="fp4")
+    assert p.terms["fixed_time_s"] == pytest.approx((3 * 15 + 58 * 22) * 8.9e-6, rel=1e-12)
+    with pytest.raises(ValueError, match="tp"):
+        predict.kernels_per_layer("llama-3.1-8b", tp=0)

@@ -11,7 +11,7 @@ predicted one (:mod:`llmmath.predict`'s terms, linear in what the step holds)::
     t_step = t_weights + n_tokens t_token + n_context t_context + n_prefill_attention t_attention
 
 ``t_weights``: every weight the busiest chip reads (all experts: a serving batch touches them), plus the calibrated
-fixed time per layer;
+fixed time per kernel;
 ``t_token``: one token's matmuls (the routed experts' at the busiest rank's excess load,
 :func:`llmmath.predict.routing_imbalance`) and its share of the all-reduces and all-to-alls; ``t_context``:
 reading one cached token and attending to it (decode); ``t_attention``: one prompt token attending
@@ -32,7 +32,7 @@ import dataclasses
 import numpy as np
 
 from .deployment import Deployment
-from .predict import _low_precision, calibrated, engine_constants, routing_imbalance, sustained
+from .predict import _low_precision, calibrated, engine_constants, kernels_per_step, routing_imbalance, sustained
 from ._validate import positive, positive_int, scalar
 
 __all__ = ["StepModel", "step_model", "Simulation", "simulate"]
@@ -72,8 +72,8 @@ def step_model(d: Deployment, eplb: bool = False) -> StepModel:
     F_attn = d.chip.flops_per_s("bf16") * sus["matmul_fraction"]
     all_read = d.decode_stages(float(d.replicas * pl.dp), 0.0, routed_read="all").bytes_read["weights"]
     cal = calibrated()
-    # every weight read once a step, and the calibrated fixed time per layer
-    weights_s = float(all_read[0]) / W + m.n_layers * cal["per_layer_s"]
+    # every weight read once a step, and the calibrated fixed time of every kernel the step launches
+    weights_s = float(all_read[0]) / W + kernels_per_step(m, pl.tp, pl.ep) * cal["per_kernel_s"]
     if _low_precision(d):
         F *= cal["low_precision_matmul_factor"]
     # a token's matmuls, spread over the replica's chips (the busiest chip's share), and its collectives

@@ -13,7 +13,8 @@ rates with a source (``data/engine_constants.toml``):
    communication, the weights read once per micro-batch);
 5. two constants set from published rows (``[calibrated]``, each on the rows that isolate it, by
    ``tools/calibrate_predict.py``): **fp8/fp4 matmuls** at a fraction of the fp16 efficiency, and a
-   **fixed time per layer** per decode step (launches, small collectives' latency, elementwise passes);
+   **fixed time per kernel** per decode step (launches, small collectives' latency, elementwise passes), times the
+   kernels each layer launches (:func:`kernels_per_layer`: a Llama layer 9, a DeepSeek MoE layer at TP8 22);
 6. **uneven expert routing**: the busiest expert-parallel rank's routed GEMMs at its measured excess load
    (:func:`routing_imbalance`, with or without EPLB);
 7. **multi-token prediction**: tokens per step, the verify step and the draft (:mod:`llmmath.speculative`);
@@ -23,7 +24,8 @@ rates with a source (``data/engine_constants.toml``):
 
 The result keeps every intermediate rate (the waterfall), so a reader sees which term moves a
 deployment most. Not modelled: grouped-GEMM efficiency of small experts, node-limited routing's
-deduplicated dispatch, host (CPU) time per scheduled sequence, and Blackwell's achieved fractions
+deduplicated dispatch, host (CPU) time per scheduled sequence, each engine's own kernel fusion (one count of
+kernels a layer serves every engine), and Blackwell's achieved fractions
 (taken from Hopper; published GEMM and stream measurements put them close). Chapter 12 holds the
 prediction against every row of ``data/serving_measurements.toml`` and prints the error on the
 rows no constant was set from.
@@ -42,7 +44,7 @@ from .deployment import Deployment
 from ._validate import positive, positive_int, scalar
 
 __all__ = ["Prediction", "predict", "engine_constants", "sustained", "calibrated", "routing_imbalance",
-           "expected_max_of_normals"]
+           "expected_max_of_normals", "kernels_per_layer", "kernels_per_step"]
 
 PHASES = ("decode", "prefill", "aggregated")
 OVERLAPS = ("none", "two-batch")
@@ -109,8 +111,40 @@ def sustained(chip) -> dict:
 def calibrated() -> dict:
     """The two constants set from published serving results (``data/engine_constants.toml`` [calibrated]):
     ``low_precision_matmul_factor`` (what fp8/fp4 matmuls reach of their peak, relative to the fp16 fraction) and
-    ``per_layer_s`` (a fixed time per layer per decode step), with the rows they were fitted on."""
+    ``per_kernel_s`` (a fixed time per kernel per decode step), with the rows they were fitted on."""
     return engine_constants()["calibrated"]
+
+
+def kernels_per_layer(model, tp: int = 1, ep: int = 1) -> tuple[int, int]:
+    """``(dense layer, MoE layer)``: the kernels one decoder layer of ``model`` launches in a decode step.
+
+    Counted from engines' published layer structure (``data/engine_constants.toml`` [kernels]): the attention block
+    (5 for GQA/MHA as vLLM's Llama layer runs it, 9 for MLA as TensorRT-LLM runs DeepSeek-R1), then a dense MLP (4)
+    or a routed-expert MLP (8, plus 3 for shared experts), plus 2 all-reduces under tensor parallelism and a
+    dispatch and a combine under expert parallelism. Llama: 9 a layer (a dense model returns its count twice);
+    DeepSeek-V3 at TP8: 15 dense, 22 MoE.
+    Raises KeyError for an unknown model, ValueError for ``tp`` or ``ep`` below 1.
+    """
+    from . import models
+    m = models.get(model)
+    tp, ep = positive_int("tp", tp), positive_int("ep", ep)
+    k = engine_constants()["kernels"]
+    base = (k["attention_mla"] if m.is_mla else k["attention_gqa"]) + (k["tensor_parallel"] if tp > 1 else 0)
+    dense = base + k["mlp_dense"]
+    if not m.is_moe:
+        return dense, dense                           # no MoE layer: both counts are the dense layer's
+    return dense, (base + k["mlp_moe"] + (k["shared_experts"] if m.n_shared_experts else 0)
+                   + (k["expert_parallel"] if ep > 1 else 0))
+
+
+def kernels_per_step(model, tp: int = 1, ep: int = 1) -> int:
+    """Kernels of one decode step through every layer of ``model`` (:func:`kernels_per_layer`, each MoE layer at
+    its count and the rest at the dense count). Raises as :func:`kernels_per_layer`."""
+    from . import models
+    m = models.get(model)
+    dense, moe = kernels_per_layer(m, tp, ep)
+    n_moe = m.n_moe_layers if m.is_moe else 0
+    return (m.n_layers - n_moe) * dense + n_moe * moe
 
 
 @functools.lru_cache(maxsize=None)
@@ -215,7 +249,7 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
         overlap_s = overlapped - step
         step = overlapped
         fall.append(("two-batch overlap of communication", rate(step)))
-    # the two calibrated terms: low-precision matmuls below the fp16 fraction, and a fixed time per layer per step
+    # the two calibrated terms: low-precision matmuls below the fp16 fraction, and a fixed time per kernel per step
     cal = calibrated()
     lowp_s = 0.0
     if _low_precision(d):
@@ -223,12 +257,12 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
                   * (1.0 / cal["low_precision_matmul_factor"] - 1))
         step += lowp_s
         fall.append(("fp8/fp4 matmuls at their achieved rate (calibrated)", rate(step)))
-    layer_s = d.model.n_layers * cal["per_layer_s"]
-    step += layer_s
-    fall.append(("fixed time per layer (calibrated)", rate(step)))
+    fixed_s = kernels_per_step(d.model, d.placement.tp, d.placement.ep) * cal["per_kernel_s"]
+    step += fixed_s
+    fall.append(("fixed time per kernel (calibrated)", rate(step)))
     terms = {"compute_s": comp_s, "memory_s": mem_s, "tensor_parallel_s": tp_s, "expert_all_to_all_s": ep_s,
              "pipeline_send_s": pp_s, "two_batch_overlap_s": overlap_s, "low_precision_matmul_s": lowp_s,
-             "per_layer_s": layer_s, "routing_imbalance": imb, "uneven_routing_s": routing_s}
+             "fixed_time_s": fixed_s, "routing_imbalance": imb, "uneven_routing_s": routing_s}
     if mtp_tokens:
         k = positive_int("mtp_tokens", mtp_tokens)
         E = speculative.expected_tokens_per_step(k, 0.85 if mtp_acceptance is None else mtp_acceptance)
@@ -236,9 +270,12 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
         extra = float(more.compute_s[worst] - st.compute_s[worst]) * pp / sus["matmul_fraction"]
         extra += float(more.weight_s[worst] - st.weight_s[worst]) * pp / sus["hbm_fraction"]
         # the draft: per drafted token, the MTP module's one block and the output head read again
-        # (speculative.mtp_draft_fraction of the step's weight read) and one more layer's fixed time
+        # (speculative.mtp_draft_fraction of the step's weight read) and one more layer's kernels (the MTP module is
+        # one decoder layer of the model's last kind)
         weights_s = float(st.weight_s[worst]) * pp / sus["hbm_fraction"]
-        draft_s = k * (speculative.mtp_draft_fraction(d.model, batch / d.replicas) * weights_s + cal["per_layer_s"])
+        layer_kernels = kernels_per_layer(d.model, d.placement.tp, d.placement.ep)[1 if d.model.is_moe else 0]
+        draft_s = k * (speculative.mtp_draft_fraction(d.model, batch / d.replicas) * weights_s
+                       + layer_kernels * cal["per_kernel_s"])
         step = step + extra + draft_s + (k + 1 - 1) * (tp_s + ep_s)
         terms.update(mtp_tokens_per_step=E, mtp_extra_s=extra, mtp_draft_s=draft_s)
         fall.append((f"MTP, {k} token(s)", E * rate(step)))
@@ -394,6 +431,6 @@ def _prefill_rate(d: Deployment, T: float, overlap: str = "none", eplb: bool = F
     if lowp_s:
         per_token_s += lowp_s
         fall.append(("fp8/fp4 matmuls at their achieved rate (calibrated)", 1.0 / per_token_s))
-    # a prefill step holds thousands of tokens: the fixed time per layer is under 0.1% of a token's time
-    fall.append(("fixed time per layer (calibrated)", 1.0 / per_token_s))
+    # a prefill step holds thousands of tokens: the fixed time per kernel is under 0.1% of a token's time
+    fall.append(("fixed time per kernel (calibrated)", 1.0 / per_token_s))
     return fall
