@@ -228,6 +228,9 @@ def test_trtllm_bench_limits_follow_the_tools_heuristic_worked_by_hand():
     with pytest.raises(ValueError, match="no memory left for a KV cache"):
         planner.trtllm_bench_limits("llama-3.1-405b", "h100-sxm", 1, input_tokens=128, output_tokens=128,
                                     weight_dtype="bf16", kv_dtype="bf16")
+    with pytest.raises(ValueError, match="not a whole number of pipeline stages"):
+        planner.trtllm_bench_limits("llama-3.1-8b", "h200", 3, input_tokens=128, output_tokens=128,
+                                    weight_dtype="fp8", kv_dtype="fp8", pp=2)
     with pytest.raises(ValueError, match="weight_dtype must be"):
         planner.trtllm_bench_limits("llama-3.1-8b", "h200", 1, input_tokens=128, output_tokens=128,
                                     weight_dtype="int3", kv_dtype="fp8")

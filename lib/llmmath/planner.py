@@ -482,8 +482,8 @@ def trtllm_bench_limits(model, chip, n_chips: int, *, input_tokens: float, outpu
     The device's memory is taken as the catalog's capacity in GB read as GiB (what the driver reports: 79.6 GiB
     for an 80 GB H100, 179 GiB for a 180 GB B200). With attention data parallelism (``enable_attention_dp``, the
     tables' MoE runs) each of the ``tp`` ranks schedules its own requests under these limits. Raises ``KeyError``
-    for an unknown model or chip, ``ValueError`` for lengths below 1, a fraction outside (0, 1] or a deployment
-    whose weights leave no memory.
+    for an unknown model or chip, ``ValueError`` for lengths below 1, a fraction outside (0, 1], a chip count that is
+    not a multiple of ``pp``, an unknown weight precision or a deployment whose weights leave no memory.
     """
     from . import hardware
     m, c = models.get(model), hardware.get(chip)
@@ -492,8 +492,10 @@ def trtllm_bench_limits(model, chip, n_chips: int, *, input_tokens: float, outpu
     frac = float(scalar("kv_cache_free_fraction", kv_cache_free_fraction))
     if not 0 < frac <= 1:
         raise ValueError(f"kv_cache_free_fraction must be in (0, 1], got {kv_cache_free_fraction!r}")
-    pp = int(whole("pp", pp))
-    tp = int(whole("n_chips", n_chips)) // pp
+    pp, n = int(whole("pp", pp)), int(whole("n_chips", n_chips))
+    if n % pp:
+        raise ValueError(f"n_chips={n} is not a whole number of pipeline stages pp={pp}; allowed: a multiple of pp")
+    tp = n // pp
     w = weight_dtype if isinstance(weight_dtype, (int, float)) else {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0}.get(
         weight_dtype)
     if w is None:
