@@ -189,8 +189,9 @@ print(f"low_precision_matmul_factor = {cal['low_precision_matmul_factor']:.2f}: 
 # others, the held-out rows.
 
 # %% [markdown]
-# Those limits matter. TensorRT-LLM's tables ran `trtllm-bench throughput`
-# without setting the engine's batch or token limits, so the tool picked them
+# The offline rows are predicted under the limits their engine ran with, and
+# those matter. TensorRT-LLM's tables ran `trtllm-bench throughput` without
+# setting the engine's batch or token limits, so the tool picked them
 # with its own published heuristic: as many requests as its estimate of the KV
 # cache holds, rounded up. The estimate reads the model's Hugging Face config,
 # and an MLA model's config lists 128 KV heads of 56 values — twelve times the
