@@ -222,18 +222,15 @@ def test_trtllm_bench_limits_follow_the_tools_heuristic_worked_by_hand():
     # short requests: the 4,096 cap on the batch, and 4,096 x 2 = 8,192 tokens
     assert planner.trtllm_bench_limits("llama-3.1-8b", "h200", 1, input_tokens=128, output_tokens=128,
                                        weight_dtype="fp8", kv_dtype="fp8") == (4096, 8192)
-    with pytest.raises(ValueError, match="kv_cache_free_fraction must be in"):
-        planner.trtllm_bench_limits("llama-3.1-8b", "h200", 1, input_tokens=128, output_tokens=128,
-                                    weight_dtype="fp8", kv_dtype="fp8", kv_cache_free_fraction=0)
-    with pytest.raises(ValueError, match="no memory left for a KV cache"):
-        planner.trtllm_bench_limits("llama-3.1-405b", "h100-sxm", 1, input_tokens=128, output_tokens=128,
-                                    weight_dtype="bf16", kv_dtype="bf16")
-    with pytest.raises(ValueError, match="not a whole number of pipeline stages"):
-        planner.trtllm_bench_limits("llama-3.1-8b", "h200", 3, input_tokens=128, output_tokens=128,
-                                    weight_dtype="fp8", kv_dtype="fp8", pp=2)
-    with pytest.raises(ValueError, match="weight_dtype must be"):
-        planner.trtllm_bench_limits("llama-3.1-8b", "h200", 1, input_tokens=128, output_tokens=128,
-                                    weight_dtype="int3", kv_dtype="fp8")
+    short = dict(input_tokens=128, output_tokens=128, weight_dtype="fp8", kv_dtype="fp8")
+    for args, change, message in ((("llama-3.1-8b", "h200", 1), dict(kv_cache_free_fraction=0),
+                                   "kv_cache_free_fraction must be in"),
+                                  (("llama-3.1-405b", "h100-sxm", 1), dict(weight_dtype="bf16", kv_dtype="bf16"),
+                                   "no memory left for a KV cache"),
+                                  (("llama-3.1-8b", "h200", 3), dict(pp=2), "not a whole number of pipeline stages"),
+                                  (("llama-3.1-8b", "h200", 1), dict(weight_dtype="int3"), "weight_dtype must be")):
+        with pytest.raises(ValueError, match=message):
+            planner.trtllm_bench_limits(*args, **{**short, **change})
 
 
 def test_an_offline_runs_limits_cap_its_batch():

@@ -1,13 +1,13 @@
 """Fit predict's two calibrated constants (data/engine_constants.toml [calibrated]), each on the rows that isolate it.
 
 1. ``per_kernel_s``, a fixed time per kernel per decode step (``predict.kernels_per_layer`` kernels a layer), is
-   solved on the one row where it is nearly the whole step: ``vllm-l31-8b-h100-batch1`` (Llama 3.1 8B in bf16 on one H100 at batch 1, no collective, no low-precision
-   matmul). Bisection on measured / predicted = 1.
+   solved on the one row where it is nearly the whole step: ``vllm-l31-8b-h100-batch1`` (Llama 3.1 8B in bf16 on
+   one H100 at batch 1, no collective, no low-precision matmul). Bisection on measured / predicted = 1.
 2. ``low_precision_matmul_factor``, what fp8/fp4 matmuls reach of their peak relative to the fp16 fraction, is then
    fitted on the 24 large-batch FP8 rows ``trtllm017-*`` (least median |measured / predicted - 1|, grid 0.01).
 
 It prints both constants and the error on the calibration rows and on every other row (held out). Usage:
-``PYTHONPATH=lib python3 tools/calibrate_predict.py`` (about ten seconds).
+``PYTHONPATH=lib python3 tools/calibrate_predict.py`` (about two minutes on a 2-core CPU).
 """
 
 from __future__ import annotations

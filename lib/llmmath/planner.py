@@ -35,7 +35,7 @@ from . import _catalog, models
 from .deployment import Deployment, Placement
 from .predict import Prediction, calibrated, predict
 from ._validate import at_least, positive, scalar, whole
-from .units import fmt_bytes, fmt_seconds
+from .units import dtype_bytes, fmt_bytes, fmt_seconds
 
 __all__ = ["Placement", "Operating", "Plan", "plan", "decode_sweep", "measurements", "MeasuredVsFloor",
            "measured_vs_floor", "FLOOR_NOTE", "predict", "Prediction", "predicted_vs_measured", "REGIMES", "regime",
@@ -496,12 +496,12 @@ def trtllm_bench_limits(model, chip, n_chips: int, *, input_tokens: float, outpu
     if n % pp:
         raise ValueError(f"n_chips={n} is not a whole number of pipeline stages pp={pp}; allowed: a multiple of pp")
     tp = n // pp
-    w = weight_dtype if isinstance(weight_dtype, (int, float)) else {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0}.get(
-        weight_dtype)
-    if w is None:
-        raise ValueError(f"weight_dtype must be 'bf16', 'fp16', 'fp8' or bytes per weight, got {weight_dtype!r}")
+    try:
+        w = dtype_bytes(weight_dtype)
+    except KeyError as e:
+        raise ValueError(f"weight_dtype must be a format name or bytes per weight: {e.args[0]}") from None
     per_elem, elems = (0.5, 0.5 + 1 / 16) if w < 1 else (1.0, 1.0) if w == 1 else (2.0, 1.0)
-    kv_b = 1.0 if kv_dtype == "fp8" or kv_dtype == 1 else 2.0
+    kv_b = 1.0 if dtype_bytes(kv_dtype) <= 1 else 2.0           # the tool's FP8 KV cache, else 2 bytes
     kv_heads, head = (m.n_heads, m.d_model // m.n_heads) if m.is_mla else (m.n_kv_heads, m.head_dim)
     gib = 1024.0 ** 3
     kv_gib_per_token = 2 * m.n_layers * max(tp, kv_heads) * head * kv_b / gib

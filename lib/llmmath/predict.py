@@ -25,10 +25,9 @@ rates with a source (``data/engine_constants.toml``):
 The result keeps every intermediate rate (the waterfall), so a reader sees which term moves a
 deployment most. Not modelled: grouped-GEMM efficiency of small experts, node-limited routing's
 deduplicated dispatch, host (CPU) time per scheduled sequence, each engine's own kernel fusion (one count of
-kernels a layer serves every engine), and Blackwell's achieved fractions
-(taken from Hopper; published GEMM and stream measurements put them close). Chapter 12 holds the
-prediction against every row of ``data/serving_measurements.toml`` and prints the error on the
-rows no constant was set from.
+kernels a layer serves every engine), and Blackwell's achieved fractions (taken from Hopper; published GEMM and
+stream measurements put them close). Chapter 12 holds the prediction against every row of
+``data/serving_measurements.toml`` and prints the error on the rows no constant was set from.
 """
 
 from __future__ import annotations
@@ -143,8 +142,7 @@ def kernels_per_step(model, tp: int = 1, ep: int = 1) -> int:
     from . import models
     m = models.get(model)
     dense, moe = kernels_per_layer(m, tp, ep)
-    n_moe = m.n_moe_layers if m.is_moe else 0
-    return (m.n_layers - n_moe) * dense + n_moe * moe
+    return (m.n_layers - m.n_moe_layers) * dense + m.n_moe_layers * moe
 
 
 @functools.lru_cache(maxsize=None)
@@ -273,7 +271,7 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
         # (speculative.mtp_draft_fraction of the step's weight read) and one more layer's kernels (the MTP module is
         # one decoder layer of the model's last kind)
         weights_s = float(st.weight_s[worst]) * pp / sus["hbm_fraction"]
-        layer_kernels = kernels_per_layer(d.model, d.placement.tp, d.placement.ep)[1 if d.model.is_moe else 0]
+        layer_kernels = kernels_per_layer(d.model, d.placement.tp, d.placement.ep)[1]   # dense models: both equal
         draft_s = k * (speculative.mtp_draft_fraction(d.model, batch / d.replicas) * weights_s
                        + layer_kernels * cal["per_kernel_s"])
         step = step + extra + draft_s + (k + 1 - 1) * (tp_s + ep_s)
