@@ -65,7 +65,8 @@ assert abs(58 * float(network.moe_all_to_all_bytes_per_token(7168, 8, 144)) / (0
 # **Worked answer.** Per layer 8 × 7,168 × 3 bytes × 143/144 = 170,827 bytes;
 # over 58 layers 9.91 MB; at 0.82 × 50 GB/s = 41 GB/s that is 242 µs per token,
 # more than its 37B active parameters' arithmetic takes on an H800 (about
-# 2 × 37e9 / 1,484e12 = 50 µs at 0.75 of fp8 peak). This is why DeepSeek and
+# 2 × 37e9 / (0.5 × 1,979e12) = 75 µs at about half the fp8 peak, the share
+# fp8 GEMMs reach on an H100 in chapter 12's measured tables). This is why DeepSeek and
 # SGLang overlap two micro-batches: one computes while the other communicates.
 
 # %% [markdown]

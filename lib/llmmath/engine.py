@@ -32,7 +32,7 @@ import dataclasses
 import numpy as np
 
 from .deployment import Deployment
-from .predict import _low_precision, calibrated, engine_constants, kernels_per_step, routing_imbalance, sustained
+from .predict import calibrated, engine_constants, kernels_per_step, matmul_fraction, routing_imbalance, sustained
 from ._validate import positive, positive_int, scalar
 
 __all__ = ["StepModel", "step_model", "Simulation", "simulate"]
@@ -68,14 +68,12 @@ def step_model(d: Deployment, eplb: bool = False) -> StepModel:
     k = engine_constants()
     sus = sustained(d.chip)
     W = d.hbm_bytes_per_s * sus["hbm_fraction"]
-    F = d.flops_per_s * sus["matmul_fraction"]
-    F_attn = d.chip.flops_per_s("bf16") * sus["matmul_fraction"]
+    F = d.flops_per_s * matmul_fraction(d.chip, d.compute_dtype)      # each precision at its measured share
+    F_attn = d.chip.flops_per_s("bf16") * matmul_fraction(d.chip, "bf16")
     all_read = d.decode_stages(float(d.replicas * pl.dp), 0.0, routed_read="all").bytes_read["weights"]
     cal = calibrated()
     # every weight read once a step, and the calibrated fixed time of every kernel the step launches
     weights_s = float(all_read[0]) / W + kernels_per_step(m, pl.tp, pl.ep) * cal["per_kernel_s"]
-    if _low_precision(d):
-        F *= cal["low_precision_matmul_factor"]
     # a token's matmuls, spread over the replica's chips (the busiest chip's share), and its collectives
     token_s = 2.0 * m.matmul_params_per_token / (pl.chips_per_replica * F)
     # the busiest expert-parallel rank's routed experts see routing_imbalance x the mean tokens

@@ -4,17 +4,19 @@
 :class:`~llmmath.deployment.Deployment`) and applies, one at a time, terms that are physical
 rates with a source (``data/engine_constants.toml``):
 
-1. **sustained rates**: HBM and matmuls at the fractions of peak measured on real parts;
+1. **sustained rates**: HBM at the fraction of peak measured on real parts, matmuls at the share of the
+   chip's bf16 peak that TensorRT-LLM's own GEMMs reach at a large batch (:func:`matmul_fraction`, NVIDIA's measured
+   tables in ``data/gemm_fractions.toml``);
 2. **attention at its precision**: attention's FLOPs at bf16 when the matmuls run at fp8/fp4;
 3. **no overlap**: a step's compute and memory time add instead of overlapping;
 4. **communication**: the tensor-parallel all-reduces and the expert all-to-all of the step, at the
    achieved bus rates, over NVLink inside a scale-up domain and the NIC beyond it, not overlapped
    unless the engine runs **two-batch overlap** (``overlap="two-batch"``: the longer of compute and
    communication, the weights read once per micro-batch);
-5. two constants set from published rows (``[calibrated]``, each on the rows that isolate it, by
-   ``tools/calibrate_predict.py``): **fp8/fp4 matmuls** at a fraction of the fp16 efficiency, and a
-   **fixed time per kernel** per decode step (launches, small collectives' latency, elementwise passes), times the
-   kernels each layer launches (:func:`kernels_per_layer`: a Llama layer 9, a DeepSeek MoE layer at TP8 22);
+5. **fp8/fp4 matmuls at their measured rate** (the same tables at the matmuls' own precision), and the one
+   constant set from a published row (``[calibrated]``, by ``tools/calibrate_predict.py``): a **fixed time per
+   kernel** per decode step (launches, small collectives' latency, elementwise passes), times the kernels each layer
+   launches (:func:`kernels_per_layer`: a Llama layer 9, a DeepSeek MoE layer at TP8 22);
 6. **uneven expert routing**: the busiest expert-parallel rank's routed GEMMs at its measured excess load
    (:func:`routing_imbalance`, with or without EPLB);
 7. **multi-token prediction**: tokens per step, the verify step and the draft (:mod:`llmmath.speculative`);
@@ -25,9 +27,9 @@ rates with a source (``data/engine_constants.toml``):
 The result keeps every intermediate rate (the waterfall), so a reader sees which term moves a
 deployment most. Not modelled: grouped-GEMM efficiency of small experts, node-limited routing's
 deduplicated dispatch, host (CPU) time per scheduled sequence, each engine's own kernel fusion (one count of
-kernels a layer serves every engine), and Blackwell's achieved fractions (taken from Hopper; published GEMM and
-stream measurements put them close). Chapter 12 holds the prediction against every row of
-``data/serving_measurements.toml`` and prints the error on the rows no constant was set from.
+kernels a layer serves every engine), matmul efficiency that varies with the tokens in a step (one large-batch
+share per chip and precision), and Blackwell's HBM fraction (taken from Hopper). Chapter 12 holds the prediction
+against every row of ``data/serving_measurements.toml`` and prints the error on the rows no constant was set from.
 """
 
 from __future__ import annotations
@@ -42,11 +44,13 @@ from . import _catalog, hardware, speculative
 from .deployment import Deployment
 from ._validate import positive, positive_int, scalar
 
-__all__ = ["Prediction", "predict", "engine_constants", "sustained", "calibrated", "routing_imbalance",
+__all__ = ["Prediction", "predict", "engine_constants", "sustained", "matmul_fraction", "calibrated", "routing_imbalance",
            "expected_max_of_normals", "kernels_per_layer", "kernels_per_step"]
 
 PHASES = ("decode", "prefill", "aggregated")
+PLATEAU_TOKENS = (2048, 4096, 8192)      # the tokens a step at which matmul_fraction reads the measured tables
 OVERLAPS = ("none", "two-batch")
+LOW_PRECISION_TERM = "fp8/fp4 matmuls at their measured rate"
 
 
 def engine_constants() -> dict:
@@ -107,10 +111,40 @@ def sustained(chip) -> dict:
     return table[vendor]
 
 
+def gemm_fractions() -> dict:
+    """``data/gemm_fractions.toml``: per chip and precision, the share of the dense datasheet peak TensorRT-LLM's GEMMs
+    reach against the tokens in the step (``tokens``, ``median``, ``q25``, ``q75``, ``shapes``), derived by
+    ``tools/gemm_fractions.py`` from NVIDIA AIConfigurator's measured tables."""
+    return _catalog.load("gemm_fractions.toml")
+
+
+def matmul_fraction(chip, dtype: str = "bf16") -> float:
+    """What a serving engine's matmuls at ``dtype`` reach of ``chip``'s dense ``dtype`` peak at a large batch.
+
+    For a chip in ``data/gemm_fractions.toml`` (H100 SXM, H200, B200, GB200): the median of that table's medians at
+    2,048, 4,096 and 8,192 tokens a step (TensorRT-LLM's Linear layer timed by NVIDIA over model widths 4,096 to
+    16,384; ``fp16`` reads the ``bf16`` table and ``int8`` the ``fp8`` one). H100 bf16 0.745, fp8 0.525; B200 bf16 0.655,
+    fp8 0.443, fp4 0.384. Any other chip: its vendor's ``[sustained]`` ``matmul_fraction`` for 16- and 32-bit formats,
+    ``low_precision_matmul_fraction`` for 8- and 4-bit ones (``data/engine_constants.toml``).
+
+    Raises:
+        KeyError: an unknown chip or dtype, a dtype the chip has no peak for, or a vendor without fractions.
+    """
+    c = hardware.get(chip)
+    c.flops_per_s(dtype)                                   # the chip must have a peak at dtype
+    table = {"fp16": "bf16", "int8": "fp8"}.get(dtype, dtype)
+    curve = gemm_fractions().get(c.key, {}).get(table)
+    if curve is not None:
+        at = dict(zip(curve["tokens"], curve["median"]))
+        return float(np.median([at[m] for m in PLATEAU_TOKENS]))
+    sus = sustained(c)
+    return float(sus["matmul_fraction"] if c.flops_per_s(dtype) <= c.flops_per_s("bf16")
+                 else sus["low_precision_matmul_fraction"])
+
+
 def calibrated() -> dict:
-    """The two constants set from published serving results (``data/engine_constants.toml`` [calibrated]):
-    ``low_precision_matmul_factor`` (what fp8/fp4 matmuls reach of their peak, relative to the fp16 fraction) and
-    ``per_kernel_s`` (a fixed time per kernel per decode step), with the rows they were fitted on."""
+    """The constant set from a published serving result (``data/engine_constants.toml`` [calibrated]):
+    ``per_kernel_s`` (a fixed time per kernel per decode step), with the row it was solved on (``calibrated_on``)."""
     return engine_constants()["calibrated"]
 
 
@@ -184,8 +218,13 @@ def routing_imbalance(model, ep: int, eplb: bool = False) -> float:
 
 
 def _low_precision(d: Deployment) -> bool:
-    """Whether the deployment's matmuls run faster than bf16 (fp8, fp4: the calibrated factor applies)."""
+    """Whether the deployment's matmuls run faster than bf16 (fp8, fp4: their own measured fraction applies)."""
     return d.flops_per_s > d.chip.flops_per_s("bf16")
+
+
+def _low_precision_factor(d: Deployment) -> float:
+    """What the deployment's matmul precision reaches of its peak over what bf16 reaches of its own (1 for bf16)."""
+    return matmul_fraction(d.chip, d.compute_dtype) / matmul_fraction(d.chip, "bf16") if _low_precision(d) else 1.0
 
 
 def _domain(chip_key: str) -> int:
@@ -214,12 +253,13 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
     comp_s = float(st.compute_s[worst]) * pp
     n, B = d.n_chips, batch
     rate = lambda t: B / (t * n)  # noqa: E731  tokens/s per chip at step time t
+    f16 = matmul_fraction(d.chip, "bf16")
     fall = [("roofline ceiling", rate(max(comp_s, mem_s)))]
-    comp_s /= sus["matmul_fraction"]
+    comp_s /= f16
     mem_s /= sus["hbm_fraction"]
     fall.append(("sustained HBM and matmul rates", rate(max(comp_s, mem_s))))
-    F_attn = d.chip.flops_per_s("bf16") * sus["matmul_fraction"]
-    F_mm = d.flops_per_s * sus["matmul_fraction"]
+    F_attn = d.chip.flops_per_s("bf16") * f16
+    F_mm = d.flops_per_s * f16
     comp_s = pp * ((flops["matmul"] + flops["routed experts"]) / F_mm + flops["attention"] / F_attn)
     fall.append(("attention at bf16", rate(max(comp_s, mem_s))))
     step = comp_s + mem_s
@@ -247,14 +287,14 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
         overlap_s = overlapped - step
         step = overlapped
         fall.append(("two-batch overlap of communication", rate(step)))
-    # the two calibrated terms: low-precision matmuls below the fp16 fraction, and a fixed time per kernel per step
+    # low-precision matmuls at their own measured share of their peak, then the calibrated fixed time per kernel
     cal = calibrated()
     lowp_s = 0.0
     if _low_precision(d):
-        lowp_s = (pp * (flops["matmul"] + flops["routed experts"]) / F_mm
-                  * (1.0 / cal["low_precision_matmul_factor"] - 1))
+        lowp_s = (pp * (flops["matmul"] + imb * flops["routed experts"]) / F_mm  # the busiest rank's excess too
+                  * (1.0 / _low_precision_factor(d) - 1))
         step += lowp_s
-        fall.append(("fp8/fp4 matmuls at their achieved rate (calibrated)", rate(step)))
+        fall.append((LOW_PRECISION_TERM, rate(step)))
     fixed_s = kernels_per_step(d.model, d.placement.tp, d.placement.ep) * cal["per_kernel_s"]
     step += fixed_s
     fall.append(("fixed time per kernel (calibrated)", rate(step)))
@@ -265,7 +305,7 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
         k = positive_int("mtp_tokens", mtp_tokens)
         E = speculative.expected_tokens_per_step(k, 0.85 if mtp_acceptance is None else mtp_acceptance)
         more = d.decode_stages(batch * (k + 1), context)
-        extra = float(more.compute_s[worst] - st.compute_s[worst]) * pp / sus["matmul_fraction"]
+        extra = float(more.compute_s[worst] - st.compute_s[worst]) * pp / f16
         extra += float(more.weight_s[worst] - st.weight_s[worst]) * pp / sus["hbm_fraction"]
         # the draft: per drafted token, the MTP module's one block and the output head read again
         # (speculative.mtp_draft_fraction of the step's weight read) and one more layer's kernels (the MTP module is
@@ -391,14 +431,14 @@ def _batch_for_tpot(d: Deployment, most: float, L: float, tpot_s: float, mtp_tok
 def _prefill_rate(d: Deployment, T: float, overlap: str = "none", eplb: bool = False) -> list:
     """Input tokens/s per chip of compute-bound prefill after each term (prompts of ``T`` tokens)."""
     m = d.model
-    sus = sustained(d.chip)
     mm = 2.0 * m.matmul_params_per_token
     attn = float(m.prefill_attention_flops(T, absorbed=False)) / T
     F = d.flops_per_s
     fall = [("roofline ceiling", F / (mm + attn))]
-    Fs = F * sus["matmul_fraction"]
+    f16 = matmul_fraction(d.chip, "bf16")
+    Fs = F * f16
     fall.append(("sustained HBM and matmul rates", Fs / (mm + attn)))
-    F_attn = d.chip.flops_per_s("bf16") * sus["matmul_fraction"]
+    F_attn = d.chip.flops_per_s("bf16") * f16
     per_token_s = mm / Fs + attn / F_attn
     fall.append(("attention at bf16", 1.0 / per_token_s))
     fall.append(("compute and memory not overlapped", 1.0 / per_token_s))
@@ -406,7 +446,7 @@ def _prefill_rate(d: Deployment, T: float, overlap: str = "none", eplb: bool = F
     if imb > 1:                        # the busiest rank's share of each token's routed-expert FLOPs, imb x the mean
         per_token_s += (imb - 1.0) * m.routed_flops_per_token / Fs
         fall.append(("uneven expert routing (busiest rank)", 1.0 / per_token_s))
-    lowp_s = mm / Fs * (1.0 / calibrated()["low_precision_matmul_factor"] - 1) if _low_precision(d) else 0.0
+    lowp_s = (mm + (imb - 1.0) * m.routed_flops_per_token) / Fs * (1.0 / _low_precision_factor(d) - 1)
     # communication, in chip-seconds per prompt token: a TP group of tp chips all-reduces each token's activations
     # twice a layer (each chip sends 2 (tp-1)/tp of them, all tp chips busy); each token goes to its k experts
     # and back once a MoE layer over its own chip's link (network.moe_all_to_all_bytes_per_token)
@@ -428,7 +468,7 @@ def _prefill_rate(d: Deployment, T: float, overlap: str = "none", eplb: bool = F
         per_token_s += comm_s
     if lowp_s:
         per_token_s += lowp_s
-        fall.append(("fp8/fp4 matmuls at their achieved rate (calibrated)", 1.0 / per_token_s))
+        fall.append((LOW_PRECISION_TERM, 1.0 / per_token_s))
     # a prefill step holds thousands of tokens: the fixed time per kernel is under 0.1% of a token's time
     fall.append(("fixed time per kernel (calibrated)", 1.0 / per_token_s))
     return fall

@@ -1,0 +1,81 @@
+"""Derive ``lib/llmmath/data/gemm_fractions.toml`` from NVIDIA's measured TensorRT-LLM GEMM tables.
+
+NVIDIA's AIConfigurator (github.com/ai-dynamo/aiconfigurator) ships, per GPU and per TensorRT-LLM release, the
+latency its collector measured for TensorRT-LLM's own ``Linear`` layer (``collector/trtllm/collect_gemm.py``: the
+layer as the engine runs it, activation quantization included, weights cycled through copies larger than L2) at
+some 35,000 shapes ``m x n x k`` in bf16, fp8 and nvfp4. This script turns each table into what the course needs:
+the share of the datasheet's dense peak (``llmmath.hardware``) the layer reaches, against ``m``, the tokens in the
+step, over model widths ``4,096 <= n, k <= 16,384`` (the hidden and MLP sizes of 8B- to 405B-class models): the
+median, the quartiles and the number of shapes at each ``m`` that is a power of two.
+
+Usage (needs ``pandas`` and ``pyarrow``, which the course itself does not)::
+
+    git clone https://github.com/ai-dynamo/aiconfigurator AIC      # or: git archive HEAD aic-core | tar -x -C AIC
+    python tools/gemm_fractions.py AIC > lib/llmmath/data/gemm_fractions.toml
+
+For each GPU it reads the earliest release the repository holds for it (TensorRT-LLM 1.2.0rc5 for H100, H200 and
+B200, 1.3.0rc10 for GB200): the closest in time to the 2025 results in ``serving_measurements.toml``. ``--release
+1.3.0rc10`` reads that release for every GPU instead (the note on issue 29 gives what it changes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+
+from llmmath import hardware  # noqa: E402
+
+DATA = "aic-core/src/aiconfigurator_core/systems/data/{gpu}/gemm/trtllm/{release}/gemm_perf.parquet"
+GPUS = {"h100_sxm": ("h100-sxm", "1.2.0rc5"), "h200_sxm": ("h200", "1.2.0rc5"), "b200_sxm": ("b200", "1.2.0rc5"),
+        "gb200": ("gb200", "1.3.0rc10")}
+DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "nvfp4": "fp4"}     # the table's names -> the course's
+WIDTHS = (4096, 16384)                                            # n and k, inclusive
+TOKENS = [2 ** i for i in range(15)]                              # m: 1 ... 16,384
+
+
+def curves(aic: Path, release: str | None = None) -> list[tuple[str, str, str, list, list, list, list]]:
+    """``(chip key, dtype, release, tokens, median, q25, q75, shapes)`` for every GPU and dtype the tables hold."""
+    import pandas as pd
+    out = []
+    for gpu, (chip, first) in GPUS.items():
+        rel = release or first
+        d = pd.read_parquet(aic / DATA.format(gpu=gpu, release=rel))
+        d = d[d.n.between(*WIDTHS) & d.k.between(*WIDTHS)]
+        for name, dtype in DTYPES.items():
+            g = d[d.gemm_dtype == name]
+            if g.empty:
+                continue
+            frac = 2.0 * g.m * g.n * g.k / (g.latency * 1e-3) / hardware.get(chip).flops_per_s(dtype)
+            rows = [(m, frac[g.m == m]) for m in TOKENS if (g.m == m).any()]
+            out.append((chip, dtype, rel, [m for m, _ in rows], [round(float(f.median()), 3) for _, f in rows],
+                        [round(float(f.quantile(0.25)), 3) for _, f in rows],
+                        [round(float(f.quantile(0.75)), 3) for _, f in rows], [int(f.size) for _, f in rows]))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("aic", type=Path, help="a checkout (work tree) of github.com/ai-dynamo/aiconfigurator")
+    ap.add_argument("--release", help="one TensorRT-LLM release for every GPU (default: each GPU's earliest)")
+    a = ap.parse_args()
+    print("# What TensorRT-LLM's GEMMs reach of each GPU's dense datasheet peak, against the tokens in the step "
+          "(llmmath.predict.matmul_fraction)")
+    print("# " + "=" * 110)
+    print("# Derived by tools/gemm_fractions.py (its docstring says how) from NVIDIA AIConfigurator's measured tables")
+    print("# aic-core/src/aiconfigurator_core/systems/data/<gpu>/gemm/trtllm/<release>/gemm_perf.parquet")
+    print("# (github.com/ai-dynamo/aiconfigurator, commit 095f58a): TensorRT-LLM's Linear layer timed at each shape;")
+    print(f"# share = 2 m n k / latency / peak, over the shapes with {WIDTHS[0]:,} <= n, k <= {WIDTHS[1]:,} at each m.")
+    print("# Regenerate rather than edit.\n")
+    print('source = "NVIDIA AIConfigurator (github.com/ai-dynamo/aiconfigurator, commit 095f58a), measured '
+          'TensorRT-LLM GEMM tables, collector/trtllm/collect_gemm.py"')
+    for chip, dtype, rel, tokens, med, q25, q75, n in curves(a.aic, a.release):
+        print(f"\n[{chip}.{dtype}]\nrelease = \"{rel}\"\ntokens = {tokens}\nmedian = {med}\nq25 = {q25}\nq75 = {q75}"
+              f"\nshapes = {n}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
