@@ -98,7 +98,9 @@ class Prediction:
 
 
 def sustained(chip) -> dict:
-    """The sustained fractions of peak (``hbm_fraction``, ``matmul_fraction``) for ``chip``'s vendor.
+    """The sustained fractions of peak for ``chip``'s vendor: ``hbm_fraction`` (every chip), and ``matmul_fraction``
+    (16-bit) and ``low_precision_matmul_fraction`` (8- and 4-bit), which :func:`matmul_fraction` uses only for chips
+    without a measured GEMM table.
 
     Raises:
         KeyError: a vendor with no entry in ``data/engine_constants.toml`` (the message names those that have one).
