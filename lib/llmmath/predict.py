@@ -44,8 +44,8 @@ from . import _catalog, hardware, speculative
 from .deployment import Deployment
 from ._validate import positive, positive_int, scalar
 
-__all__ = ["Prediction", "predict", "engine_constants", "sustained", "matmul_fraction", "calibrated", "routing_imbalance",
-           "expected_max_of_normals", "kernels_per_layer", "kernels_per_step"]
+__all__ = ["Prediction", "predict", "engine_constants", "sustained", "gemm_fractions", "matmul_fraction", "calibrated",
+           "routing_imbalance", "expected_max_of_normals", "kernels_per_layer", "kernels_per_step"]
 
 PHASES = ("decode", "prefill", "aggregated")
 PLATEAU_TOKENS = (2048, 4096, 8192)      # the tokens a step at which matmul_fraction reads the measured tables
@@ -125,9 +125,9 @@ def matmul_fraction(chip, dtype: str = "bf16") -> float:
 
     For a chip in ``data/gemm_fractions.toml`` (H100 SXM, H200, B200, GB200): the median of that table's medians at
     2,048, 4,096 and 8,192 tokens a step (TensorRT-LLM's Linear layer timed by NVIDIA over model widths 4,096 to
-    16,384; ``fp16`` reads the ``bf16`` table and ``int8`` the ``fp8`` one). H100 bf16 0.745, fp8 0.525; B200 bf16 0.655,
-    fp8 0.443, fp4 0.384. Any other chip: its vendor's ``[sustained]`` ``matmul_fraction`` for 16- and 32-bit formats,
-    ``low_precision_matmul_fraction`` for 8- and 4-bit ones (``data/engine_constants.toml``).
+    16,384; ``fp16`` reads the ``bf16`` table and ``int8`` the ``fp8`` one). H100 bf16 0.745, fp8 0.525; B200 bf16
+    0.655, fp8 0.443, fp4 0.384. Any other chip: its vendor's ``[sustained]`` ``matmul_fraction`` for 16- and 32-bit
+    formats, ``low_precision_matmul_fraction`` for 8- and 4-bit ones (``data/engine_constants.toml``).
 
     Raises:
         KeyError: an unknown chip or dtype, a dtype the chip has no peak for, or a vendor without fractions.
@@ -307,7 +307,10 @@ def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, 
         k = positive_int("mtp_tokens", mtp_tokens)
         E = speculative.expected_tokens_per_step(k, 0.85 if mtp_acceptance is None else mtp_acceptance)
         more = d.decode_stages(batch * (k + 1), context)
-        extra = float(more.compute_s[worst] - st.compute_s[worst]) * pp / f16
+        # the verify step's extra tokens: their matmuls at the matmuls' measured rate, their attention at bf16's
+        grown = {key: float(more.flops[key][worst]) - v for key, v in flops.items()}
+        extra = pp * ((grown["matmul"] + grown["routed experts"]) / (F_mm * _low_precision_factor(d))
+                      + grown["attention"] / F_attn)
         extra += float(more.weight_s[worst] - st.weight_s[worst]) * pp / sus["hbm_fraction"]
         # the draft: per drafted token, the MTP module's one block and the output head read again
         # (speculative.mtp_draft_fraction of the step's weight read) and one more layer's kernels (the MTP module is
