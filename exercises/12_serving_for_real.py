@@ -78,3 +78,14 @@ ok = check_answer("12.4", answer)
 answer = ...  # busiest / mean (x)
 ok = check_answer("12.5", answer)
 
+# %% [markdown]
+# ### Problem 6 — what four times the peak buys
+# A B200's datasheet gives 2.25 PFLOP/s dense in bf16 and 9 PFLOP/s in NVFP4.
+# At 4,096 tokens a step, TensorRT-LLM's GEMMs reach 0.655 of the bf16 peak
+# and 0.384 of the NVFP4 one (NVIDIA's measured tables, chapter 12). How many
+# times faster are a compute-bound step's matmuls in NVFP4 than in bf16?
+
+# %%
+answer = ...  # speed-up (x)
+ok = check_answer("12.6", answer)
+

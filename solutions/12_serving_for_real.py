@@ -146,3 +146,29 @@ assert abs(predict.routing_imbalance("deepseek-v3", 8) / answer - 1) < 1e-3
 # GEMMs of an EP8 step take about 1.5× their even-load time — unless a load
 # balancer (EPLB) replicates the hot experts, which TensorRT-LLM measured
 # bringing EP32's 2.56 down to 1.11.
+
+# %% [markdown]
+# ### Problem 6 — what four times the peak buys
+# A B200's datasheet gives 2.25 PFLOP/s dense in bf16 and 9 PFLOP/s in NVFP4.
+# At 4,096 tokens a step, TensorRT-LLM's GEMMs reach 0.655 of the bf16 peak
+# and 0.384 of the NVFP4 one (NVIDIA's measured tables, chapter 12). How many
+# times faster are a compute-bound step's matmuls in NVFP4 than in bf16?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # speed-up (x)
+answer = 9.0 / 2.25 * 0.384 / 0.655
+# END SOLUTION
+ok = check_answer("12.6", answer)
+# BEGIN SOLUTION
+assert ok
+assert abs(4 * predict.matmul_fraction("b200", "fp4") / predict.matmul_fraction("b200") / answer - 1) < 0.01
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** The peaks differ by 9 / 2.25 = 4, but the formats do not
+# reach the same share of them: 0.384 / 0.655 = 0.59. So NVFP4's matmuls run
+# 4 × 0.59 = 2.3 times as fast as bf16's, not 4. A compute-bound FP4
+# deployment gains a little over twice; a memory-bound one gains instead from
+# weights 3.6 times smaller (0.5625 bytes a parameter with its scales, against
+# 2). Ratios on a datasheet are ratios of peaks; what a deployment gets is the
+# ratio of what its kernels reach.
