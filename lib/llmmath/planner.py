@@ -469,7 +469,7 @@ def trtllm_bench_limits(model, chip, n_chips: int, *, input_tokens: float, outpu
     1. KV bytes per token as the tool reads them from the Hugging Face config, ``2 x layers x max(tp,
        num_key_value_heads) x head_size x (1 byte for an FP8 KV cache, else 2)``, where an MLA model's config gives
        ``num_key_value_heads = n_heads`` and no ``head_dim`` (so ``head_size = d_model / n_heads``: 56 for DeepSeek-V3,
-       twelve times its real compressed KV);
+       2 x 128 x 56 = 14,336 values a layer, 25 times the 576 of its real compressed KV);
     2. requests that fit: ``kv_cache_free_fraction x (device GiB x tp x pp - engine GiB) / (KV GiB per token x
        (input + output))``, the engine's size being the checkpoint's stored elements x 0.5 (NVFP4), 1 (FP8) or 2
        bytes (a packed NVFP4 checkpoint stores about 0.5 + 1/16 elements per weight: two FP4 values a byte and an
