@@ -169,12 +169,12 @@ print(f"NVFP4 over bf16 on a B200: x{peak_gain:.0f} on the datasheet, "
 # Below a few hundred tokens every GEMM is bound by reading its weights, and
 # the share climbs with the tokens; above, it climbs more slowly (bf16 has
 # levelled off by 2,048 tokens, fp8 and fp4 on Blackwell still gain a little
-# up to 16,384). The level is lower the faster the format: fp8 runs at twice bf16's peak but reaches a smaller
-# share of it, and NVFP4 on Blackwell a smaller share still, so its four-fold
-# peak buys far less than four times bf16's matmul speed (the last line
-# above). Two independent measurements agree with the tables: this
-# project's own 16-bit matmul on an H200 (fp16 through CuPy, 742 of the
-# 989.5 TFLOP/s that fp16 and bf16 share), and
+# up to 16,384). The level is lower the faster the format: fp8 runs at twice
+# bf16's peak but reaches a smaller share of it, and NVFP4 on Blackwell a
+# smaller share still, so its four-fold peak buys far less than four times
+# bf16's matmul speed (the last line above). Two independent measurements
+# agree with the tables: this project's own 16-bit matmul on an H200 (fp16
+# through CuPy, 742 of the 989.5 TFLOP/s that fp16 and bf16 share), and
 # vLLM's NVFP4 GEMM on a B200 (a CUTLASS kernel, not TensorRT-LLM's: 3,904
 # TFLOP/s at 16,384 tokens for Llama-3.1-8B's 6,144 x 4,096 projection before
 # quantization, vLLM pull request 20646):
@@ -183,7 +183,7 @@ print(f"NVFP4 over bf16 on a B200: x{peak_gain:.0f} on the datasheet, "
 own_h200 = 742 / 989.5
 vllm_b200_fp4 = 3904e12 / 9e15
 table_b200_fp4 = dict(zip(curves["b200"]["fp4"]["tokens"], curves["b200"]["fp4"]["median"]))[16384]
-print(f"H200 bf16: this project {own_h200:.2f}, the table {shares['h200', 'bf16']:.2f}; B200 fp4 at 16,384 tokens: "
+print(f"H200 16-bit: this project {own_h200:.2f}, the table {shares['h200', 'bf16']:.2f}; B200 fp4 at 16,384 tokens: "
       f"vLLM's kernel {vllm_b200_fp4:.2f}, the table {table_b200_fp4:.2f}")
 assert abs(shares["h200", "bf16"] - own_h200) < 0.05
 assert abs(table_b200_fp4 / vllm_b200_fp4 - 1) < 0.2
@@ -252,8 +252,9 @@ max_batch, max_tokens = planner.trtllm_bench_limits("deepseek-v3", "b200", 4, kv
 fit = planner.predict("deepseek-v3", "b200", 4, ep=4, dp=4, compute_dtype="fp4", phase="aggregated", **dsr1).batch
 v3 = models.get("deepseek-v3")
 tool_bytes = 2 * v3.n_heads * (v3.d_model // v3.n_heads) * 1          # K and V, 128 heads x 56, one fp8 byte each
-print(f"the tool's KV per token and layer: {tool_bytes:,} bytes, {tool_bytes / v3.kv_bytes_per_token_per_layer('fp8'):.0f}"
-      f" x the {v3.kv_bytes_per_token_per_layer('fp8'):,.0f} of MLA's compressed cache")
+mla_bytes = v3.kv_bytes_per_token_per_layer("fp8")
+print(f"the tool's KV per token and layer: {tool_bytes:,} bytes, {tool_bytes / mla_bytes:.0f} x the "
+      f"{mla_bytes:,.0f} of MLA's compressed cache")
 print(f"DeepSeek-R1 on 4 B200s, 1,000 + 1,000 tokens: trtllm-bench's limits {max_batch} sequences and "
       f"{max_tokens:,} tokens a step per rank, {4 * max_batch:,} sequences in all, where the KV of {fit:,.0f} fits "
       f"({fit / (4 * max_batch):.1f} x as many)")
