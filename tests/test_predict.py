@@ -211,7 +211,8 @@ def test_trtllm_bench_limits_follow_the_tools_heuristic_worked_by_hand():
     assert planner.trtllm_bench_limits("llama-3.1-70b", "b200", 1, input_tokens=1000, output_tokens=1000,
                                        weight_dtype=0.5625, kv_dtype="fp8", kv_cache_free_fraction=0.95) == (512, 2048)
     # DeepSeek-R1 on 4 B200 (--tp 4): its config gives 128 KV heads and no head_dim, so the tool prices a token's KV
-    # at 2 x 61 x 128 x (7168 / 128 = 56) = 874,496 bytes, twelve times MLA's real 70,272; 671e9 weights
+    # at 2 x 61 x 128 x (7168 / 128 = 56) = 874,496 fp8 bytes, 25 times MLA's real 61 x 576 = 35,136 (twelve times
+    # only against a bf16 cache's 70,272: the same precision on both sides gives 25); 671e9 weights
     # -> 0.95 x (720 GiB - 176 GiB) / (874,496 B x 2,000) = 317 requests -> 384 (each attention-DP rank); 2,048 tokens
     requests = 0.95 * (4 * 180 * gib - 671e9 * 0.5625 * 0.5) / (874_496 * 2000)
     assert 300 < requests < 330
