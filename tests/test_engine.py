@@ -12,30 +12,48 @@ KW = dict(tp=8, input_tokens=1000, output_tokens=200)
 
 
 def test_step_model_by_hand_for_llama_70b_tp8():
-    # Llama-3.1-70B bf16 over 8 H100s (TP8): every weight but the input table (one looked-up row) at 0.91 of
-    # 3.35 TB/s per GPU; a token's matmuls at 0.745 of 989.5 TFLOP/s over the 8 GPUs (TensorRT-LLM's bf16 GEMMs on an
-    # H100 at 4,096 tokens, NVIDIA's measured table), and its two ring all-reduces
-    # a layer (7/8 of 8,192 bf16 values each way) over NVLink at 0.82 of 450 GB/s; one cached token: 80 layers x
-    # 2 x 8 KV heads x 128 x 2 bytes over the 8 GPUs (one KV head each).
+    # Llama-3.1-70B bf16 over 8 H100s (TP8), a step of n tokens reading P cached positions (summed over layers):
+    # every weight but the input table (n looked-up rows) at 0.91 of 3.35 TB/s per GPU; the tokens' matmuls at 0.745
+    # of 989.5 TFLOP/s over the 8 GPUs (TensorRT-LLM's bf16 GEMMs on an H100 at 4,096 tokens, NVIDIA's measured
+    # table), and their two ring all-reduces a layer (7/8 of 8,192 bf16 values each way) over NVLink at 0.82 of
+    # 450 GB/s; a cached position: 2 x 8 KV heads x 128 x 2 bytes over the 8 GPUs (one KV head each) and 4 x 64 heads
+    # x 128 FLOPs (q.k and p.v) at bf16's share; the calibrated 8.9 us for each of 80 layers x 11 kernels (vLLM's 9
+    # and two all-reduces)
     N, V, d = 70_553_706_496, 128_256, 8192
+    W, F = 3.35e12 * 0.91, 989.5e12 * 0.745
     sm = engine.step_model(Deployment("llama-3.1-70b", "h100-sxm", 8, tp=8, usable_hbm_fraction=0.9))
-    # plus the calibrated fixed time per kernel (8.9 us, data/engine_constants.toml [calibrated]) for 80 layers of 11
-    # kernels (vLLM's 9 and two all-reduces)
-    assert sm.weights_s == pytest.approx(((N - V * d) / 8 + d / 8) * 2 / (3.35e12 * 0.91) + 80 * 11 * 8.9e-6,
-                                         rel=1e-9)
-    tp_s = 80 * 2 * 2 * 7 / 8 * d * 2 / (450e9 * 0.82)
-    assert sm.token_s == pytest.approx(2 * (N - V * d) / (8 * 989.5e12 * 0.745) + tp_s, rel=1e-9)
+    for n, P in ((1, 0), (1, 80 * 1100), (300, 300 * 80 * 1500), (5000, 0)):
+        weights_s = ((N - V * d) / 8 + n * d / 8) * 2 / W
+        kv_s = P * 2 * 8 * 128 * 2 / 8 / W
+        compute_s = n * 2 * (N - V * d) / (8 * F) + P * 4 * 64 * 128 / (8 * F)
+        tp_s = n * 80 * 2 * 2 * 7 / 8 * d * 2 / (450e9 * 0.82)
+        hand = weights_s + kv_s + compute_s + tp_s + 80 * 11 * 8.9e-6
+        assert sm.time_s(n, P) == pytest.approx(hand, rel=1e-9), (n, P)
+    # a prompt chunk of c tokens after t prefilled attends to t + (c - 1) / 2 positions a token in each of 80 layers
+    # (4 x 64 x 128 FLOPs each), at bf16's share over the 8 GPUs
+    extra = sm.time_s(1000, 0, 80 * 1000 * 999 / 2) - sm.time_s(1000)
+    assert extra == pytest.approx(80 * 1000 * 999 / 2 * 4 * 64 * 128 / (8 * F), rel=1e-9)
     assert sm.kv_bytes_per_token == 80 * 2 * 8 * 128 * 2 / 8
     assert sm.kv_capacity_tokens == pytest.approx((0.9 * 80e9 - (N - V * d) * 2 / 8 - V * d * 2 / 8) / 40960, rel=1e-6)
+
+
+def test_the_engine_prices_its_steps_with_predicts_step_model():
+    # a windowed model and an MoE model: the engine's step is predict.step's, term for term, at any shape
+    from llmmath import predict
+    for d in (Deployment("gpt-oss-120b", "h100-sxm", 4, tp=4, weight_dtype="fp4", usable_hbm_fraction=0.9),
+              Deployment("mixtral-8x7b", "h100-sxm", 2, tp=2, usable_hbm_fraction=0.9)):
+        sm = engine.step_model(d)
+        for n, P, Q in ((1, 0, 0), (1, 36 * 16384, 0), (64, 64 * 36 * 4000, 0), (2000, 0, 1e9), (9000, 0, 0)):
+            assert sm.time_s(n, P, Q) == pytest.approx(float(predict.step(d, n, P, Q).time_s), rel=1e-9)
 
 
 def test_alone_a_request_takes_one_prefill_step_then_batch_one_steps():
     sm = engine.step_model(Deployment("llama-3.1-70b", "h100-sxm", 8, tp=8, usable_hbm_fraction=0.9))
     r = engine.simulate("llama-3.1-70b", "h100-sxm", 8, requests_per_s=0.002, n_requests=20, seed=1, **KW)  # never overlap
     # the prompt fits one step's budget: 1,000 tokens, each attending to the ones before it (mean 500)
-    assert np.allclose(r.ttft_s, sm.time_s(1000, 0, 1000 * 500), rtol=1e-9)
-    # then one token a step, the context growing from 1,001 to 1,199: the mean step at context 1,100
-    assert np.allclose(r.tpot_s, sm.time_s(1, 1100), rtol=1e-6)
+    assert np.allclose(r.ttft_s, sm.time_s(1000, 0, 80 * 1000 * 999 / 2), rtol=1e-9)
+    # then one token a step, the context growing from 1,001 to 1,199: the mean step at context 1,100 (80 layers)
+    assert np.allclose(r.tpot_s, sm.time_s(1, 80 * 1100), rtol=1e-6)
     assert r.preemptions == 0 and r.peak_kv_tokens <= r.kv_capacity_tokens
 
 
@@ -90,14 +108,14 @@ def test_paged_kv_preempts_the_newest_sequence_and_recompute_or_swap_cost_what_t
     re, sw = _two_at_once(preemption="recompute"), _two_at_once(preemption="swap")
     assert re.preemptions == sw.preemptions == 1
     assert re.peak_kv_tokens == sw.peak_kv_tokens == 2 * 2496
-    # recompute: its 2,496 tokens prefilled again in one step (making token 1,497), then 1,503 decode steps
-    redo = sm.time_s(2496, 0, 2496 * 1248) + sum(sm.time_s(1, 2497 + j) for j in range(1503))
+    # recompute: its 2,496 tokens prefilled again in one step (making token 1,497), then 1,503 decode steps (32 layers)
+    redo = sm.time_s(2496, 0, 32 * 2496 * 2495 / 2) + sum(sm.time_s(1, 32 * (2497 + j)) for j in range(1503))
     assert re.finish_times_s[1] - re.finish_times_s[0] == pytest.approx(redo, rel=1e-6)
     # swap: its 2,496 tokens' KV (131,072 bytes each) over PCIe Gen5 (64 GB/s a direction), out and back in, then
     # 1,504 decode steps
     move = 2496 * 131_072 / 64e9
     assert sw.finish_times_s[0] - re.finish_times_s[0] == pytest.approx(move, rel=1e-6)
-    back = move + sum(sm.time_s(1, 2496 + j) for j in range(1504))
+    back = move + sum(sm.time_s(1, 32 * (2496 + j)) for j in range(1504))
     assert sw.finish_times_s[1] - sw.finish_times_s[0] == pytest.approx(back, rel=1e-6)
     # reserving the whole request instead (4,000 tokens each) never preempts: the second waits for the first
     rs = _two_at_once(kv_policy="reserve")
@@ -131,10 +149,10 @@ def test_disaggregated_prefill_hands_the_kv_over_the_network_then_decodes():
     sm = engine.step_model(Deployment("llama-3.1-70b", "h100-sxm", 8, tp=8, usable_hbm_fraction=0.9))
     r = engine.simulate("llama-3.1-70b", "h100-sxm", 8, requests_per_s=0.002, n_requests=10, seed=1,
                         prefill={"n_chips": 8, "tp": 8}, **KW)
-    assert np.allclose(r.ttft_s, sm.time_s(1000, 0, 1000 * 500), rtol=1e-9)
+    assert np.allclose(r.ttft_s, sm.time_s(1000, 0, 80 * 1000 * 999 / 2), rtol=1e-9)
     hand_off = 1000 * 40960 / (50e9 * 0.82)
     assert np.allclose(r.kv_ready_times_s - r.first_token_times_s, hand_off, rtol=1e-9)
-    decode = sum(sm.time_s(1, 1001 + j) for j in range(199))
+    decode = sum(sm.time_s(1, 80 * (1001 + j)) for j in range(199))
     assert np.allclose(r.tpot_s, (hand_off + decode) / 199, rtol=1e-6)
     with pytest.raises(ValueError, match="unknown prefill keys"):
         engine.simulate("llama-3.1-70b", "h100-sxm", 8, requests_per_s=1, n_requests=2, prefill={"n_chips": 8,
@@ -162,7 +180,7 @@ def test_replicas_share_the_load_round_robin():
     sm = engine.step_model(Deployment("llama-3.1-8b", "h100-sxm", 8, usable_hbm_fraction=0.9))
     r = engine.simulate("llama-3.1-8b", "h100-sxm", 8, requests_per_s=0.01, n_requests=16, seed=2, **
                         {**KW, "tp": 1})
-    assert np.allclose(r.tpot_s, sm.time_s(1, 1100), rtol=1e-6)
+    assert np.allclose(r.tpot_s, sm.time_s(1, 32 * 1100), rtol=1e-6)
 
 
 def test_engine_explorer_answers_every_control_without_errors():

@@ -75,6 +75,9 @@ def test_predictions_sit_between_the_ceiling_and_the_measurements_they_explain()
     for key, phase, measured, p in rows:
         rates = [r for _, r in p.waterfall]
         for (_, a), (name, b) in zip(p.waterfall, p.waterfall[1:]):        # every term costs but the two that
+            if name.startswith("an offline run"):     # a simulated run against the steady state it approaches:
+                assert b <= a * 1.05, (key, name)       # ramp-up and drain cost, the budget's packing may differ
+                continue
             assert b <= a * (1 + 1e-9) or name.startswith(GAINS), (key, name)  # hide time or add tokens
         w = dict(p.waterfall)
         if "two-batch overlap of communication" in w:                      # overlap cannot beat no communication

@@ -403,35 +403,59 @@ class Deployment:
         b_lo, b_hi = _busiest(m, lo, ep), _busiest(m, hi, ep)
         return b_lo + (t - lo) * (b_hi - b_lo)
 
-    def decode_stages(self, batch, context, *, routed_read="expected") -> StageStep:
-        """One micro-batch on a chip of each stage, ``batch`` sequences over the deployment at ``context``.
+    def step_stages(self, tokens, kv_positions=0.0, prefill_positions=0.0, *, queries_per_position=1.0,
+                    routed_read="expected") -> StageStep:
+        """One micro-batch of one replica's step on a chip of each stage: what it reads and computes.
 
-        ``routed_read``: ``"expected"`` (the busiest rank's expected experts under uniform routing)
-        or ``"all"`` (every expert of the rank read: large batches, and the balance batch).
-        Arrays are stages x broadcast(batch, context).
+        The step's shape, per replica (scalars or arrays that broadcast):
+
+        * ``tokens``: tokens through the matmuls (one per decoding sequence, plus the prompt tokens prefilled);
+        * ``kv_positions``: cached positions the decoding sequences read, summed over sequences and layers
+          (:meth:`~llmmath.models.Model.cached_positions` of each context: a windowed layer counts ``min(L, w)``);
+          each is read once from HBM and attended to by ``queries_per_position`` queries (1, or ``k + 1`` when a
+          multi-token-prediction step verifies ``k`` drafted tokens), in the decode (absorbed) form;
+        * ``prefill_positions``: earlier positions the prompt tokens attend to, summed over tokens and layers
+          (:meth:`~llmmath.models.Model.prefill_positions`), in the prefill (up-projected) form.
+
+        ``pp`` micro-batches of ``1/pp`` of each are in flight. ``routed_read``: ``"expected"`` (the busiest
+        expert-parallel rank reads the experts its micro-batch is expected to touch, all of its dp groups' tokens
+        together) or ``"all"`` (every expert of the rank). Arrays are stages x broadcast shape.
         """
         m, pl = self.model, self.placement
-        B_r, L = np.broadcast_arrays(np.asarray(batch, dtype=float) / self.replicas, np.asarray(context, dtype=float))
-        mb = B_r / pl.pp                                              # sequences per micro-batch
-        share = (self.stage_layers / m.n_layers)[:, None] if B_r.ndim else self.stage_layers / m.n_layers
-        col = (lambda a: a[:, None]) if B_r.ndim else (lambda a: a)
-        experts = (self.experts_per_rank if routed_read == "all"
-                   else self._routed_experts_read(mb))
+        n, P, Q = np.broadcast_arrays(np.asarray(tokens, dtype=float), np.asarray(kv_positions, dtype=float),
+                                      np.asarray(prefill_positions, dtype=float))
+        mb, P, Q = n / pl.pp, P / pl.pp, Q / pl.pp                      # per micro-batch
+        share = self.stage_layers / m.n_layers
+        col = (lambda a: np.asarray(a, dtype=float).reshape(a.shape + (1,) * mb.ndim))
+        experts = self.experts_per_rank if routed_read == "all" else self._routed_experts_read(mb)
         routed_w = col(self.stage_moe_layers) * experts * m.expert_params * pl.ep / pl.stage_chips
         rows = np.zeros(pl.pp)
         if self._looked_up:
             rows[0] = 1.0
         rows = col(rows) * np.minimum(mb / pl.dp, m.vocab) * m.d_model / pl.tp
         weights = (col(self._other_read) / pl.tp + routed_w + rows) * self.b_w
-        kv = mb * share * np.asarray(m.kv_bytes_per_sequence(L, self.b_kv)) / (pl.dp * self.tp_kv)
+        kv = P * col(share) * float(m.kv_bytes_per_token_per_layer(self.b_kv)) / (pl.dp * self.tp_kv)
         matmul = mb / pl.dp * 2.0 * col(self._other_matmul) / pl.tp
         routed_f = mb * 2.0 * m.experts_per_token * m.expert_params * col(self.stage_moe_layers) / pl.stage_chips
-        attention = mb / pl.dp * share * np.asarray(m.attention_flops_per_token(L)) / pl.tp
+        per_pos = float(m.attention_flops_per_token(1.0)) / float(m.cached_positions(1.0))         # decode form
+        per_pf = float(m.attention_flops_per_token(1.0, absorbed=False)) / float(m.cached_positions(1.0))
+        attention = (float(queries_per_position) * P * per_pos + Q * per_pf) * col(share) / (pl.tp * pl.dp)
         matmul, routed_f, attention, weights, kv = np.broadcast_arrays(matmul, routed_f, attention, weights, kv)
         F, W = self.flops_per_s, self.hbm_bytes_per_s
         return StageStep(compute_s=(matmul + routed_f + attention) / F, weight_s=weights / W, kv_s=kv / W,
                          flops={"matmul": matmul, "routed experts": routed_f, "attention": attention},
                          bytes_read={"weights": weights, "kv": kv})
+
+    def decode_stages(self, batch, context, *, routed_read="expected") -> StageStep:
+        """One micro-batch on a chip of each stage, ``batch`` sequences over the deployment at ``context``
+        (:meth:`step_stages` with one token and the cached positions of ``context`` per sequence).
+
+        ``routed_read``: ``"expected"`` (the busiest rank's expected experts under uniform routing)
+        or ``"all"`` (every expert of the rank read: large batches, and the balance batch).
+        Arrays are stages x broadcast(batch, context).
+        """
+        B_r, L = np.broadcast_arrays(np.asarray(batch, dtype=float) / self.replicas, np.asarray(context, dtype=float))
+        return self.step_stages(B_r, B_r * np.asarray(self.model.cached_positions(L)), routed_read=routed_read)
 
     def decode_step(self, batch, context, *, routed_read="expected"):
         """(compute_s, weight_s, kv_s) of a whole decode step on the busiest chip: ``pp`` micro-batches through

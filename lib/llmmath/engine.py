@@ -32,70 +32,96 @@ import dataclasses
 import numpy as np
 
 from .deployment import Deployment
-from .predict import calibrated, engine_constants, kernels_per_step, matmul_fraction, routing_imbalance, sustained
+from .predict import engine_constants, step
 from ._validate import positive, positive_int, scalar
 
 __all__ = ["StepModel", "step_model", "Simulation", "simulate"]
 
 
-@dataclasses.dataclass(frozen=True)
 class StepModel:
-    """The linear step model of one replica (seconds) and its KV capacity (tokens)."""
+    """One replica's step as the engine asks for it: :func:`llmmath.predict.step`, tabulated, and its KV capacity.
 
-    weights_s: float
-    token_s: float
-    context_token_s: float
-    prefill_attention_s: float
-    kv_capacity_tokens: float
-    kv_bytes_per_token: float          # per chip of the busiest stage, one token of one sequence
+    The one step model is linear in a step's cached positions and prefill positions once its tokens are fixed (every
+    term that depends on them, the KV read and attention, is a rate times a count), and nonlinear only in its tokens
+    (the experts they touch). So the engine asks :func:`~llmmath.predict.step` once for a table of step times over
+    whole token counts (extended when a step holds more) and once for each linear coefficient::
 
-    def time_s(self, n_tokens, n_context, n_prefill_attention=0.0):
-        return (self.weights_s + n_tokens * self.token_s + n_context * self.context_token_s
-                + n_prefill_attention * self.prefill_attention_s)
+        time_s(tokens, kv_positions, prefill_positions)
+            = step(tokens).time_s + kv_positions * kv_position_s + prefill_positions * prefill_position_s
+
+    ``kv_positions``: the decoding sequences' cached positions summed over layers (a windowed layer counts
+    ``min(L, w)``); ``prefill_positions``: earlier positions the prompt tokens attend to, summed over layers.
+    ``kv_capacity_tokens``: the KV one replica holds, in tokens of a sequence as every layer caches them (a model
+    with windowed layers holds more tokens of long sequences: :meth:`held_tokens`).
+    ``kv_bytes_per_token``: one token of one sequence, every layer, on one chip of its attention group.
+    """
+
+    _PROBE = 1e6                          # positions at which the linear coefficients are read (exact: linear)
+
+    def __init__(self, d: Deployment, eplb: bool = False):
+        if d.placement.pp != 1:
+            raise ValueError(f"the engine simulates one-stage replicas; got pp={d.placement.pp} (allowed: 1)")
+        self.deployment, self.eplb = d, eplb
+        m, pl = d.model, d.placement
+        one = float(step(d, 1.0, eplb=eplb).time_s)
+        self.kv_position_s = (float(step(d, 1.0, self._PROBE, eplb=eplb).time_s) - one) / self._PROBE
+        self.prefill_position_s = (float(step(d, 1.0, 0.0, self._PROBE, eplb=eplb).time_s) - one) / self._PROBE
+        self._table = np.empty(0)
+        self._extend(1024)
+        per_layer = float(m.kv_bytes_per_token_per_layer(d.b_kv))
+        self.kv_bytes_per_token = per_layer * m.n_layers / d.tp_kv
+        free = float(np.min(d.free_bytes_by_stage))
+        self.kv_capacity_tokens = max(free, 0.0) / self.kv_bytes_per_token * pl.dp
+        self.n_layers, self.n_window_layers, self.window = m.n_layers, m.n_window_layers, m.sliding_window
+
+    def _extend(self, n: int) -> None:
+        tokens = np.arange(max(self._table.size, 1), n + 1, dtype=float)
+        self._table = np.concatenate([self._table if self._table.size else np.zeros(1),
+                                      np.asarray(step(self.deployment, tokens, eplb=self.eplb).time_s, dtype=float)])
+
+    def tokens_s(self, n_tokens: float) -> float:
+        """A step of ``n_tokens`` tokens (whole, >= 1) with no cached or prefill positions (seconds)."""
+        n = int(round(n_tokens))
+        if n >= self._table.size:
+            self._extend(2 * n)
+        return float(self._table[n])
+
+    def time_s(self, n_tokens, kv_positions=0.0, prefill_positions=0.0) -> float:
+        """The step time of :func:`llmmath.predict.step` for this shape (seconds)."""
+        return self.tokens_s(n_tokens) + kv_positions * self.kv_position_s + prefill_positions * self.prefill_position_s
+
+    def kv_positions(self, contexts) -> float:
+        """Cached positions summed over layers for decoding sequences at ``contexts`` (tokens, an array)."""
+        if self.n_window_layers:
+            return float((self.n_layers - self.n_window_layers) * contexts.sum()
+                         + self.n_window_layers * np.minimum(contexts, self.window).sum())
+        return float(self.n_layers * contexts.sum())
+
+    def prefill_positions(self, done, chunk) -> float:
+        """Earlier positions the prompt chunks of ``chunk`` tokens, after ``done`` already prefilled, attend to, summed
+        over chunks and layers (:meth:`~llmmath.models.Model.prefill_positions`; arrays)."""
+        if self.n_window_layers:
+            m = self.deployment.model
+            go = chunk > 0
+            return float(np.sum(m.prefill_positions(done[go] + chunk[go]) - m.prefill_positions(done[go])))
+        return float(self.n_layers * np.sum(chunk * done + chunk * (chunk - 1.0) / 2.0))
+
+    def held_tokens(self, tokens):
+        """KV one sequence of ``tokens`` written positions holds, in tokens of a full-attention cache (array):
+        ``(n_full L + n_window min(L, w)) / n_layers`` (= L without windowed layers)."""
+        if self.n_window_layers:
+            return ((self.n_layers - self.n_window_layers) * tokens
+                    + self.n_window_layers * np.minimum(tokens, self.window)) / self.n_layers
+        return tokens
 
 
 def step_model(d: Deployment, eplb: bool = False) -> StepModel:
-    """:class:`StepModel` of one replica of ``d`` at its sustained rates (``data/engine_constants.toml``).
+    """:class:`StepModel` of one replica of ``d``.
 
     Raises:
         ValueError: a pipelined deployment (``pp > 1``: not modelled yet).
     """
-    if d.placement.pp != 1:
-        raise ValueError(f"the engine simulates one-stage replicas; got pp={d.placement.pp} (allowed: 1)")
-    from . import network
-
-    m, pl = d.model, d.placement
-    k = engine_constants()
-    sus = sustained(d.chip)
-    W = d.hbm_bytes_per_s * sus["hbm_fraction"]
-    F = d.flops_per_s * matmul_fraction(d.chip, d.compute_dtype)      # each precision at its measured share
-    F_attn = d.chip.flops_per_s("bf16") * matmul_fraction(d.chip, "bf16")
-    all_read = d.decode_stages(float(d.replicas * pl.dp), 0.0, routed_read="all").bytes_read["weights"]
-    cal = calibrated()
-    # every weight read once a step, and the calibrated fixed time of every kernel the step launches
-    weights_s = float(all_read[0]) / W + kernels_per_step(m, pl.tp, pl.ep) * cal["per_kernel_s"]
-    # a token's matmuls, spread over the replica's chips (the busiest chip's share), and its collectives
-    token_s = 2.0 * m.matmul_params_per_token / (pl.chips_per_replica * F)
-    # the busiest expert-parallel rank's routed experts see routing_imbalance x the mean tokens
-    imb = routing_imbalance(m, pl.ep, eplb)
-    token_s += (imb - 1.0) * m.routed_flops_per_token / (pl.chips_per_replica * F)
-    tp_bus = d.chip.scale_up_bytes_per_s * k["collectives"]["nvlink_all_reduce_fraction"]
-    if pl.tp > 1:
-        token_s += m.n_layers * 2 * 2 * (pl.tp - 1) / pl.tp * m.d_model * d.b_act / tp_bus / pl.dp
-    if pl.ep > 1 and m.is_moe:
-        from .predict import _links
-        token_s += m.n_moe_layers * float(network.moe_all_to_all_bytes_per_token(
-            m.d_model, m.experts_per_token, pl.ep)) / _links(d)[1] / pl.stage_chips
-    # one token of one sequence's cache on each chip of its attention group (every layer; a windowed layer counted
-    # as full: an upper bound), the busiest chip reading its group's share of the replica's context
-    per_ctx_bytes = float(m.kv_bytes_per_token_per_layer(d.b_kv)) * m.n_layers / d.tp_kv
-    attn_per_pos = float(m.attention_flops_per_token(1.0))           # decode (absorbed) form, all layers
-    context_token_s = per_ctx_bytes / (pl.dp * W) + attn_per_pos / (pl.tp * pl.dp * F_attn)
-    prefill_pos = float(m.prefill_attention_flops(2.0, absorbed=False))  # one position pair, all layers
-    prefill_attention_s = prefill_pos / (pl.tp * pl.dp * F_attn)
-    free = float(np.min(d.free_bytes_by_stage))
-    cap = max(free, 0.0) / per_ctx_bytes * pl.dp
-    return StepModel(weights_s, token_s, context_token_s, prefill_attention_s, cap, per_ctx_bytes)
+    return StepModel(d, eplb)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +129,8 @@ class Simulation:
     """Per-request times (seconds) and the run's totals.
 
     ``arrival_times_s``, ``first_token_times_s``, ``finish_times_s``, ``output_tokens``: shape ``(n_requests,)``.
+    ``in_system_area_s``: the requests the engine held at each moment (running, preempted, queued; in flight between
+    the pools), integrated over the run from the engine's own step-by-step state.
     ``peak_kv_tokens``, ``kv_capacity_tokens``: tokens of KV one replica held at most / can hold (under the paged
     policy the pages allocated, under ``"reserve"`` the tokens written). ``kv_capacity_bytes``: the KV bytes one chip
     can hold. ``preemptions``: sequences preempted (paged policy). ``kv_ready_times_s``: when each prompt's KV reached
@@ -120,6 +148,7 @@ class Simulation:
     preemptions: int = 0
     kv_capacity_bytes: float = float("nan")
     kv_ready_times_s: np.ndarray | None = None
+    in_system_area_s: float = float("nan")
 
     @property
     def peak_kv_bytes(self) -> float:
@@ -148,9 +177,11 @@ class Simulation:
 
     @property
     def mean_requests_in_system(self) -> float:
-        """Time average of the requests present (arrived, not finished) over the run."""
+        """Time average of the requests the engine held (running, preempted or queued) over the run, as it counted
+        them step by step (``in_system_area_s``: the integral of that count over time, request-seconds): by Little's
+        law, the arrival rate times the mean time in the system, if no request went missing."""
         span = float(self.finish_times_s.max() - self.arrival_times_s.min())
-        return float(self.e2e_s.sum()) / span
+        return self.in_system_area_s / span
 
     def percentile(self, what: str, q: float) -> float:
         """The ``q``-th percentile of ``ttft_s``, ``tpot_s`` or ``e2e_s`` (seconds)."""
@@ -206,6 +237,7 @@ class _Replica:
     busy_s: float
     peak_kv_tokens: float
     preemptions: int
+    in_system_area_s: float
 
 
 def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, page_tokens, swap_s_per_token,
@@ -222,7 +254,11 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
     the step that moves it).
     """
     n = arrivals.size
-    pages = (lambda x: np.ceil(x / page_tokens) * page_tokens) if paged else (lambda x: x)
+    if paged:                        # KV held in pages; a windowed layer keeps only its window's pages
+        pages = lambda x: sm.held_tokens(np.ceil(x / page_tokens) * page_tokens)  # noqa: E731
+    else:
+        pages = sm.held_tokens
+    cum_arrivals = np.concatenate([[0.0], np.cumsum(arrivals)])
     need = pages(ins + outs)
     first = np.full(n, np.nan)
     finish = np.full(n, np.nan)
@@ -233,6 +269,13 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
     run_idx = np.empty(0, dtype=np.int64)
     ins_r, left_pf, done_pf, gen = np.empty(0), np.empty(0), np.empty(0), np.empty(0)
     t, nxt, steps, busy, reserved, peak, preempted = 0.0, 0, 0, 0.0, 0.0, 0.0, 0
+    area = 0.0                                  # integral of the requests in the system (running or waiting) over time
+
+    def queued_area(t0: float, t1: float) -> float:
+        """Integral over [t0, t1] of the requests arrived and not yet admitted (admissions happen at step starts)."""
+        i0, i1 = np.searchsorted(arrivals, [t0, t1], side="right")
+        arrived = (i0 - nxt) * (t1 - t0) + (i1 - i0) * t1 - (cum_arrivals[i1] - cum_arrivals[i0])
+        return float(arrived)
 
     slack = (page_tokens - 1) if paged else 0.0
 
@@ -312,9 +355,16 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
             if paged:                                       # steps whose new tokens surely fit, at least the next one
                 room = sm.kv_capacity_tokens - float((ins_r + gen).sum()) - n_dec * slack
                 k_fin = min(k_fin, max(1, int(room // n_dec)))
-            ctx0 = float((ins_r + gen).sum())
-            a = sm.time_s(n_dec, ctx0)
-            b = n_dec * sm.context_token_s
+            ctx = ins_r + gen
+            if sm.n_window_layers:                          # until a sequence's context passes the window
+                below = ctx < sm.window
+                if below.any():
+                    k_fin = min(k_fin, max(1, int(np.min(sm.window - ctx[below]))))
+                grow = (sm.n_layers - sm.n_window_layers) * n_dec + sm.n_window_layers * int(below.sum())
+            else:
+                grow = sm.n_layers * n_dec
+            a = sm.time_s(n_dec, sm.kv_positions(ctx))
+            b = grow * sm.kv_position_s
             gap = None
             if not front and nxt < n and run_idx.size < max_running:
                 want = float(pages(ins[nxt])) if paged else float(need[nxt])
@@ -325,9 +375,8 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
             steps += k
             gen += k
         else:
-            ctx = float((ins_r[decoding] + gen[decoding]).sum())
-            pf_attn = float((chunk * (done_pf + chunk / 2.0)).sum())
-            span = sm.time_s(n_dec + chunk.sum(), ctx, pf_attn) + step_extra_s
+            span = sm.time_s(n_dec + chunk.sum(), sm.kv_positions(ins_r[decoding] + gen[decoding]),
+                             sm.prefill_positions(done_pf, chunk)) + step_extra_s
             steps += 1
             # outcomes: decoders make a token; a prompt finished this step makes its next token (its first, unless
             # it was a preempted sequence's recompute)
@@ -337,6 +386,7 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
             fresh = (~decoding) & grows
             unset = np.isnan(first[run_idx]) & fresh
             first[run_idx[unset]] = t + span
+        area += span * (run_idx.size + len(front)) + queued_area(t, t + span)
         t += span
         busy += span
         if paged:
@@ -350,7 +400,7 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
                 reserved -= float(need[run_idx[over]].sum())
             keep = ~over
             run_idx, ins_r, left_pf, done_pf, gen = run_idx[keep], ins_r[keep], left_pf[keep], done_pf[keep], gen[keep]
-    return _Replica(first, finish, steps, busy, peak, preempted)
+    return _Replica(first, finish, steps, busy, peak, preempted, area)
 
 
 def _lengths(name, value, n) -> np.ndarray:
@@ -445,13 +495,14 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
                              f"{sm_.kv_capacity_tokens:,.0f}: use more chips or shorter requests")
         order = np.argsort(arr, kind="stable")
         first, finish = np.full(arr.size, np.nan), np.full(arr.size, np.nan)
-        tot = [0, 0.0, 0.0, 0]
+        tot = [0, 0.0, 0.0, 0, 0.0]
         for r in range(min(replicas, arr.size)):
             mine = order[r::replicas]
             rep = _serve(sm_, arr[mine], ins_[mine], pf_[mine], outs_[mine], budget=budget_, paged=paged,
                          page_tokens=page, swap_s_per_token=swap, max_running=cap_run)
             first[mine], finish[mine] = rep.first, rep.finish
-            tot = [tot[0] + rep.steps, tot[1] + rep.busy_s, max(tot[2], rep.peak_kv_tokens), tot[3] + rep.preemptions]
+            tot = [tot[0] + rep.steps, tot[1] + rep.busy_s, max(tot[2], rep.peak_kv_tokens), tot[3] + rep.preemptions,
+                   tot[4] + rep.in_system_area_s]
         return first, finish, tot
 
     cap_bytes = max(float(np.min(d.free_bytes_by_stage)), 0.0)
@@ -459,8 +510,9 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
     if preemption == "swap":
         swap = sm.kv_bytes_per_token / _host_link_bytes_per_s(d.chip)
     if prefill is None:
-        first, finish, (steps, busy, peak, pre) = run(sm, arrivals, ins, to_prefill, outs, d.replicas, budget)
-        return Simulation(arrivals, first, finish, outs, steps, busy, peak, sm.kv_capacity_tokens, pre, cap_bytes)
+        first, finish, (steps, busy, peak, pre, area) = run(sm, arrivals, ins, to_prefill, outs, d.replicas, budget)
+        return Simulation(arrivals, first, finish, outs, steps, busy, peak, sm.kv_capacity_tokens, pre, cap_bytes,
+                          in_system_area_s=area)
 
     # prefill/decode disaggregation: the prefill pool makes each first token, the KV crosses the network, the decode
     # pool makes the rest
@@ -478,17 +530,19 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
     except ValueError as e:
         raise ValueError(f"prefill pool: {e.args[0]}") from e
     p_budget = positive_int("prefill token_budget", prefill.get("token_budget", budget))
-    first, _, (s1, b1, _, pre1) = run(sm_p, arrivals, ins, to_prefill, np.ones(n), dp_.replicas, p_budget)
+    first, _, (s1, b1, _, pre1, area1) = run(sm_p, arrivals, ins, to_prefill, np.ones(n), dp_.replicas, p_budget)
     nic = d.chip.scale_out_bytes_per_s * engine_constants()["collectives"]["all_to_all_fraction"]
     ready = first + ins * max(sm_p.kv_bytes_per_token, sm.kv_bytes_per_token) / nic
     finish = first.copy()
     more = outs > 1
     if more.any():
         # the decode side holds the prompt and the first token, and makes the rest
-        _, fin, (s2, b2, peak, pre2) = run(sm, ready[more], ins[more] + 1, np.zeros(int(more.sum())), outs[more] - 1,
-                                          d.replicas, budget)
+        _, fin, (s2, b2, peak, pre2, area2) = run(sm, ready[more], ins[more] + 1, np.zeros(int(more.sum())),
+                                                 outs[more] - 1, d.replicas, budget)
         finish[more] = fin
     else:
-        s2, b2, peak, pre2 = 0, 0.0, 0.0, 0
+        s2, b2, peak, pre2, area2 = 0, 0.0, 0.0, 0, 0.0
+    # in the system between the pools: a prompt's KV in flight (its first token made, not yet at the decode pool)
+    area_transit = float(np.sum(ready[more] - first[more]))
     return Simulation(arrivals, first, finish, outs, s1 + s2, b1 + b2, peak, sm.kv_capacity_tokens, pre1 + pre2,
-                      cap_bytes, kv_ready_times_s=ready)
+                      cap_bytes, kv_ready_times_s=ready, in_system_area_s=area1 + area2 + area_transit)

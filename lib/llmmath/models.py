@@ -409,15 +409,28 @@ class Model:
         Raises:
             ValueError: negative or NaN ``prompt_tokens``. TypeError: a non-boolean ``absorbed``.
         """
-        T = non_negative("prompt_tokens", prompt_tokens)
         per_pos = np.asarray(self.attention_flops_per_token(1.0, absorbed=flag("absorbed", absorbed))) / self.n_layers
+        return result(per_pos * self.prefill_positions(prompt_tokens))
+
+    def prefill_positions(self, prompt_tokens) -> float | np.ndarray:
+        """Earlier positions the tokens of one prompt attend to while it is prefilled, summed over layers.
+
+        Token ``i`` (0-based) attends to ``i`` earlier positions in a full layer and ``min(i, w)`` in a windowed
+        one: ``n_full T (T-1)/2 + n_window [w (w+1)/2 + (T-1-w) w]`` once ``T > w`` (``T (T-1)/2`` before). A chunk
+        of ``c`` tokens after ``t`` already prefilled attends to ``prefill_positions(t + c) - prefill_positions(t)``.
+        Llama-3.1-8B, 1,000 tokens: 32 x 499,500 = 15,984,000. Broadcasts over ``prompt_tokens`` (tokens, >= 0).
+
+        Raises:
+            ValueError: negative or NaN ``prompt_tokens``.
+        """
+        T = non_negative("prompt_tokens", prompt_tokens)
         full = T * np.maximum(T - 1.0, 0.0) / 2.0
         if self.n_window_layers:
             w = float(self.sliding_window)
             win = np.where(T - 1.0 <= w, full, w * (w + 1.0) / 2.0 + (T - 1.0 - w) * w)
         else:
             win = 0.0
-        return result(per_pos * (self.n_full_attention_layers * full + self.n_window_layers * win))
+        return result(self.n_full_attention_layers * full + self.n_window_layers * win)
 
     @finite_result
     def flops_per_token(self, context=0) -> float | np.ndarray:

@@ -44,7 +44,7 @@ from . import _catalog, hardware, speculative
 from .deployment import Deployment
 from ._validate import positive, positive_int, scalar
 
-__all__ = ["Prediction", "predict", "engine_constants", "sustained", "gemm_fractions", "matmul_fraction", "calibrated",
+__all__ = ["Step", "step", "prefill_chunks_s", "Prediction", "predict", "engine_constants", "sustained", "gemm_fractions", "matmul_fraction", "calibrated",
            "routing_imbalance", "expected_max_of_normals", "kernels_per_layer", "kernels_per_step"]
 
 PHASES = ("decode", "prefill", "aggregated")
@@ -63,7 +63,8 @@ class Prediction:
     """A predicted operating point (per chip, SI units) and the waterfall from the roofline ceiling to it.
 
     ``waterfall``: ``[(term, tokens/s per chip after it)]`` starting at ``("roofline ceiling", ...)``;
-    ``terms``: each term's seconds per step (or its factor) at the prediction.
+    ``terms``: each term's seconds per step (or its factor) at the prediction. ``ttft_s``: time to first token of
+    one prompt on an idle replica (:func:`prefill_chunks_s`), seconds.
     """
 
     phase: str
@@ -72,6 +73,7 @@ class Prediction:
     step_s: float
     waterfall: list
     terms: dict
+    ttft_s: float = math.nan
 
     @property
     def tpot_s(self) -> float:
@@ -92,7 +94,7 @@ class Prediction:
         """Plain numbers for JSON (NaN as None)."""
         clean = lambda v: None if isinstance(v, float) and not math.isfinite(v) else v  # noqa: E731
         return {"phase": self.phase, "batch": self.batch, "tokens_per_s_per_chip": self.tokens_per_s_per_chip,
-                "tpot_s": clean(self.step_s), "waterfall": [{"term": n, "tokens_per_s_per_chip": r}
+                "tpot_s": clean(self.step_s), "ttft_s": clean(self.ttft_s), "waterfall": [{"term": n, "tokens_per_s_per_chip": r}
                                                            for n, r in self.waterfall],
                 "terms": {k: float(v) for k, v in self.terms.items()}}
 
@@ -229,107 +231,173 @@ def _low_precision_factor(d: Deployment) -> float:
     return matmul_fraction(d.chip, d.compute_dtype) / matmul_fraction(d.chip, "bf16") if _low_precision(d) else 1.0
 
 
-def _domain(chip_key: str) -> int:
-    return int(engine_constants()["domains"].get(chip_key, 8))
-
-
 def _links(d: Deployment) -> tuple[float, float]:
-    """(bytes/s of a TP all-reduce's bus, bytes/s of the expert all-to-all per GPU) for this deployment."""
+    """(bytes/s of a TP all-reduce's bus, bytes/s of the expert all-to-all per GPU) for this deployment: the
+    all-to-all rides the scale-up link while a stage's chips fit in the chip's scale-up domain
+    (:attr:`~llmmath.hardware.Chip.scale_up_domain`), the NIC beyond it."""
     k = engine_constants()["collectives"]
     c = d.chip
     tp_bus = c.scale_up_bytes_per_s * k["nvlink_all_reduce_fraction"]
-    ep_group = d.placement.stage_chips
-    link = c.scale_up_bytes_per_s if ep_group <= _domain(c.key) else c.scale_out_bytes_per_s
+    link = c.scale_up_bytes_per_s if d.placement.stage_chips <= c.scale_up_domain else c.scale_out_bytes_per_s
     return tp_bus, link * k["all_to_all_fraction"]
 
 
-def _decode_terms(d: Deployment, batch: float, context: float, mtp_tokens: int, mtp_acceptance, overlap="none",
-                  eplb=False):
-    """Tokens/s per chip after each decode term (the waterfall) and the final step's parts."""
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One replica's step priced term by term (:func:`step`): seconds, shaped like the step's inputs.
+
+    ``waterfall``: ``[(term, step seconds after it)]`` from ``("roofline ceiling", ...)`` to the predicted step;
+    ``terms``: each term's seconds at the prediction (``weights_s`` and ``kv_s``: the two HBM reads at the
+    sustained rate; ``routing_imbalance``: a factor).
+    """
+
+    waterfall: list
+    terms: dict
+
+    @property
+    def time_s(self):
+        """The predicted step time (seconds): the waterfall's last entry."""
+        return self.waterfall[-1][1]
+
+
+def step(d: Deployment, tokens, kv_positions=0.0, prefill_positions=0.0, *, queries_per_position=1.0, eplb=False,
+         overlap="none") -> Step:
+    """The one step model: the time of one step of one replica of ``d``, term by term (the waterfall).
+
+    Every entry point prices its steps here: :func:`predict` (a decode step, a prefill step, the mixed steps of
+    aggregated serving, time to first token), the engine (:func:`llmmath.engine.simulate`, every step it takes) and
+    the plan (whose ceiling is this waterfall's first entry). The step's shape, per replica, is
+    :meth:`~llmmath.deployment.Deployment.step_stages`'s: ``tokens`` through the matmuls (decode tokens and
+    prompt tokens alike), ``kv_positions`` the decoding sequences' cached positions summed over layers (each read
+    once, attended by ``queries_per_position`` queries), ``prefill_positions`` the positions prompt tokens attend to.
+    Broadcasts over arrays.
+
+    The terms, in order (step seconds after each; ``pp`` micro-batches through the busiest stage):
+
+    1. roofline ceiling: ``max(FLOPs / F, (weights + KV) / W)`` at the datasheet peaks (a floor on the step);
+    2. sustained rates: HBM at ``hbm_fraction`` of peak, matmuls at bf16's measured share (:func:`matmul_fraction`);
+    3. attention at bf16 while the other matmuls run at the compute precision;
+    4. compute and memory not overlapped: the two add;
+    5. uneven expert routing: the busiest rank's routed GEMMs at :func:`routing_imbalance` x the mean tokens;
+    6. communication: the tensor-parallel all-reduces, the expert all-to-all and the pipeline sends of the step's
+       tokens (:meth:`~llmmath.deployment.Deployment.collective_bytes_per_step`) at the achieved bus rates;
+    7. two-batch overlap (``overlap="two-batch"``): the longer of compute and communication, weights read twice;
+    8. fp8/fp4 matmuls at their own measured share of their peak;
+    9. a fixed time per kernel (the one calibrated constant) for every kernel the step launches.
+
+    Raises:
+        ValueError: an unknown ``overlap``; negative positions; ``tokens`` below 1.
+        KeyError: a chip whose vendor has no sustained fractions.
+    """
+    if overlap not in OVERLAPS:
+        raise ValueError(f"overlap must be one of {OVERLAPS}, got {overlap!r}")
+    n = np.asarray(positive("tokens", tokens), dtype=float)
+    if np.any(n < 1):
+        raise ValueError(f"tokens must be >= 1 (a step holds at least one token), got {n.min()!r}")
     sus = sustained(d.chip)
-    st = d.decode_stages(batch, context)
-    pp = d.placement.pp
-    worst = int(np.argmax(st.floor_s))
-    flops = {k: float(v[worst]) for k, v in st.flops.items()}
-    mem_s = float(st.weight_s[worst] + st.kv_s[worst]) * pp
-    comp_s = float(st.compute_s[worst]) * pp
-    n, B = d.n_chips, batch
-    rate = lambda t: B / (t * n)  # noqa: E731  tokens/s per chip at step time t
+    st = d.step_stages(n, kv_positions, prefill_positions, queries_per_position=queries_per_position)
+    pl = d.placement
+    pp = pl.pp
+    if pp == 1:
+        pick = lambda a: a[0]  # noqa: E731
+    else:                                                       # the busiest stage by its roofline floor
+        worst = np.argmax(st.floor_s, axis=0)
+        pick = lambda a: np.take_along_axis(a, worst[None], axis=0)[0]  # noqa: E731
+    flops = {k: pick(v) for k, v in st.flops.items()}
+    weight_s, kv_s = pp * pick(st.weight_s), pp * pick(st.kv_s)
+    comp_s, mem_s = pp * pick(st.compute_s), weight_s + kv_s
+    fall = [("roofline ceiling", np.maximum(comp_s, mem_s))]
     f16 = matmul_fraction(d.chip, "bf16")
-    fall = [("roofline ceiling", rate(max(comp_s, mem_s)))]
-    comp_s /= f16
-    mem_s /= sus["hbm_fraction"]
-    fall.append(("sustained HBM and matmul rates", rate(max(comp_s, mem_s))))
+    comp_s, mem_s = comp_s / f16, mem_s / sus["hbm_fraction"]
+    weight_s, kv_s = weight_s / sus["hbm_fraction"], kv_s / sus["hbm_fraction"]
+    fall.append(("sustained HBM and matmul rates", np.maximum(comp_s, mem_s)))
     F_attn = d.chip.flops_per_s("bf16") * f16
     F_mm = d.flops_per_s * f16
     comp_s = pp * ((flops["matmul"] + flops["routed experts"]) / F_mm + flops["attention"] / F_attn)
-    fall.append(("attention at bf16", rate(max(comp_s, mem_s))))
-    step = comp_s + mem_s
-    fall.append(("compute and memory not overlapped", rate(step)))
-    imb = routing_imbalance(d.model, d.placement.ep, eplb)
+    fall.append(("attention at bf16", np.maximum(comp_s, mem_s)))
+    total = comp_s + mem_s
+    fall.append(("compute and memory not overlapped", total))
+    imb = routing_imbalance(d.model, pl.ep, eplb)
     routing_s = (imb - 1.0) * pp * flops["routed experts"] / F_mm
-    if routing_s:                      # the busiest rank's experts get imb x the mean tokens: their GEMMs take longer
-        comp_s += routing_s
-        step += routing_s
-        fall.append(("uneven expert routing (busiest rank)", rate(step)))
+    if imb > 1.0:                     # the busiest rank's experts get imb x the mean tokens: their GEMMs take longer
+        comp_s = comp_s + routing_s
+        total = total + routing_s
+        fall.append(("uneven expert routing (busiest rank)", total))
     tp_bus, a2a = _links(d)
-    sent = d.collective_bytes_per_step(batch)
-    tp_s = float(sent["tensor-parallel all-reduce"]) / tp_bus if d.placement.tp > 1 else 0.0
-    ep_s = float(sent["expert-parallel all-to-all"]) / a2a if d.placement.ep > 1 else 0.0
-    pp_s = float(sent["pipeline send"]) / d.chip.scale_out_bytes_per_s if pp > 1 else 0.0
-    step += tp_s + ep_s + pp_s
-    fall.append(("communication (TP, EP, PP)", rate(step)))
-    overlap_s = 0.0
+    sent = d.collective_bytes_per_step(n * d.replicas)
+    tp_s = sent["tensor-parallel all-reduce"] / tp_bus
+    ep_s = sent["expert-parallel all-to-all"] / a2a
+    pp_s = sent["pipeline send"] / d.chip.scale_out_bytes_per_s
+    comm_s = tp_s + ep_s + pp_s
+    total = total + comm_s
+    fall.append(("communication (TP, EP, PP)", total))
+    overlap_s = 0.0 * total
     if overlap == "two-batch":
         # two micro-batches take turns: one computes while the other's all-to-all is in flight, so a step lasts the
         # longer of the two streams; each micro-batch reads the chip's weights again (DeepSeek-V3 inference
         # system, day 6 of its open-source week; SGLang's two-batch overlap)
-        weight_s = float(st.weight_s[worst]) * pp / sus["hbm_fraction"]
-        overlapped = max(comp_s + mem_s + weight_s, tp_s + ep_s + pp_s)
-        overlap_s = overlapped - step
-        step = overlapped
-        fall.append(("two-batch overlap of communication", rate(step)))
-    # low-precision matmuls at their own measured share of their peak, then the calibrated fixed time per kernel
-    cal = calibrated()
-    lowp_s = 0.0
-    if _low_precision(d):
+        overlapped = np.maximum(comp_s + mem_s + weight_s, comm_s)
+        overlap_s = overlapped - total
+        total = overlapped
+        fall.append(("two-batch overlap of communication", total))
+    lowp_s = 0.0 * total
+    if _low_precision(d):             # low-precision matmuls at their own measured share of their peak
         lowp_s = (pp * (flops["matmul"] + imb * flops["routed experts"]) / F_mm  # the busiest rank's excess too
                   * (1.0 / _low_precision_factor(d) - 1))
-        step += lowp_s
-        fall.append((LOW_PRECISION_TERM, rate(step)))
-    fixed_s = kernels_per_step(d.model, d.placement.tp, d.placement.ep) * cal["per_kernel_s"]
-    step += fixed_s
-    fall.append(("fixed time per kernel (calibrated)", rate(step)))
-    terms = {"compute_s": comp_s, "memory_s": mem_s, "tensor_parallel_s": tp_s, "expert_all_to_all_s": ep_s,
-             "pipeline_send_s": pp_s, "two_batch_overlap_s": overlap_s, "low_precision_matmul_s": lowp_s,
-             "fixed_time_s": fixed_s, "routing_imbalance": imb, "uneven_routing_s": routing_s}
-    if mtp_tokens:
-        k = positive_int("mtp_tokens", mtp_tokens)
-        E = speculative.expected_tokens_per_step(k, 0.85 if mtp_acceptance is None else mtp_acceptance)
-        more = d.decode_stages(batch * (k + 1), context)
-        # the verify step's extra tokens: their matmuls at the matmuls' measured rate, their attention at bf16's
-        grown = {key: float(more.flops[key][worst]) - v for key, v in flops.items()}
-        extra = pp * ((grown["matmul"] + grown["routed experts"]) / (F_mm * _low_precision_factor(d))
-                      + grown["attention"] / F_attn)
-        extra += float(more.weight_s[worst] - st.weight_s[worst]) * pp / sus["hbm_fraction"]
-        # the draft: per drafted token, the MTP module's one block and the output head read again
-        # (speculative.mtp_draft_fraction of the step's weight read) and one more layer's kernels (the MTP module is
-        # one decoder layer of the model's last kind)
-        weights_s = float(st.weight_s[worst]) * pp / sus["hbm_fraction"]
-        layer_kernels = kernels_per_layer(d.model, d.placement.tp, d.placement.ep)[1]   # dense models: both equal
-        draft_s = k * (speculative.mtp_draft_fraction(d.model, batch / d.replicas) * weights_s
-                       + layer_kernels * cal["per_kernel_s"])
-        step = step + extra + draft_s + (k + 1 - 1) * (tp_s + ep_s)
-        terms.update(mtp_tokens_per_step=E, mtp_extra_s=extra, mtp_draft_s=draft_s)
-        fall.append((f"MTP, {k} token(s)", E * rate(step)))
-        return fall, step / E, terms
-    return fall, step, terms
+        total = total + lowp_s
+        fall.append((LOW_PRECISION_TERM, total))
+    fixed_s = kernels_per_step(d.model, pl.tp, pl.ep) * calibrated()["per_kernel_s"] + 0.0 * total
+    total = total + fixed_s
+    fall.append(("fixed time per kernel (calibrated)", total))
+    terms = {"compute_s": comp_s, "memory_s": mem_s, "weights_s": weight_s, "kv_s": kv_s, "tensor_parallel_s": tp_s,
+             "expert_all_to_all_s": ep_s, "pipeline_send_s": pp_s, "two_batch_overlap_s": overlap_s,
+             "low_precision_matmul_s": lowp_s, "fixed_time_s": fixed_s, "routing_imbalance": imb,
+             "uneven_routing_s": routing_s}
+    return Step(fall, terms)
+
+
+def _scalar_step(s: Step) -> tuple[list, dict]:
+    """A scalar :class:`Step`'s waterfall and terms as plain floats."""
+    return [(k, float(v)) for k, v in s.waterfall], {k: float(v) for k, v in s.terms.items()}
+
+
+def prefill_chunks_s(d: Deployment, prompt_tokens: float, token_budget: int = 8192, *, eplb=False,
+                     overlap="none") -> float:
+    """Time to first token of one prompt on an idle replica (seconds): the prompt prefilled in chunks of at most
+    ``token_budget`` tokens, one :func:`step` each (the engine's chunked prefill), the first token made by the last.
+
+    Llama-3.1-8B fp8 on one H100, 1,000 tokens: one step holding 1,000 tokens, its weight read, its matmuls,
+    attention over 15,984,000 layer-positions and 288 kernels' fixed time. Raises ValueError for a prompt or
+    budget below 1.
+    """
+    T = float(positive("prompt_tokens", scalar("prompt_tokens", prompt_tokens)))
+    budget = positive_int("token_budget", token_budget)
+    starts = np.arange(0.0, T, budget)
+    ends = np.minimum(starts + budget, T)
+    pos = d.model.prefill_positions(ends) - d.model.prefill_positions(starts)
+    return float(np.sum(step(d, ends - starts, 0.0, pos, eplb=eplb, overlap=overlap).time_s))
+
+
+def _mixed_shape(d: Deployment, B_r: float, T: float, O: float, L: float, budget: int) -> tuple[float, float, dict]:
+    """The steady-state step of aggregated serving (chunked prefill beside decode), per replica: ``(decoding
+    sequences, output tokens a step, step shape)``. Each request decodes ``O - 1`` tokens after the first, which its
+    prefill makes; so for ``n`` decoding sequences ``n / (O - 1)`` prompts are prefilled a step (``T`` tokens and
+    :meth:`~llmmath.models.Model.prefill_positions` each), as many as the token budget leaves room for."""
+    m = d.model
+    if O <= 1:                                         # every request is a prefill and its one token
+        prompts = budget / T
+        return 0.0, prompts, {"tokens": budget, "kv_positions": 0.0,
+                              "prefill_positions": prompts * float(m.prefill_positions(T))}
+    n = min(B_r, budget / (1.0 + T / (O - 1.0)))
+    prompts = n / (O - 1.0)
+    return n, n + prompts, {"tokens": n + prompts * T, "kv_positions": n * float(m.cached_positions(L)),
+                            "prefill_positions": prompts * float(m.prefill_positions(T))}
 
 
 def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=None, phase="decode", tp=1, ep=1, dp=1,
             pp=1, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None, mtp_tokens=0, mtp_acceptance=None,
             usable_hbm_fraction=0.9, context=None, max_tpot_s=None, overlap="none",
-            offline_requests=None, offline_limits=None, eplb=False) -> Prediction:
+            offline_requests=None, offline_limits=None, eplb=False, token_budget=8192) -> Prediction:
     """The expected measured rate of a deployment, with the waterfall from its roofline ceiling (see the module).
 
     Args:
@@ -354,6 +422,9 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
             (TensorRT-LLM's ``trtllm-bench throughput``): the run is simulated (:func:`llmmath.engine.simulate`,
             the KV of each whole request reserved on admission, as its "guaranteed no evict" scheduler does, and
             8,192 tokens a step) and appended to the waterfall as its last term.
+        token_budget: the most tokens one step of a replica holds (vLLM's ``max_num_batched_tokens``; 8,192):
+            prompts longer than it are prefilled in chunks of it (time to first token), and it caps the prompt
+            tokens beside the decode tokens of an aggregated step.
         offline_limits: ``(max_running, token_budget)`` of that simulated run, the most sequences the engine runs at
             once and the most tokens one step holds over the deployment (default: as many as fit, and 8,192), e.g.
             :func:`llmmath.planner.trtllm_bench_limits` for a ``trtllm-bench`` run that set none.
@@ -383,23 +454,25 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
     if B < 1:
         raise ValueError(f"no batch of {L:,.0f}-token sequences (the mean context, input + output / 2) fits {d}: "
                          f"use more chips or smaller dtypes")
+    budget = positive_int("token_budget", token_budget)
     if max_tpot_s is not None:
-        B = _batch_for_tpot(d, B, L, float(positive("max_tpot_s", scalar("max_tpot_s", max_tpot_s))), mtp_tokens,
-                            mtp_acceptance, overlap, eplb)
-    fall, step, terms = _decode_terms(d, B, L, mtp_tokens, mtp_acceptance, overlap, eplb)
-    decode_rate = fall[-1][1]
+        if phase == "aggregated":      # the decode step shares its time with the prefill chunks of arriving requests
+            tpot = lambda b: _aggregated(d, b, T, O, L, budget, mtp_tokens, mtp_acceptance, overlap, eplb)[1]  # noqa
+        else:
+            tpot = lambda b: _decode(d, b, L, mtp_tokens, mtp_acceptance, overlap, eplb)[1]  # noqa: E731
+        B = _batch_for_tpot(d, B, tpot, float(positive("max_tpot_s", scalar("max_tpot_s", max_tpot_s))))
+    ttft = prefill_chunks_s(d, T, budget, eplb=eplb, overlap=overlap)
+    if phase == "prefill":             # steps full of prompts: input tokens/s per chip
+        s = step(d, float(budget), 0.0, budget / T * float(d.model.prefill_positions(T)), eplb=eplb, overlap=overlap)
+        fall, terms = _scalar_step(s)
+        per_chip = budget / d.placement.chips_per_replica
+        return Prediction(phase, B, per_chip / fall[-1][1], math.nan, [(k, per_chip / t) for k, t in fall], terms,
+                          ttft)
     if phase == "decode":
-        return Prediction(phase, B, decode_rate, step, fall, terms)
-    pre = _prefill_rate(d, T, overlap, eplb)
-    if phase == "prefill":
-        return Prediction(phase, B, pre[-1][1], math.nan, pre, {})
-    # aggregated: chip-seconds per request = T / prefill rate + O / decode rate
-    # each decode term beside the prefill rate after the same term (or the last prefill term before it)
-    pre_rate, agg = dict(pre), []
-    p = pre[0][1]
-    for name, r in fall:
-        p = pre_rate.get(name, p)
-        agg.append((name, O / (T / p + O / r)))
+        fall, step_s, terms = _decode(d, B, L, mtp_tokens, mtp_acceptance, overlap, eplb)
+        return Prediction(phase, B, fall[-1][1], step_s, fall, terms, ttft)
+    fall, step_s, terms = _aggregated(d, B, T, O, L, budget, mtp_tokens, mtp_acceptance, overlap, eplb)
+    agg = fall
     if offline_requests is not None:
         from . import engine                            # the engine builds on this module: imported when used
         N = positive_int("offline_requests", offline_requests)
@@ -414,13 +487,61 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
         rate = float(run.output_tokens.sum()) / float(run.finish_times_s.max()) / d.n_chips
         terms = {**terms, "offline_run_factor": rate / agg[-1][1]}
         agg.append((f"an offline run of {N:,} request{'s' if N > 1 else ''} (simulated engine)", rate))
-    return Prediction(phase, B, agg[-1][1], step, agg, terms)
+    return Prediction(phase, B, agg[-1][1], step_s, agg, terms, ttft)
 
 
-def _batch_for_tpot(d: Deployment, most: float, L: float, tpot_s: float, mtp_tokens, mtp_acceptance,
-                    overlap="none", eplb=False) -> float:
-    """The largest whole batch up to ``most`` whose predicted time per output token is at most ``tpot_s``."""
-    tpot = lambda b: _decode_terms(d, b, L, mtp_tokens, mtp_acceptance, overlap, eplb)[1]  # noqa: E731
+def _decode(d: Deployment, B: float, L: float, mtp_tokens, mtp_acceptance, overlap="none", eplb=False):
+    """A decode step of ``B`` sequences over the deployment at context ``L``: (waterfall of tokens/s per chip,
+    time per output token, terms)."""
+    B_r = B / d.replicas
+    s = step(d, B_r, B_r * float(d.model.cached_positions(L)), eplb=eplb, overlap=overlap)
+    fall_s, terms = _scalar_step(s)
+    rate = lambda t: B_r / (t * d.placement.chips_per_replica)  # noqa: E731  tokens/s per chip at step time t
+    fall = [(k, rate(t)) for k, t in fall_s]
+    step_s = fall_s[-1][1]
+    if not mtp_tokens:
+        return fall, step_s, terms
+    k = positive_int("mtp_tokens", mtp_tokens)
+    E = speculative.expected_tokens_per_step(k, 0.85 if mtp_acceptance is None else mtp_acceptance)
+    # the verify step: k + 1 tokens a sequence through the matmuls, each attending to the sequence's cache (read
+    # once); the draft: per drafted token, the MTP module's one block and the output head read again
+    # (speculative.mtp_draft_fraction of the step's weight read) and one more layer's kernels (the MTP module is one
+    # decoder layer of the model's last kind)
+    verify_s = float(step(d, B_r * (k + 1), B_r * float(d.model.cached_positions(L)), queries_per_position=k + 1,
+                          eplb=eplb, overlap=overlap).time_s)
+    layer_kernels = kernels_per_layer(d.model, d.placement.tp, d.placement.ep)[1]   # dense models: both equal
+    draft_s = k * (speculative.mtp_draft_fraction(d.model, B_r) * terms["weights_s"]
+                   + layer_kernels * calibrated()["per_kernel_s"])
+    total = verify_s + draft_s
+    terms.update(mtp_tokens_per_step=E, mtp_extra_s=verify_s - step_s, mtp_draft_s=draft_s)
+    fall.append((f"MTP, {k} token(s)", E * rate(total)))
+    return fall, total / E, terms
+
+
+def _aggregated(d: Deployment, B: float, T: float, O: float, L: float, budget: int, mtp_tokens, mtp_acceptance,
+                overlap="none", eplb=False):
+    """Aggregated serving's steady state: decode and chunked prefill in the same steps (:func:`_mixed_shape`), as a
+    continuous-batching engine runs them. (Waterfall of output tokens/s per chip, time per output token, terms)."""
+    n, out, shape = _mixed_shape(d, B / d.replicas, T, O, L, budget)
+    s = step(d, shape["tokens"], shape["kv_positions"], shape["prefill_positions"], eplb=eplb, overlap=overlap)
+    fall_s, terms = _scalar_step(s)
+    chips = d.placement.chips_per_replica
+    fall = [(k, out / (t * chips)) for k, t in fall_s]
+    step_s = fall_s[-1][1]
+    terms["decoding_sequences"] = n * d.replicas
+    if mtp_tokens:                                    # MTP multiplies the decode tokens of each step
+        dec_fall, tpot, dec_terms = _decode(d, max(n, 1.0) * d.replicas, L, mtp_tokens, mtp_acceptance, overlap, eplb)
+        # the decode rate's gain from MTP, applied to the whole mixed step (its prefill share gains nothing in truth:
+        # an upper bound on the gain where prefill is a large share of the step)
+        speedup = dec_fall[-1][1] / dec_fall[-2][1]
+        terms.update({k: v for k, v in dec_terms.items() if k.startswith("mtp_")})
+        step_s = step_s / speedup
+        fall.append((dec_fall[-1][0], out / (step_s * chips)))
+    return fall, step_s, terms
+
+
+def _batch_for_tpot(d: Deployment, most: float, tpot, tpot_s: float) -> float:
+    """The largest whole batch up to ``most`` whose time per output token, ``tpot(batch)``, is at most ``tpot_s``."""
     if tpot(1.0) > tpot_s:
         raise ValueError(f"max_tpot_s={tpot_s * 1e3:.3g} ms is below the predicted time per token at batch 1, "
                          f"{tpot(1.0) * 1e3:.3g} ms; allowed: at least that")
@@ -431,49 +552,3 @@ def _batch_for_tpot(d: Deployment, most: float, L: float, tpot_s: float, mtp_tok
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if tpot(float(mid)) <= tpot_s else (lo, mid)
     return float(lo)
-
-
-def _prefill_rate(d: Deployment, T: float, overlap: str = "none", eplb: bool = False) -> list:
-    """Input tokens/s per chip of compute-bound prefill after each term (prompts of ``T`` tokens)."""
-    m = d.model
-    mm = 2.0 * m.matmul_params_per_token
-    attn = float(m.prefill_attention_flops(T, absorbed=False)) / T
-    F = d.flops_per_s
-    fall = [("roofline ceiling", F / (mm + attn))]
-    f16 = matmul_fraction(d.chip, "bf16")
-    Fs = F * f16
-    fall.append(("sustained HBM and matmul rates", Fs / (mm + attn)))
-    F_attn = d.chip.flops_per_s("bf16") * f16
-    per_token_s = mm / Fs + attn / F_attn
-    fall.append(("attention at bf16", 1.0 / per_token_s))
-    fall.append(("compute and memory not overlapped", 1.0 / per_token_s))
-    imb = routing_imbalance(m, d.placement.ep, eplb)
-    if imb > 1:                        # the busiest rank's share of each token's routed-expert FLOPs, imb x the mean
-        per_token_s += (imb - 1.0) * m.routed_flops_per_token / Fs
-        fall.append(("uneven expert routing (busiest rank)", 1.0 / per_token_s))
-    lowp_s = (mm + (imb - 1.0) * m.routed_flops_per_token) / Fs * (1.0 / _low_precision_factor(d) - 1)
-    # communication, in chip-seconds per prompt token: a TP group of tp chips all-reduces each token's activations
-    # twice a layer (each chip sends 2 (tp-1)/tp of them, all tp chips busy); each token goes to its k experts
-    # and back once a MoE layer over its own chip's link (network.moe_all_to_all_bytes_per_token)
-    from . import network
-    pl = d.placement
-    tp_bus, a2a = _links(d)
-    act = m.d_model * d.b_act
-    comm_s = 0.0
-    if pl.tp > 1:
-        comm_s += pl.tp * m.n_layers * 2 * 2 * (pl.tp - 1) / pl.tp * act / tp_bus
-    if pl.ep > 1 and m.is_moe:
-        comm_s += m.n_moe_layers * float(network.moe_all_to_all_bytes_per_token(
-            m.d_model, m.experts_per_token, pl.ep)) / a2a
-    fall.append(("communication (TP, EP, PP)", 1.0 / (per_token_s + comm_s)))
-    if overlap == "two-batch":                 # thousands of tokens a step: the weights' second read is negligible
-        per_token_s = max(per_token_s, comm_s)
-        fall.append(("two-batch overlap of communication", 1.0 / per_token_s))
-    else:
-        per_token_s += comm_s
-    if lowp_s:
-        per_token_s += lowp_s
-        fall.append((LOW_PRECISION_TERM, 1.0 / per_token_s))
-    # a prefill step holds thousands of tokens: the fixed time per kernel is under 0.1% of a token's time
-    fall.append(("fixed time per kernel (calibrated)", 1.0 / per_token_s))
-    return fall
