@@ -145,12 +145,22 @@ def test_1f1b_holds_fewer_activations_than_gpipe():
 def test_placement_errors():
     with pytest.raises(ValueError, match="only 61 layers"):
         P.check_placement("deepseek-v3", pp=62)
-    with pytest.raises(ValueError, match="does not divide"):
-        P.check_placement("deepseek-v3", ep=72)
+    with pytest.raises(ValueError, match="exceeds deepseek-v3's 256 routed experts"):
+        P.check_placement("deepseek-v3", ep=512)
     with pytest.raises(ValueError, match="dense"):
         P.check_placement("llama-3.1-70b", ep=8)
-    with pytest.raises(ValueError, match="KV heads"):
-        P.check_placement("llama-3.1-70b", tp=16)
+    with pytest.raises(ValueError, match="must divide llama-3.1-70b's 64 attention heads"):
+        P.check_placement("llama-3.1-70b", tp=3)
+    # what engines run is allowed: TP16 past Llama's 8 KV heads (each replicated twice), Mixtral's 8 experts over 3
+    # ranks (3, 3, 2), DeepSeek-V3's 256 over 72
+    for model, kw in (("llama-3.1-8b", dict(tp=16)), ("mixtral-8x7b", dict(ep=3)), ("deepseek-v3", dict(ep=72))):
+        P.check_placement(model, **kw)
+    # the same rules through every door: the deployment refuses what parallelism refuses, with the same message
+    from llmmath.deployment import Deployment
+    for call in (lambda: P.check_placement("llama-3.1-70b", tp=3),
+                 lambda: Deployment("llama-3.1-70b", "h100-sxm", 3, tp=3)):
+        with pytest.raises(ValueError, match="^tp=3 must divide llama-3.1-70b's 64 attention heads"):
+            call()
 
 
 def test_weights_per_gpu_by_hand_deepseek_ep64_fp8():

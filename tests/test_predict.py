@@ -310,3 +310,13 @@ def test_the_measured_matmul_shares_agree_with_independent_measurements():
             at = dict(zip(c["tokens"], c["median"]))
             assert at[64] < 0.5 * at[2048] and all(q25 <= m <= q75 for m, q25, q75 in zip(c["median"], c["q25"],
                                                                                            c["q75"])), (chip, dtype)
+
+
+def test_the_all_to_all_rides_the_scale_up_link_inside_the_chips_own_domain():
+    # DeepSeek-V3 fp8 at EP16: 16 GB200s sit in one 72-GPU NVLink domain (hardware.toml), so the all-to-all rides
+    # NVLink (900 GB/s a direction); 16 H100s span two 8-GPU domains, so it crosses the 400 Gb/s NIC (50 GB/s). The
+    # same bytes, so the two terms stand in the ratio of the links (no second table of domains to disagree with).
+    kw = dict(input_tokens=1000, output_tokens=100, batch=256, tp=1, dp=16, ep=16, weight_dtype="fp8")
+    gb = planner.predict("deepseek-v3", "gb200", 16, **kw).terms["expert_all_to_all_s"]
+    h = planner.predict("deepseek-v3", "h100-sxm", 16, **kw).terms["expert_all_to_all_s"]
+    assert h / gb == pytest.approx(900e9 / 50e9, rel=1e-9)

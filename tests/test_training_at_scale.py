@@ -358,7 +358,7 @@ def test_training_step_refuses_impossible_layouts():
         TL.training_step("llama-3.1-8b", "h100-sxm", dp=128, **kw)
     with pytest.raises(ValueError, match="cp=3 must divide seq_len"):
         TL.training_step("llama-3.1-8b", "h100-sxm", cp=3, **kw)
-    with pytest.raises(ValueError, match="is dense: ep must be 1"):
+    with pytest.raises(ValueError, match=r"is dense \(no experts\); allowed: ep=1"):
         TL.training_step("llama-3.1-8b", "h100-sxm", ep=2, dp=2, **kw)
     with pytest.raises(ValueError, match="compute_efficiency"):
         TL.training_step("llama-3.1-8b", "h100-sxm", compute_efficiency=1.5, **kw)

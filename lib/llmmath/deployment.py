@@ -60,7 +60,7 @@ from ._validate import finite_result, positive, positive_int, result, whole
 from .hardware import default_compute_dtype
 from .units import dtype_bytes, dtype_label
 
-__all__ = ["Placement", "Deployment", "StageStep", "expected_busiest_chip_experts", "chip_and_count", "placements",
+__all__ = ["Placement", "check_placement", "Deployment", "StageStep", "expected_busiest_chip_experts", "chip_and_count", "placements",
            "most_sequences"]
 
 
@@ -111,18 +111,43 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _check_placement(m: models.Model, n_chips: int, pl: Placement) -> int:
-    """Replicas of ``pl`` in ``n_chips``; a ValueError that says what is allowed otherwise."""
+def check_placement(model, placement: Placement, n_chips: int | None = None) -> int | None:
+    """The one placement validator: every entry point (plan, predict, the engine, parallelism's memory counts,
+    the CLI) asks it whether ``placement`` can serve ``model`` (on ``n_chips``, when given), one rule a message.
+
+    The rules, as engines enforce them:
+
+    * every degree a whole number >= 1; ``n_chips`` a multiple of ``pp x tp x dp`` (the chips of a replica);
+    * ``pp`` at most the model's layers (a stage holds at least one layer);
+    * ``tp`` divides the attention heads; for GQA/MHA, ``tp`` divides the KV heads or is a multiple of them (each
+      KV head then replicated ``tp / n_kv`` times; vLLM's ``QKVParallelLinear`` asserts exactly this; MLA's latent
+      is shared by every head, so any ``tp`` that divides the heads will do);
+    * ``ep > 1`` only for a model with routed experts, and ``ep`` divides the stage's ``tp x dp`` chips (the rest
+      of the stage splits each expert). ``ep`` need not divide the experts: the first ``E mod ep`` ranks hold one
+      more (vLLM's ``determine_expert_map`` spreads the remainder the same way).
+
+    Returns:
+        the replicas ``n_chips / (pp tp dp)``, or None without ``n_chips``.
+
+    Raises:
+        ValueError: the first rule broken, naming it and what is allowed. KeyError: an unknown model.
+    """
+    m = models.get(model)
+    pl = placement
     for f in ("tp", "ep", "dp", "pp"):
         positive_int(f, getattr(pl, f))
-    if n_chips % pl.chips_per_replica:
+    if n_chips is not None and n_chips % pl.chips_per_replica:
         raise ValueError(f"n_chips={n_chips} is not a multiple of pp x tp x dp = {pl.pp} x {pl.tp} x {pl.dp} = "
                          f"{pl.chips_per_replica} (chips per replica); allowed: a multiple of it")
     if pl.pp > m.n_layers:
-        raise ValueError(f"pp={pl.pp} stages but {m.key} has {m.n_layers} layers; allowed: 1..{m.n_layers}")
+        raise ValueError(f"pp={pl.pp} stages but {m.key} has only {m.n_layers} layers; allowed: 1..{m.n_layers}")
     if m.n_heads % pl.tp:
         raise ValueError(f"tp={pl.tp} must divide {m.key}'s {m.n_heads} attention heads; allowed: "
                          f"{_divisors(m.n_heads)}")
+    if not m.is_mla and m.n_kv_heads % pl.tp and pl.tp % m.n_kv_heads:
+        ok = [t for t in _divisors(m.n_heads) if m.n_kv_heads % t == 0 or t % m.n_kv_heads == 0]
+        raise ValueError(f"tp={pl.tp} must divide {m.key}'s {m.n_kv_heads} KV heads or be a multiple of them; "
+                         f"allowed: {ok}")
     if pl.ep > 1 and not m.is_moe:
         raise ValueError(f"ep={pl.ep} but {m.key} is dense (no experts); allowed: ep=1")
     if pl.ep > pl.stage_chips:
@@ -131,7 +156,10 @@ def _check_placement(m: models.Model, n_chips: int, pl: Placement) -> int:
     if pl.stage_chips % pl.ep:
         raise ValueError(f"ep={pl.ep} must divide the stage's tp x dp = {pl.stage_chips} chips (the rest of "
                          f"the stage splits each expert); allowed: {_divisors(pl.stage_chips)}")
-    return n_chips // pl.chips_per_replica
+    if m.is_moe and pl.ep > m.n_experts:
+        raise ValueError(f"ep={pl.ep} exceeds {m.key}'s {m.n_experts} routed experts (a rank holds at least one); "
+                         f"allowed: 1..{m.n_experts}")
+    return None if n_chips is None else n_chips // pl.chips_per_replica
 
 
 # ---------------------------------------------------------------------------
@@ -289,7 +317,7 @@ class Deployment:
         m = models.get(model)
         c, n = chip_and_count(chip, n_chips)
         pl = Placement(positive_int("tp", tp), positive_int("ep", ep), positive_int("dp", dp), positive_int("pp", pp))
-        self.replicas = _check_placement(m, n, pl)
+        self.replicas = check_placement(m, pl, n)
         usable = float(positive("usable_hbm_fraction", usable_hbm_fraction))
         if usable > 1:
             raise ValueError(f"usable_hbm_fraction must be in (0, 1], got {usable_hbm_fraction!r}")

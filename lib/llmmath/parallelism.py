@@ -216,25 +216,17 @@ class MemoryPerGPU:
 
 
 def check_placement(model, ep: int = 1, pp: int = 1, tp: int = 1) -> None:
-    """Refuse impossible placements with a message that says what is allowed.
+    """Refuse impossible placements with a message that says what is allowed: the placement of
+    :func:`memory_per_gpu` (a stage of ``ep`` groups of ``tp`` GPUs, ``dp = ep``) put to the one validator,
+    :func:`llmmath.deployment.check_placement`.
 
     Raises:
-        ValueError: ``pp`` > layers; ``ep`` > 1 on a dense model; ``ep`` not dividing
-            the routed experts; ``tp`` not dividing the attention heads (or, for
-            GQA, the KV heads).
+        ValueError: ``pp`` > layers; ``ep`` > 1 on a dense model or above the experts; ``tp`` not dividing the
+            attention heads (or, for GQA, neither dividing nor a multiple of the KV heads).
     """
-    m = models.get(model)
+    from .deployment import Placement, check_placement as one_validator
     ep, pp, tp = positive_int("ep", ep), positive_int("pp", pp), positive_int("tp", tp)
-    if pp > m.n_layers:
-        raise ValueError(f"pp={pp} stages but {m.key} has only {m.n_layers} layers; allowed: 1..{m.n_layers}")
-    if ep > 1 and not m.is_moe:
-        raise ValueError(f"{m.key} is dense: expert parallelism needs experts (use ep=1, or tp/pp)")
-    if m.is_moe and m.n_experts % ep:
-        divisors = [d for d in range(1, m.n_experts + 1) if m.n_experts % d == 0]
-        raise ValueError(f"ep={ep} does not divide {m.key}'s {m.n_experts} routed experts; allowed: {divisors}")
-    if m.n_heads % tp or (not m.is_mla and m.n_kv_heads % tp):
-        raise ValueError(f"tp={tp} must divide {m.key}'s {m.n_heads} heads"
-                         + ("" if m.is_mla else f" and {m.n_kv_heads} KV heads"))
+    one_validator(model, Placement(tp=tp, ep=ep, dp=ep, pp=pp))
 
 
 @finite_result
@@ -273,8 +265,9 @@ def memory_per_gpu(model, ep: int = 1, pp: int = 1, tp: int = 1, batch=1, contex
     B, L = broadcast(batch=positive("batch", batch), context=non_negative("context", context))
     mb = pp if microbatches is None else positive_int("microbatches", microbatches)
     moe_layers, other = m.stage_params(pp)
-    weights = float(np.max(moe_layers * m.n_experts * m.expert_params / (ep * tp) + other / tp)) * dtype_bytes(weight_dtype)
-    tp_kv = 1 if m.is_mla else tp
+    per_rank = -(-m.n_experts // ep) if m.is_moe else 0        # the fullest rank: ceil(E / ep) experts
+    weights = float(np.max(moe_layers * per_rank * m.expert_params / tp + other / tp)) * dtype_bytes(weight_dtype)
+    tp_kv = 1 if m.is_mla else min(tp, m.n_kv_heads)          # past the KV heads, each head is replicated
     busiest_share = max(len(r) for r in m.stage_layers(pp)) / m.n_layers   # 16 of DeepSeek-V3's 61 layers at pp=4
     kv = mb * B * np.asarray(m.kv_bytes_per_sequence(L, kv_dtype)) * busiest_share / (ep * tp_kv)
     weights, kv = np.broadcast_arrays(np.asarray(weights, dtype=float), kv)

@@ -54,7 +54,7 @@ LOW_PRECISION_TERM = "fp8/fp4 matmuls at their measured rate"
 
 
 def engine_constants() -> dict:
-    """``data/engine_constants.toml`` (sustained fractions by vendor, collective rates, scale-up domains)."""
+    """``data/engine_constants.toml`` (sustained fractions by vendor, collective rates, kernels, host links)."""
     return _catalog.load("engine_constants.toml")
 
 

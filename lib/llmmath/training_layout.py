@@ -260,21 +260,16 @@ def _check_layout(m, B: int, S: int, b: int, *, tp: int, cp: int, pp: int, dp: i
     """Refuse a layout :func:`training_step` cannot run, saying what is allowed."""
     if not 0 < eff <= 1:
         raise ValueError(f"compute_efficiency must be in (0, 1], got {eff!r}")
-    if m.n_heads % tp or (not m.is_mla and m.n_kv_heads % tp and tp % m.n_kv_heads):
-        raise ValueError(f"tp={tp} must divide {m.key}'s {m.n_heads} heads (and its {m.n_kv_heads} KV heads, "
-                         f"or be a multiple of them)")
-    if pp > m.n_layers:
-        raise ValueError(f"pp={pp} stages but {m.key} has {m.n_layers} layers; allowed: 1..{m.n_layers}")
+    from .deployment import Placement, check_placement
+    check_placement(m, Placement(tp=tp, ep=ep, dp=cp * dp, pp=pp))     # the rules every entry point shares
     if S % cp:
         raise ValueError(f"cp={cp} must divide seq_len={S} (each GPU holds seq_len / cp tokens)")
     if B % (dp * b):
         raise ValueError(f"global_batch={B} sequences must split into dp={dp} replicas of micro-batches of {b}: "
                          f"allowed: global_batch a multiple of dp x micro_batch = {dp * b}")
-    if ep > 1:
-        if not m.is_moe:
-            raise ValueError(f"{m.key} is dense: ep must be 1")
-        if m.n_experts % ep or (tp * cp * dp) % ep:
-            raise ValueError(f"ep={ep} must divide {m.key}'s {m.n_experts} experts and tp x cp x dp = {tp * cp * dp}")
+    if ep > 1 and m.n_experts % ep:    # training only: Megatron-Core asserts num_moe_experts % expert parallel size == 0
+        raise ValueError(f"ep={ep} must divide {m.key}'s {m.n_experts} experts for training (Megatron-Core splits them "
+                         f"evenly); allowed: {[e for e in range(1, m.n_experts + 1) if m.n_experts % e == 0]}")
 
 
 class _Groups:
