@@ -17,11 +17,16 @@ and contexts. The hand values for each number live in ``test_planner.py`` and
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
 
-from llmmath import hardware, parallelism, planner, serving
+from llmmath import deployment, hardware, parallelism, planner, serving
+
+# the pooled forms and these hand counts share the roofline's datasheet view of memory: all of each chip's HBM
+_plan = functools.partial(planner.plan, usable_hbm_fraction=1.0)
+_Deployment = functools.partial(deployment.Deployment, usable_hbm_fraction=1.0)
 
 GRID = [  # model, weight dtype, (tp, ep, pp) placements: one MoE layout needs ep > 1
     ("llama-3.1-70b", "bf16", [(8, 1, 1), (4, 1, 2), (2, 1, 4), (1, 1, 8)]),
@@ -41,7 +46,7 @@ def test_memory_per_gpu_and_the_planner_hold_the_same_bytes(model, dtype, placem
             for L in CONTEXTS:
                 mem = parallelism.memory_per_gpu(model, ep=ep, pp=pp, tp=tp, batch=b, context=L, weight_dtype=dtype)
                 # memory_per_gpu's batch is a micro-batch; pp of them are in flight: pp * b sequences a replica
-                p = planner.plan(model, "h200", n, context=L, batch=pp * b, weight_dtype=dtype, tp=tp, dp=ep,
+                p = _plan(model, "h200", n, context=L, batch=pp * b, weight_dtype=dtype, tp=tp, dp=ep,
                                  ep=ep, pp=pp)
                 where = f"{model} tp={tp} ep={ep} pp={pp} b={b} L={L}"
                 assert p.weight_bytes_per_chip == pytest.approx(float(mem.weight_bytes), rel=1e-12), where
@@ -55,7 +60,7 @@ def test_memory_per_gpu_and_the_planner_hold_the_same_bytes(model, dtype, placem
 def test_pooled_capacity_is_a_tensor_parallel_plan_while_tp_divides_the_kv_heads(model, chip, n, dtype):
     for L in CONTEXTS:
         pooled = float(serving.max_batch(model, chip, L, n_chips=n, weight_dtype=dtype))
-        placed = planner.plan(model, chip, n, context=L, weight_dtype=dtype, tp=n).max_batch
+        placed = _plan(model, chip, n, context=L, weight_dtype=dtype, tp=n).max_batch
         assert placed == pooled, f"{model} on {n} x {chip}, L={L}"
 
 
@@ -64,7 +69,7 @@ def test_past_the_kv_heads_the_pooled_capacity_overstates_and_the_placed_one_say
     # takes 1/8 of every chip, not 1/16: the placed capacity is about half the pooled one
     L = 131072
     pooled = float(serving.max_batch("llama-3.1-8b", "h100-sxm", L, n_chips=16))
-    placed = planner.plan("llama-3.1-8b", "h100-sxm", 16, context=L, tp=16).max_batch
+    placed = _plan("llama-3.1-8b", "h100-sxm", 16, context=L, tp=16).max_batch
     kv_seq = 32 * 2 * 8 * 128 * 2 * L                      # K and V, 8 heads of 128, 32 layers, bf16
     weights_chip = 8_030_261_248 * 2 / 16
     assert placed == math.floor((hardware.get("h100-sxm").hbm_bytes - weights_chip) / (kv_seq / 8))
@@ -79,7 +84,7 @@ def test_the_pipelines_stages_are_the_planners_step(P):
     stage, experts over all of them, P micro-batches of 2048 in flight)."""
     b, L = 2048, 8192
     d = parallelism.pipelined_decode("deepseek-v3", "gb200", 64, P, b, L, weight_dtype="fp8")
-    p = planner.plan("deepseek-v3", "gb200", 64 * P, context=L, batch=P * b, tp=1, dp=64, ep=64, pp=P,
+    p = _plan("deepseek-v3", "gb200", 64 * P, context=L, batch=P * b, tp=1, dp=64, ep=64, pp=P,
                      weight_dtype="fp8")
     assert p.at_batch.step_time_s == pytest.approx(P * d.stage_s, rel=1e-12)
     assert d.token_latency_s == pytest.approx(max(d.sum_of_stages_s, P * d.stage_s), rel=1e-12)
@@ -110,8 +115,7 @@ def test_chapter_6s_layout_by_hand_is_slower_than_the_pooled_step():
 def test_the_placed_expert_form_is_a_tensor_parallel_deployment_where_tp_divides_the_kv_heads():
     """serving.expert_parallel_decode_step pools the non-expert weights and the KV: Mixtral on 8 chips (8 KV heads)
     at tp = ep = 8 is exactly that layout."""
-    from llmmath.deployment import Deployment
-    d = Deployment("mixtral-8x7b", "h100-sxm", 8, tp=8, ep=8)
+    d = _Deployment("mixtral-8x7b", "h100-sxm", 8, tp=8, ep=8)
     for B, L in ((1, 0), (3, 1024), (64, 8192)):
         ep = serving.expert_parallel_decode_step("mixtral-8x7b", "h100-sxm", B, L, 8, check_capacity=False)
         comp, w, kv = d.decode_step(B, L)
@@ -126,7 +130,7 @@ def test_the_busiest_stage_holds_more_kv_when_the_layers_do_not_divide():
     hand = 4 * b * L * 16 * 576 * 2 / 8
     assert float(mem.kv_bytes) == pytest.approx(hand, rel=1e-12)
     assert hand / (4 * b * L * 61 / 4 * 576 * 2 / 8) == pytest.approx(64 / 61)
-    p = planner.plan("deepseek-v3", "h200", 32, context=L, batch=4 * b, tp=1, dp=8, ep=8, pp=4, weight_dtype="fp8")
+    p = _plan("deepseek-v3", "h200", 32, context=L, batch=4 * b, tp=1, dp=8, ep=8, pp=4, weight_dtype="fp8")
     assert p.kv_bytes_per_chip == pytest.approx(hand, rel=1e-12)
     # capacity, by hand, stage by stage (H200: 141 GB; fp8 weights per GPU of each stage at EP8 from config.json:
     # an MoE layer holds 232,997,120 + 32 experts x 44,040,192 = 1,642,283,264)
@@ -147,7 +151,6 @@ def test_capacity_on_a_legal_placement_by_hand():
     """DeepSeek-V3 fp8 on 8 H200s (141 GB each) at 128k tokens. From config.json: 17,117,648,384 non-routed parameters,
     58 MoE layers x 256 experts of 44,040,192; a sequence's latent cache 131,072 x 61 x 576 x 2 bytes = 9.21 GB,
     which tensor parallelism cannot split. Each placement holds whole sequences per attention group."""
-    from llmmath import deployment
     other, experts, kv_seq = 17_117_648_384, 58 * 256 * 44_040_192, 131_072 * 61 * 576 * 2
     hand = {1: 8 * math.floor((141e9 - other - experts / 8) / kv_seq),        # DP8 EP8: 4 a GPU
             2: 4 * math.floor((141e9 - other / 2 - experts / 8) / kv_seq),    # TP2 DP4: 5 a group
@@ -155,7 +158,7 @@ def test_capacity_on_a_legal_placement_by_hand():
             8: 1 * math.floor((141e9 - other / 8 - experts / 8) / kv_seq)}    # TP8: 6, the latent on every GPU
     assert hand == {1: 32, 2: 20, 4: 10, 8: 6}
     for pl in deployment.placements("deepseek-v3", 8):
-        d = deployment.Deployment("deepseek-v3", "h200", 8, tp=pl.tp, ep=pl.ep, dp=pl.dp, weight_dtype="fp8")
+        d = _Deployment("deepseek-v3", "h200", 8, tp=pl.tp, ep=pl.ep, dp=pl.dp, weight_dtype="fp8")
         assert d.max_batch(131072) == hand[pl.tp]
     best, d = deployment.most_sequences("deepseek-v3", "h200", 8, 131072, weight_dtype="fp8")
     assert best == 32 and d.placement.dp == 8
@@ -168,18 +171,17 @@ def test_capacity_on_a_legal_placement_by_hand():
 
 
 def test_bytes_sent_per_step_by_collective_by_hand():
-    from llmmath.deployment import Deployment
     # DeepSeek-V3 on 64 GPUs, DP attention, EP64, 2048 sequences: 32 tokens a GPU in each of 58 MoE layers, each sent
     # to 8 experts in fp8 and combined in bf16, 63/64 of them off the GPU: 8 x 7168 x 3 x 63/64 = 169,344 B a token
-    d = Deployment("deepseek-v3", "gb200", 64, dp=64, ep=64, weight_dtype="fp8")
+    d = _Deployment("deepseek-v3", "gb200", 64, dp=64, ep=64, weight_dtype="fp8")
     sent = d.collective_bytes_per_step(2048)
     assert float(sent["expert-parallel all-to-all"]) == pytest.approx(58 * 32 * 169_344, rel=1e-12)
     assert float(sent["tensor-parallel all-reduce"]) == 0 == float(sent["pipeline send"])
     # Llama-3.1-70B TP8, 64 sequences: 80 layers x 2 all-reduces of 64 x 8192 bf16 values, a ring sending 2 x 7/8
-    t = Deployment("llama-3.1-70b", "h100-sxm", 8, tp=8).collective_bytes_per_step(64)
+    t = _Deployment("llama-3.1-70b", "h100-sxm", 8, tp=8).collective_bytes_per_step(64)
     assert float(t["tensor-parallel all-reduce"]) == pytest.approx(80 * 2 * 2 * 7 / 8 * 64 * 8192 * 2, rel=1e-12)
     # two stages of TP4: a GPU works on its stage's 40 layers for both micro-batches of 32, and sends its quarter of
     # each micro-batch's activations on
-    p = Deployment("llama-3.1-70b", "h100-sxm", 8, tp=4, pp=2).collective_bytes_per_step(64)
+    p = _Deployment("llama-3.1-70b", "h100-sxm", 8, tp=4, pp=2).collective_bytes_per_step(64)
     assert float(p["pipeline send"]) == pytest.approx(2 * 32 * 8192 * 2 / 4, rel=1e-12)
     assert float(p["tensor-parallel all-reduce"]) == pytest.approx(40 * 2 * 2 * 3 / 4 * 2 * 32 * 8192 * 2, rel=1e-12)

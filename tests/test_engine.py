@@ -172,7 +172,10 @@ def test_a_trace_of_arrivals_replays_exactly_and_bad_traces_are_refused():
         engine.simulate("llama-3.1-70b", "h100-sxm", 8, requests_per_s=1, n_requests=2, kv_policy="lru", **KW)
     with pytest.raises(KeyError, match="host link"):
         engine.simulate("llama-3.1-8b", "tpu-v5e", 1, requests_per_s=1, n_requests=2, preemption="swap",
-                        input_tokens=100, output_tokens=10)
+                        input_tokens=100, output_tokens=10, usable_hbm_fraction=0.9)
+    with pytest.raises(KeyError, match="no runtime memory figure"):       # no engine view without the runtime's total
+        engine.simulate("llama-3.1-8b", "tpu-v5e", 1, requests_per_s=1, n_requests=2, input_tokens=100,
+                        output_tokens=10)
 
 
 def test_replicas_share_the_load_round_robin():

@@ -27,10 +27,11 @@ NMM_8B = N_8B - EMBED_8B                         # the lookup does no arithmetic
 KV_TOKEN_8B = 2 * 32 * 8 * 128 * 2              # K and V, bf16: 131,072 bytes per token
 ATTN_8B = 4 * 32 * 128 * 32                      # FLOPs per cached position, all layers
 H100_F, H100_W, H100_C = 989.5e12, 3.35e12, 80e9
+DATASHEET = dict(usable_hbm_fraction=1.0)        # the roofline's view: all of the datasheet HBM, nothing held back
 
 
 def test_dense_8b_on_one_h100_by_hand():
-    p = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192, batch=16, usd_per_chip_hour=2.0)
+    p = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192, batch=16, usd_per_chip_hour=2.0, **DATASHEET)
     L, B = 8192, 16
     assert p.weight_bytes_per_chip == 2 * N_8B
     assert p.kv_bytes_per_sequence == L * KV_TOKEN_8B == 1_073_741_824
@@ -74,7 +75,8 @@ def test_deepseek_v3_on_an_nvl72_rack_with_uneven_experts():
     P_e = 3 * 7168 * 2048
     total = 671_026_419_200
     routed = 58 * 256 * P_e
-    p = planner.plan("deepseek-v3", "gb200-nvl72", context=8192, weight_dtype="fp8", ep=72, dp=72, batch=72 * 64)
+    p = planner.plan("deepseek-v3", "gb200-nvl72", context=8192, weight_dtype="fp8", ep=72, dp=72, batch=72 * 64,
+                     **DATASHEET)
     assert p.n_chips == 72 and p.chip == "gb200"           # the system gives its chip and its 72 packages
     assert p.weight_bytes_per_chip == pytest.approx((total - routed) + 58 * 4 * P_e, rel=1e-12)
     kv_seq = 61 * (512 + 64) * 2 * 8192                      # the MLA latent and rope key, bf16
@@ -88,8 +90,8 @@ def test_deepseek_v3_on_an_nvl72_rack_with_uneven_experts():
 
 def test_a_model_read_from_its_config_plans_like_the_catalog_entry():
     m = models.from_hf_config(CONFIGS / "gpt-oss-120b.json", name="gpt-oss-from-config")
-    a = planner.plan(m, "h100-sxm", 4, context=131072, tp=4)
-    b = planner.plan("gpt-oss-120b", "h100-sxm", 4, context=131072, tp=4)
+    a = planner.plan(m, "h100-sxm", 4, context=131072, tp=4, **DATASHEET)
+    b = planner.plan("gpt-oss-120b", "h100-sxm", 4, context=131072, tp=4, **DATASHEET)
     assert a.max_batch == b.max_batch and a.at_batch.step_time_s == b.at_batch.step_time_s
     # hand: weights bf16 over TP4; cache per sequence 18 full layers x 131072 + 18 x 128 positions, 2048 B each,
     # KV heads (8) split 4 ways
@@ -184,7 +186,7 @@ def test_the_table_ends_with_a_sentence_about_floors():
 def test_without_a_batch_one_operating_block_not_two_identical():
     # Llama 3.1 8B on one H100 at 8k: no balance batch, max batch (80e9 - 2 N) // (8192 x 131,072) = 59
     assert (H100_C - 2 * N_8B) // (8192 * KV_TOKEN_8B) == 59
-    text = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192).table()
+    text = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192, **DATASHEET).table()
     assert text.count("step time (floor)") == 1
     assert "at the chosen batch (59 = the largest that fits; no balance batch)" in text
     # given a batch and still no balance batch: one block, at that batch
@@ -193,7 +195,7 @@ def test_without_a_batch_one_operating_block_not_two_identical():
     # a balance batch (about 4,750, chapter 11) above the 3,151 that fit: two different blocks
     N70 = 70_553_706_496
     assert (141e9 - N70 / 8) // (2048 * 2 * 80 * 8 * 128 / 8) == 3151
-    p = planner.plan("llama-3.1-70b", "h200", 8, context=2048, weight_dtype="fp8", kv_dtype="fp8", tp=8)
+    p = planner.plan("llama-3.1-70b", "h200", 8, context=2048, weight_dtype="fp8", kv_dtype="fp8", tp=8, **DATASHEET)
     text = p.table()
     assert text.count("step time (floor)") == 2
     assert f"at the balance batch ({p.balance_batch:,.0f})" in text and "at the chosen batch (3,151 = the largest" in text
@@ -239,13 +241,13 @@ def test_a_config_file_names_its_model(tmp_path):
 
 def test_a_plan_that_does_not_fit_says_why():
     # Llama 3.1 70B in bf16: 2 x 70,553,706,496 = 141,107,412,992 bytes, over one H200's 141e9
-    p = planner.plan("llama-3.1-70b", "h200", 1, context=8192)
+    p = planner.plan("llama-3.1-70b", "h200", 1, context=8192, **DATASHEET)
     fits = dict(p.rows())["fits"]
     assert not p.fits and "141.1 GB" in fits and "exceed the 141 GB usable" in fits
     assert dict(p.rows())["weights per chip"] == "141.1 GB of 141 GB usable"     # not '141 GB of 141 GB'
     # weights fit, the batch's cache does not: 16.06 GB + 100 x 1.074 GB = 123.4 GB > 80 GB; 59 would fit
     assert 2 * N_8B + 100 * 8192 * KV_TOKEN_8B == pytest.approx(123.4e9, rel=1e-3)
-    p = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192, batch=100)
+    p = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192, batch=100, **DATASHEET)
     assert p.kv_bytes_per_chip == 100 * 8192 * KV_TOKEN_8B
     fits = dict(p.rows())["fits"]
     assert fits.startswith("no: weights 16.1 GB + KV cache 107 GB (100 sequences) = 123 GB per chip, > 80 GB usable")
@@ -253,15 +255,45 @@ def test_a_plan_that_does_not_fit_says_why():
     assert dict(planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192).rows())["fits"].startswith("yes: ")
 
 
-def test_the_usable_hbm_default_is_stated():
-    r = _cli("plan", "--help")
-    assert r.returncode == 0 and "--usable-hbm-fraction" in r.stdout
-    assert "default 1.0: all of it" in " ".join(r.stdout.split())
+def test_the_memory_default_is_stated_and_the_datasheet_view_is_one_flag_away():
+    for sub in ("plan", "predict", "simulate"):                      # one default, every subcommand
+        r = _cli(sub, "--help")
+        text = " ".join(r.stdout.split())
+        assert r.returncode == 0 and "--gpu-memory-utilization" in text and "(default 0.9, vLLM's" in text, sub
+        assert "--usable-hbm-fraction" in text, sub
     row = dict(planner.plan("llama-3.1-8b", "h100-sxm", 1).rows())["usable HBM per chip"]
-    assert row.startswith("80 GB: all of the chip's") and "usable_hbm_fraction 1.0, the default" in row
+    assert "as vllm sizes it (activation peak" in row and "outside torch" in row
+    row = dict(planner.plan("llama-3.1-8b", "h100-sxm", 1, **DATASHEET).rows())["usable HBM per chip"]
+    assert row.startswith("80 GB: all of the datasheet's")
     p = planner.plan("llama-3.1-8b", "h200", 1, usable_hbm_fraction=0.9)
     assert p.hbm_bytes_per_chip == pytest.approx(0.9 * 141e9, rel=1e-12) and p.usable_hbm_fraction == 0.9
-    assert dict(p.rows())["usable HBM per chip"].startswith("126.9 GB = 0.9 x the chip's 141 GB")
+    assert dict(p.rows())["usable HBM per chip"].startswith("126.9 GB = 0.9 x the datasheet's 141 GB")
+
+
+def test_the_engine_memory_view_by_hand():
+    # Llama-3.1-8B bf16 on one H100, as vLLM sizes its cache: the runtime's 85,045,477,376 B (79.2 GiB, CUDA's
+    # figure) x 0.9, less the activation peak of a profiling pass over vLLM's 8,192-token budget (8,192 x (3 x 4,096
+    # + 3 x 14,336) x 2 B: the MLP's input, residual and output beside its gate-up product and activation) and the
+    # 0.35 GiB outside torch, less the weights; in blocks of 16 tokens of 131,072 B
+    act = 8192 * (3 * 4096 + 3 * 14336) * 2
+    free = 85_045_477_376 * 0.9 - act - 0.35 * 2**30 - 2 * N_8B
+    p = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192)
+    assert p.reserve_bytes["activation peak"] == act
+    assert p.kv_cache_tokens == (free // (16 * KV_TOKEN_8B)) * 16
+    assert p.max_batch == free // (8192 * KV_TOKEN_8B) == 55
+    # SGLang: the memory outside torch first, then mem_fraction_static of the rest for weights and KV, no activations
+    s = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192, engine="sglang", gpu_memory_utilization=0.88)
+    assert s.kv_cache_tokens == ((85_045_477_376 - 0.35 * 2**30) * 0.88 - 2 * N_8B) // KV_TOKEN_8B
+    # an A100 or a GPU under 70 GiB profiles vLLM's smaller 2,048-token budget
+    a = planner.plan("llama-3.1-8b", "a100-80gb", 1)
+    assert a.reserve_bytes["activation peak"] == 2048 * (3 * 4096 + 3 * 14336) * 2
+    # a chip whose runtime figure is not known is refused, with the way out named
+    with pytest.raises(KeyError, match="no runtime memory figure .* 'tpu-v5e'.*usable_hbm_fraction="):
+        planner.plan("llama-3.2-1b", "tpu-v5e", 1)
+    with pytest.raises(ValueError, match="not both"):
+        planner.plan("llama-3.2-1b", "h100-sxm", 1, usable_hbm_fraction=0.9, gpu_memory_utilization=0.9)
+    with pytest.raises(ValueError, match=r"gpu_memory_utilization must be in \(0, 1\]"):
+        planner.plan("llama-3.2-1b", "h100-sxm", 1, gpu_memory_utilization=1.2)
 
 
 def test_measurements_are_sourced_and_the_floor_holds_against_every_one():
@@ -310,12 +342,12 @@ def _cli(*args):
 
 def test_cli_prints_a_plan_and_json():
     r = _cli("plan", "--config", str(CONFIGS / "llama-3.1-8b.json"), "--chip", "h100-sxm", "--chips", "1",
-             "--context", "8192", "--batch", "16")
+             "--context", "8192", "--batch", "16", "--usable-hbm-fraction", "1.0")
     assert r.returncode == 0, r.stderr
     assert "max batch at this context" in r.stdout and "59" in r.stdout and "floor" in r.stdout
     r = _cli("plan", "--model", "llama-3.1-8b", "--chip", "h100-sxm", "--context", "8192", "--json")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["max_batch"] == 59
+    assert json.loads(r.stdout)["max_batch"] == 55                      # the engine view (test above)
 
 
 @pytest.mark.parametrize("args, words", [

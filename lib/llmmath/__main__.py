@@ -77,6 +77,15 @@ def _model_and_deployment_args(p: argparse.ArgumentParser) -> None:
     for flag, what in (("--tp", "tensor parallel"), ("--ep", "expert parallel"), ("--dp", "attention data parallel"),
                        ("--pp", "pipeline stages")):
         p.add_argument(flag, type=_positive_int, default=1, help=f"{what} degree (default 1)")
+    mem = p.add_mutually_exclusive_group()
+    mem.add_argument("--gpu-memory-utilization", type=_positive_float, default=None, metavar="F",
+                     help="share of each GPU's runtime memory the engine takes, in (0, 1]; its reserve (activation "
+                          "peak, memory outside torch) comes out of it (default 0.9, vLLM's; every subcommand)")
+    mem.add_argument("--usable-hbm-fraction", type=_positive_float, default=None, metavar="F",
+                     help="instead: a share of each chip's datasheet HBM for weights + KV cache, nothing held back "
+                          "(1.0: the roofline's most optimistic capacity)")
+    p.add_argument("--engine", choices=["vllm", "sglang"], default="vllm",
+                   help="whose memory rule sizes the KV cache (default vllm)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -90,10 +99,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt-tokens", type=_positive_int, default=None, help="prompt length for the time to first token")
     p.add_argument("--usd-per-chip-hour", type=_positive_float, default=None,
                    help="your price per chip-hour, dollars (default: none; dollars are then left out, null in JSON)")
-    p.add_argument("--usable-hbm-fraction", type=_positive_float, default=1.0, metavar="F",
-                   help="share of each chip's HBM for weights + KV cache, in (0, 1] (default 1.0: all of it, the "
-                        "roofline's most optimistic capacity; an engine keeps some back, e.g. vLLM's "
-                        "gpu_memory_utilization defaults to 0.9)")
     q = sub.add_parser("predict", help="the expected measured tokens/s: the ceiling, then each term an engine pays",
                        description="What a deployment will actually do: the roofline ceiling and, term by term, "
                                    "what a real engine pays (planner.predict).")
@@ -114,8 +119,6 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--offline-requests", type=_positive_int, default=None, metavar="N",
                    help="with --phase aggregated: the rate of an offline benchmark queueing N requests at once "
                         "(trtllm-bench throughput), its ramp-up and drain simulated")
-    q.add_argument("--usable-hbm-fraction", type=_positive_float, default=0.9, metavar="F",
-                   help="share of each chip's HBM an engine gives weights + KV (default 0.9)")
     r = sub.add_parser("simulate", help="a continuous-batching engine under Poisson arrivals: TTFT, TPOT, throughput",
                        description="The deployment's replicas simulated step by step on the predicted step model "
                                    "(engine.simulate).")
@@ -124,7 +127,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--requests", type=_positive_int, default=10_000, help="requests simulated (default 10,000)")
     r.add_argument("--input-tokens", type=_positive_int, required=True, help="prompt length")
     r.add_argument("--output-tokens", type=_positive_int, required=True, help="output length")
-    r.add_argument("--token-budget", type=_positive_int, default=8192, help="tokens a step may hold (default 8192)")
+    r.add_argument("--token-budget", type=_positive_int, default=None,
+                   help="tokens a step may hold (default vLLM's: 8192 on a GPU of 70 GiB or more, else 2048)")
     r.add_argument("--seed", type=int, default=0, help="arrivals' random seed (default 0)")
     r.add_argument("--kv-policy", choices=["paged", "reserve"], default="paged",
                    help="paged: admit when the prompt fits, preempt when full (vLLM, SGLang); reserve: admit only when "
@@ -138,14 +142,13 @@ def _parser() -> argparse.ArgumentParser:
                         "flags then describe the decode pool")
     for flag in ("tp", "ep", "dp"):
         r.add_argument(f"--prefill-{flag}", type=_positive_int, default=1, help=f"the prefill pool's {flag} (default 1)")
-    r.add_argument("--usable-hbm-fraction", type=_positive_float, default=0.9, metavar="F",
-                   help="share of each chip's HBM an engine gives weights + KV (default 0.9)")
     return ap
 
 
 # which flag a library error is about, from the argument name its message starts with or mentions
 _FLAGS = [("prefill pool", "--prefill-chips"), ("no batch of", "--chips"), ("chip or system", "--chip"), ("names no chip", "--chip"),
-          ("usable_hbm_fraction", "--usable-hbm-fraction"), ("n_chips", "--chips"), ("tp=", "--tp"),
+          ("usable_hbm_fraction", "--usable-hbm-fraction"), ("gpu_memory_utilization", "--gpu-memory-utilization"),
+          ("runtime memory", "--usable-hbm-fraction"), ("n_chips", "--chips"), ("tp=", "--tp"),
           ("ep=", "--ep"), ("dp=", "--dp"), ("pp=", "--pp"), ("context", "--context"), ("batch", "--batch"),
           ("prompt_tokens", "--prompt-tokens"), ("usd_per_chip_hour", "--usd-per-chip-hour"), ("dtype", "--weight-dtype"),
           ("max_tpot_s", "--max-tpot-ms"), ("input_tokens", "--input-tokens"), ("output_tokens", "--output-tokens"),
@@ -189,9 +192,11 @@ def main(argv=None) -> int:
 
 
 def _deployment_kwargs(args) -> dict:
-    """The placement, precisions and usable HBM every subcommand passes on."""
-    return dict(tp=args.tp, ep=args.ep, dp=args.dp, pp=args.pp, weight_dtype=args.weight_dtype,
-                kv_dtype=args.kv_dtype, compute_dtype=args.compute_dtype, usable_hbm_fraction=args.usable_hbm_fraction)
+    """The placement, precisions and memory view every subcommand passes on (one default: the engine's)."""
+    kw = dict(tp=args.tp, ep=args.ep, dp=args.dp, pp=args.pp, weight_dtype=args.weight_dtype,
+              kv_dtype=args.kv_dtype, compute_dtype=args.compute_dtype, usable_hbm_fraction=args.usable_hbm_fraction,
+              gpu_memory_utilization=args.gpu_memory_utilization, engine=args.engine)
+    return kw
 
 
 def _refusing(sub, call):

@@ -56,7 +56,7 @@ import math
 import numpy as np
 
 from . import _catalog, hardware, models
-from ._validate import finite_result, positive, positive_int, result, whole
+from ._validate import finite_result, positive, positive_int, result, scalar, whole
 from .hardware import default_compute_dtype
 from .units import dtype_bytes, dtype_label
 
@@ -267,6 +267,72 @@ def expected_busiest_chip_experts(model, batch, n_chips):
 
 
 # ---------------------------------------------------------------------------
+# Memory as an engine sees it
+# ---------------------------------------------------------------------------
+
+MEMORY_VIEWS = ("vllm", "sglang")
+
+
+def engine_memory() -> dict:
+    """``data/engine_constants.toml`` [memory]: what a serving engine holds back before its KV cache, with sources."""
+    return _catalog.load("engine_constants.toml")["memory"]
+
+
+GPU_MEMORY_UTILIZATION = float(engine_memory()["gpu_memory_utilization"])
+"""The one default share of a GPU's runtime memory an engine takes (vLLM's ``gpu_memory_utilization``, 0.9): plan,
+predict, the engine and the CLI all start from it."""
+
+
+def runtime_memory_bytes(chip) -> float:
+    """The device memory ``chip``'s runtime reports to a program (bytes; hardware.toml ``runtime_memory_bytes``):
+    an H100's "80 GB" is 85,045,477,376 B (79.2 GiB) to CUDA.
+
+    Raises:
+        KeyError: a chip with no sourced runtime figure (the message names the chips that have one and the way out).
+    """
+    c = hardware.get(chip)
+    if not c.runtime_memory_bytes:
+        known = [k for k in hardware.names() if hardware.get(k).runtime_memory_bytes]
+        raise KeyError(f"no runtime memory figure (the total its runtime reports) for chip {c.key!r}, so no engine's "
+                       f"KV cache can be sized on it; chips with one: {', '.join(known)}; or give "
+                       f"usable_hbm_fraction= to take a share of its datasheet HBM instead")
+    return float(c.runtime_memory_bytes)
+
+
+def default_token_budget(chip) -> int:
+    """vLLM's default ``max_num_batched_tokens`` for its OpenAI server on ``chip`` (EngineArgs.get_batch_defaults):
+    8,192 on a GPU with at least 70 GiB that is not an A100, else 2,048; 8,192 for a chip without a runtime figure."""
+    k, c = engine_memory(), hardware.get(chip)
+    if c.runtime_memory_bytes and (c.runtime_memory_bytes < k["large_gpu_bytes"] or c.key.startswith("a100")):
+        return int(k["max_num_batched_tokens_small"])
+    return int(k["max_num_batched_tokens_large"])
+
+
+def activation_peak_bytes(model, tokens, placement: Placement = Placement()) -> float:
+    """The peak bytes of live activations on one chip while a replica runs a forward pass over ``tokens`` tokens
+    (an engine's profiling pass at its token budget): the larger of a dense and an MoE layer's MLP.
+
+    Per token of the chip's attention group (``tokens / dp``): the input, the residual and the output
+    (``3 d_model``) beside a SwiGLU MLP's gate-up product and activation (``3 d_ff / tp``); an MoE layer's fused
+    kernel holds those three intermediates for each of the ``k`` experts a token picks, spread over the stage's
+    ``tp dp`` chips. Two bytes a value. Llama-3.1-8B, 20,000 tokens, one GPU: 20,000 x (3 x 4,096 + 3 x 14,336) x 2 =
+    2.21e9 B = 2.06 GiB (vLLM logged 2.07 GiB on an RTX 3090, issue 10517).
+
+    Raises:
+        ValueError: ``tokens`` below 1. KeyError: unknown model.
+    """
+    m = models.get(model)
+    N = float(positive("tokens", scalar("tokens", tokens)))
+    b = float(engine_memory()["activation_bytes"])
+    pl = placement
+    per_group = N / pl.dp
+    dense = per_group * (3 * m.d_model + (3 * m.d_ff / pl.tp if m.d_ff and m.n_moe_layers < m.n_layers else 0.0))
+    moe = (per_group * 3 * m.d_model + N * m.experts_per_token * 3 * m.d_ff_expert / pl.stage_chips
+           if m.is_moe else 0.0)
+    return max(dense, moe) * b
+
+
+# ---------------------------------------------------------------------------
 # The deployment
 # ---------------------------------------------------------------------------
 
@@ -304,31 +370,70 @@ class Deployment:
         activation_dtype: activations sent between chips (tensor-parallel all-reduce, pipeline
             sends; the expert all-to-all uses DeepSeek-V3's fp8 dispatch and bf16 combine).
         compute_dtype: matmul precision (default: ``weight_dtype`` where the chip has it, else bf16).
-        usable_hbm_fraction: share of each chip's HBM for weights + KV, in (0, 1].
+        usable_hbm_fraction: the datasheet view: a share, in (0, 1], of each chip's datasheet HBM for weights + KV,
+            nothing else held back (the roofline chapters' ceiling: 1.0 is all of it).
+        gpu_memory_utilization: the engine view (the default, when ``usable_hbm_fraction`` is not given): the share
+            of each chip's runtime memory (:func:`runtime_memory_bytes`) the engine takes, in (0, 1] (default
+            :data:`GPU_MEMORY_UTILIZATION`, vLLM's 0.9; SGLang's ``mem_fraction_static``), less what it holds before
+            its KV cache (:attr:`reserve_bytes`).
+        engine: ``"vllm"`` (the reserve is the activation peak of a profiling pass over ``max_num_batched_tokens``
+            and the memory outside torch, both inside the fraction) or ``"sglang"`` (the fraction covers weights and
+            KV only; the memory outside torch comes off before it).
+        max_num_batched_tokens: the engine's token budget, the profiling pass's size (default
+            :func:`default_token_budget`: vLLM's 8,192 on a GPU with at least 70 GiB, 2,048 on an A100 or a smaller GPU).
 
     Raises:
-        ValueError: a placement that does not divide the chips, heads or experts, ``pp`` above
-            the layers, a fraction outside (0, 1] (each message says what is allowed).
-        KeyError: unknown model, chip, system or dtype.
+        ValueError: a placement that breaks a rule of :func:`check_placement`, a fraction outside (0, 1], both
+            memory views at once, an unknown engine (each message says what is allowed).
+        KeyError: unknown model, chip, system or dtype; the engine view on a chip without a runtime memory figure.
     """
 
     def __init__(self, model, chip, n_chips=None, *, tp=1, ep=1, dp=1, pp=1, weight_dtype="bf16",
-                 kv_dtype="bf16", activation_dtype="bf16", compute_dtype=None, usable_hbm_fraction=1.0):
+                 kv_dtype="bf16", activation_dtype="bf16", compute_dtype=None, usable_hbm_fraction=None,
+                 gpu_memory_utilization=None, engine="vllm", max_num_batched_tokens=None):
         m = models.get(model)
         c, n = chip_and_count(chip, n_chips)
         pl = Placement(positive_int("tp", tp), positive_int("ep", ep), positive_int("dp", dp), positive_int("pp", pp))
         self.replicas = check_placement(m, pl, n)
-        usable = float(positive("usable_hbm_fraction", usable_hbm_fraction))
-        if usable > 1:
-            raise ValueError(f"usable_hbm_fraction must be in (0, 1], got {usable_hbm_fraction!r}")
+        if usable_hbm_fraction is not None and gpu_memory_utilization is not None:
+            raise ValueError("give usable_hbm_fraction (a share of the datasheet HBM) or gpu_memory_utilization (a "
+                             "share of the runtime's memory, an engine's reserve taken out), not both")
+        if engine not in MEMORY_VIEWS:
+            raise ValueError(f"engine must be one of {MEMORY_VIEWS}, got {engine!r}")
+        self.max_num_batched_tokens = (default_token_budget(c) if max_num_batched_tokens is None
+                                       else positive_int("max_num_batched_tokens", max_num_batched_tokens))
+        self.reserve_bytes = {}
+        if usable_hbm_fraction is not None:                      # the datasheet view
+            self.memory_view = "datasheet"
+            usable = float(positive("usable_hbm_fraction", scalar("usable_hbm_fraction", usable_hbm_fraction)))
+            if usable > 1:
+                raise ValueError(f"usable_hbm_fraction must be in (0, 1], got {usable_hbm_fraction!r}")
+            usable_bytes = usable * c.hbm_bytes
+        else:                                                    # the engine view
+            self.memory_view = engine
+            util = GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else float(
+                positive("gpu_memory_utilization", scalar("gpu_memory_utilization", gpu_memory_utilization)))
+            if util > 1:
+                raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization!r}")
+            self.gpu_memory_utilization = util
+            total = runtime_memory_bytes(c)
+            other = float(engine_memory()["non_torch_bytes"])
+            if engine == "vllm":
+                self.reserve_bytes = {"activation peak": activation_peak_bytes(m, self.max_num_batched_tokens, pl),
+                                      "outside torch": other}
+                usable_bytes = total * util - sum(self.reserve_bytes.values())
+            else:
+                self.reserve_bytes = {"outside torch": other}
+                usable_bytes = (total - other) * util
+            usable = usable_bytes / c.hbm_bytes
         self.model, self.chip, self.n_chips, self.placement = m, c, n, pl
         self.weight_dtype, self.kv_dtype = dtype_label(weight_dtype), dtype_label(kv_dtype)
         self.b_w, self.b_kv, self.b_act = dtype_bytes(weight_dtype), dtype_bytes(kv_dtype), dtype_bytes(activation_dtype)
         self.compute_dtype = compute_dtype or default_compute_dtype(c, weight_dtype)
         self.flops_per_s = c.flops_per_s(self.compute_dtype)
         self.hbm_bytes_per_s = c.hbm_bytes_per_s
-        self.usable_hbm_bytes = usable * c.hbm_bytes
-        self.usable_hbm_fraction = usable
+        self.usable_hbm_bytes = usable_bytes
+        self.usable_hbm_fraction = usable                        # of the datasheet HBM, in either view
         # per stage: MoE layers, every other parameter held, layers
         self.stage_moe_layers, self.stage_other_params = m.stage_params(pl.pp)
         self.stage_layers = np.array([len(r) for r in m.stage_layers(pl.pp)])
@@ -406,6 +511,21 @@ class Deployment:
         per_seq_group_chip = self.kv_bytes_per_sequence_by_stage(float(context)) * pl.dp   # one sequence, its group
         per_group = float(np.min(np.floor(self.free_bytes_by_stage / per_seq_group_chip)))
         return per_group * pl.dp * self.replicas
+
+    @property
+    def kv_cache_tokens(self) -> float:
+        """Tokens of KV cache one replica holds, counted as the engine logs them (vLLM's "GPU KV cache size: N
+        tokens", SGLang's "#tokens"): the free bytes of the fullest chip over one token's cache on it (every layer of
+        its stage; its share of the KV heads), in whole blocks of ``block_tokens`` (16 for vLLM, 1 for SGLang and the
+        datasheet view), times the replica's ``dp`` attention groups (each holds its own sequences). 0 when the
+        weights do not fit. (For a model with windowed layers an engine counts differently; this counts every layer
+        as full.)"""
+        if not self.weights_fit:
+            return 0.0
+        block = int(engine_memory()["block_tokens"]) if self.memory_view == "vllm" else 1
+        per_token = (self.stage_layers * float(self.model.kv_bytes_per_token_per_layer(self.b_kv)) / self.tp_kv)
+        blocks = np.floor(self.free_bytes_by_stage / (per_token * block))
+        return float(np.min(blocks)) * block * self.placement.dp
 
     def max_context(self, batch) -> float:
         """Longest context at which ``batch`` sequences' KV cache fits on every chip (tokens; inf if

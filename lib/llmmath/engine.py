@@ -416,9 +416,10 @@ def _host_link_bytes_per_s(chip) -> float:
 
 
 def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None, input_tokens, output_tokens, seed=0,
-             arrival_times_s=None, token_budget=8192, prefix_cache_hit=0.0, kv_policy="paged", page_tokens=16,
+             arrival_times_s=None, token_budget=None, prefix_cache_hit=0.0, kv_policy="paged", page_tokens=16,
              preemption="recompute", max_running=None, prefill=None, tp=1, ep=1, dp=1, pp=1, weight_dtype="bf16",
-             kv_dtype="bf16", compute_dtype=None, usable_hbm_fraction=0.9, eplb=False) -> Simulation:
+             kv_dtype="bf16", compute_dtype=None, usable_hbm_fraction=None, gpu_memory_utilization=None,
+             engine="vllm", eplb=False) -> Simulation:
     """Simulate a deployment's replicas under load (see the module docstring).
 
     Requests arrive (Poisson at ``requests_per_s``, or at the given ``arrival_times_s``) and are routed round-robin
@@ -429,7 +430,8 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
         n_requests: requests simulated over the whole deployment (omit when ``arrival_times_s`` is given).
         arrival_times_s: a trace of arrival times (seconds, non-decreasing), instead of Poisson arrivals.
         input_tokens, output_tokens: lengths, a number (every request) or an array of one per request.
-        token_budget: tokens one step may hold (decode tokens first, then prompt chunks).
+        token_budget: tokens one step may hold (decode tokens first, then prompt chunks); default the deployment's
+            ``max_num_batched_tokens`` (:func:`~llmmath.deployment.default_token_budget`).
         prefix_cache_hit: share of each prompt found in a prefix cache (not recomputed), in [0, 1).
         kv_policy: ``"paged"`` (admit when the prompt fits, grow in pages, preempt when full: vLLM, SGLang) or
             ``"reserve"`` (admit only when the whole request's KV fits: never preempts).
@@ -443,7 +445,7 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
             crosses the scale-out network (every chip of its attention group sending its share at the NIC's achieved
             rate, ``[collectives] all_to_all_fraction``) after its prefill, and the decode pool makes the tokens after
             the first.
-        the rest (placement, precisions, ``usable_hbm_fraction``, ``eplb``): as :func:`llmmath.planner.predict`;
+        the rest (placement, precisions, the memory view, ``eplb``): as :func:`llmmath.planner.predict`;
             they describe the (decode) replicas.
 
     Returns:
@@ -455,7 +457,8 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
         KeyError: ``preemption="swap"`` on a chip with no host-link figure.
     """
     d = Deployment(model, chip, n_chips, tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                   compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction)
+                   compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction,
+                   gpu_memory_utilization=gpu_memory_utilization, engine=engine, max_num_batched_tokens=token_budget)
     sm = step_model(d, eplb)
     if arrival_times_s is None:
         if requests_per_s is None or n_requests is None:
@@ -472,7 +475,7 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
             raise ValueError("arrival_times_s must be a non-empty array of finite, non-negative, non-decreasing "
                              "times in seconds")
         n = arrivals.size
-    budget = positive_int("token_budget", token_budget)
+    budget = d.max_num_batched_tokens
     hit = float(scalar("prefix_cache_hit", prefix_cache_hit))
     if not 0 <= hit < 1:
         raise ValueError(f"prefix_cache_hit must be in [0, 1), got {prefix_cache_hit!r}")
@@ -525,7 +528,8 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
     pkw = dict(tp=1, ep=1, dp=1, weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype)
     pkw.update({k: v for k, v in prefill.items() if k not in ("n_chips", "token_budget")})
     try:
-        dp_ = Deployment(model, chip, prefill["n_chips"], usable_hbm_fraction=usable_hbm_fraction, **pkw)
+        dp_ = Deployment(model, chip, prefill["n_chips"], usable_hbm_fraction=usable_hbm_fraction,
+                         gpu_memory_utilization=gpu_memory_utilization, engine=engine, **pkw)
         sm_p = step_model(dp_, eplb)
     except ValueError as e:
         raise ValueError(f"prefill pool: {e.args[0]}") from e

@@ -43,6 +43,8 @@ class Chip:
         scale_out_bytes_per_s: scale-out (NIC) bandwidth per chip, per direction.
         scale_up_domain: chips (packages) in one scale-up domain.
         scale_up_domain_dies: compute dies in that domain (2 per Blackwell package).
+        runtime_memory_bytes: the device's total memory as its runtime reports it to a program (CUDA's
+            ``cudaMemGetInfo`` total, ROCm's likewise), bytes; 0 where no reported value has a source.
     """
 
     key: str
@@ -57,6 +59,7 @@ class Chip:
     scale_out_bytes_per_s: float = 0.0
     scale_up_domain: int = 1
     scale_up_domain_dies: int = 1
+    runtime_memory_bytes: float = 0.0
     scale_up_name: str = ""
     scale_out_name: str = ""
     hbm_type: str = ""
@@ -82,7 +85,7 @@ class Chip:
             object.__setattr__(self, "peak_flops_per_s", MappingProxyType(checked))
             object.__setattr__(self, "hbm_bytes", _number("hbm_bytes", self.hbm_bytes, minimum=0.0))
             object.__setattr__(self, "hbm_bytes_per_s", _number("hbm_bytes_per_s", self.hbm_bytes_per_s))
-            for f in ("scale_up_bytes_per_s", "scale_out_bytes_per_s", "tdp_watts"):
+            for f in ("scale_up_bytes_per_s", "scale_out_bytes_per_s", "tdp_watts", "runtime_memory_bytes"):
                 object.__setattr__(self, f, _number(f, getattr(self, f), minimum=0.0, unknown=True))
             for f in ("scale_up_domain", "scale_up_domain_dies"):
                 object.__setattr__(self, f, positive_int(f, getattr(self, f)))
@@ -182,7 +185,8 @@ def _chip_kwargs(key: str, kw: dict) -> dict:
     if unknown_dtypes:
         raise ValueError(f"hardware.toml: {key} has unknown dtypes {sorted(unknown_dtypes)}")
     kw["peak_flops_per_s"] = MappingProxyType({k: float(v) for k, v in kw["peak_flops_per_s"].items()})
-    for f in ("hbm_bytes", "hbm_bytes_per_s", "scale_up_bytes_per_s", "scale_out_bytes_per_s", "tdp_watts"):
+    for f in ("hbm_bytes", "hbm_bytes_per_s", "scale_up_bytes_per_s", "scale_out_bytes_per_s", "tdp_watts",
+              "runtime_memory_bytes"):
         if f in kw:
             kw[f] = float(kw[f])
     kw.setdefault("scale_up_domain_dies", kw.get("scale_up_domain", 1))

@@ -368,7 +368,7 @@ def stage_deployment(model, chip, chips_per_stage: int, stages: int, weight_dtyp
                          f"{[t for t in range(1, n + 1) if n % t == 0]}")
     dp = n // tp
     return Deployment(m, chip, n * P, tp=tp, dp=dp, ep=dp if m.is_moe else 1, pp=P, weight_dtype=weight_dtype,
-                      kv_dtype=kv_dtype)
+                      kv_dtype=kv_dtype, usable_hbm_fraction=1.0)      # the roofline's datasheet view
 
 
 @finite_result

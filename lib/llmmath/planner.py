@@ -37,7 +37,8 @@ from .predict import Prediction, calibrated, predict
 from ._validate import at_least, positive, scalar, whole
 from .units import dtype_bytes, fmt_bytes, fmt_seconds
 
-__all__ = ["Placement", "Operating", "Plan", "plan", "decode_sweep", "measurements", "MeasuredVsFloor",
+__all__ = ["Placement", "Operating", "Plan", "plan", "decode_sweep", "kv_logs", "KvVsLogged", "kv_capacity_vs_logged",
+           "measurements", "MeasuredVsFloor",
            "measured_vs_floor", "FLOOR_NOTE", "predict", "Prediction", "predicted_vs_measured", "REGIMES", "regime",
            "calibration_keys", "mtp_depth_measurements", "prediction_error", "trtllm_bench_limits"]
 
@@ -88,8 +89,11 @@ class Plan:
 
     Attributes (selection): ``fits`` (the weights fit and the chosen batch's KV cache fits),
     ``weights_fit``, ``weight_bytes_per_chip``, ``kv_bytes_per_chip`` (the chosen batch's cache
-    on each chip), ``kv_bytes_per_sequence`` (whole model), ``hbm_bytes_per_chip`` (the usable
-    HBM: ``usable_hbm_fraction`` of the chip's; default 1.0, all of it), ``max_batch`` (at the
+    on each chip), ``kv_bytes_per_sequence`` (whole model), ``hbm_bytes_per_chip`` (the memory for weights and
+    KV: by default an engine's, ``gpu_memory_utilization`` of the runtime's total less its reserve; with
+    ``usable_hbm_fraction`` that share of the datasheet HBM), ``memory_view`` (``"vllm"``, ``"sglang"`` or
+    ``"datasheet"``), ``reserve_bytes`` (what the engine holds before its KV cache, by kind), ``kv_cache_tokens``
+    (the tokens of KV one replica holds, as the engine logs them), ``max_batch`` (at the
     context), ``max_context_at_batch`` (at the chosen batch; 0 if the weights do not fit, inf if
     every layer is windowed), ``balance_batch`` (compute = memory; inf if the KV reads alone
     outrun the compute, the reason then in ``no_balance_reason``), ``at_balance`` (None when
@@ -115,6 +119,9 @@ class Plan:
     prompt_tokens: int
     usd_per_chip_hour: float | None
     usable_hbm_fraction: float
+    memory_view: str
+    reserve_bytes: dict
+    kv_cache_tokens: float
     weights_fit: bool
     fits: bool
     weight_bytes_per_chip: float
@@ -176,10 +183,14 @@ class Plan:
         w, u = _bytes_apart(self.weight_bytes_per_chip, self.hbm_bytes_per_chip)
         f = self.usable_hbm_fraction
         chip_hbm = fmt_bytes(self.hbm_bytes_per_chip / f, 4)
-        usable = (f"{chip_hbm}: all of the chip's (usable_hbm_fraction 1.0, the default; nothing kept back for "
-                  f"activations or workspace)" if f == 1 else
-                  f"{fmt_bytes(self.hbm_bytes_per_chip, 4)} = {f:.4g} x the chip's {chip_hbm} (usable_hbm_fraction "
-                  f"{f:g}; the default 1.0 is all of it)")
+        if self.memory_view == "datasheet":
+            usable = (f"{chip_hbm}: all of the datasheet's (usable_hbm_fraction 1.0; nothing kept back for "
+                      f"activations or workspace)" if f == 1 else
+                      f"{fmt_bytes(self.hbm_bytes_per_chip, 4)} = {f:.4g} x the datasheet's {chip_hbm} "
+                      f"(usable_hbm_fraction {f:g})")
+        else:
+            kept = ", ".join(f"{k} {fmt_bytes(v, 3)}" for k, v in self.reserve_bytes.items())
+            usable = f"{fmt_bytes(self.hbm_bytes_per_chip, 4)} as {self.memory_view} sizes it ({kept} kept back)"
         return [("model", self.model), ("chip x count", f"{self.chip} x {self.n_chips}"),
                 ("placement", f"TP{p.tp} EP{p.ep} DP{p.dp} PP{p.pp}: {p.chips_per_replica} chips per replica, "
                               f"{self.replicas} replica(s)"),
@@ -190,6 +201,7 @@ class Plan:
                 ("weights per chip", f"{w} of {u} usable"),
                 ("KV cache per sequence", fmt_bytes(self.kv_bytes_per_sequence)),
                 ("fits", self._fits_text()),
+                ("KV cache tokens per replica (as the engine logs them)", f"{self.kv_cache_tokens:,.0f}"),
                 ("max batch at this context", f"{self.max_batch:,.0f}"),
                 ("max context at the chosen batch", max_ctx),
                 ("balance batch (compute = memory)", bal)] + blocks + [
@@ -256,7 +268,7 @@ def _balance_batch(d: Deployment, L: float) -> float:
 
 def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="bf16", kv_dtype="bf16",
          compute_dtype=None, tp=1, ep=1, dp=1, pp=1, prompt_tokens=None, usd_per_chip_hour=None,
-         usable_hbm_fraction=1.0) -> Plan:
+         usable_hbm_fraction=None, gpu_memory_utilization=None, engine="vllm", max_num_batched_tokens=None) -> Plan:
     """A roofline serving plan for ``model`` on ``n_chips`` of ``chip`` (see the module docstring).
 
     Args:
@@ -273,9 +285,10 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
         prompt_tokens: prompt length for the time to first token (default ``context``).
         usd_per_chip_hour: a rental price you supply (the catalog holds no prices); without it the
             plan's price and dollars per million output tokens are None.
-        usable_hbm_fraction: share of each chip's HBM for weights + KV cache, in (0, 1] (default
-            1.0: all of it, the roofline's most optimistic capacity; an engine keeps some back for
-            activations and workspace, e.g. vLLM's ``gpu_memory_utilization`` defaults to 0.9).
+        usable_hbm_fraction, gpu_memory_utilization, engine, max_num_batched_tokens: the memory view, as
+            :class:`~llmmath.deployment.Deployment`: by default the memory an engine gives its KV cache (vLLM's,
+            ``gpu_memory_utilization`` 0.9 of the runtime's total less its reserve); ``usable_hbm_fraction=1.0``
+            for the roofline's most optimistic capacity, all of the datasheet HBM.
 
     Returns:
         :class:`Plan`. Times are floors, rates ceilings (:data:`FLOOR_NOTE`).
@@ -287,12 +300,13 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
         TypeError: a boolean or string where a number is expected.
     """
     L = float(at_least("context", scalar("context", context), 1, "token"))
-    usable = float(positive("usable_hbm_fraction", scalar("usable_hbm_fraction", usable_hbm_fraction)))
     price = None if usd_per_chip_hour is None else float(positive("usd_per_chip_hour", scalar("usd_per_chip_hour",
                                                                                              usd_per_chip_hour)))
     T = int(whole("prompt_tokens", scalar("prompt_tokens", L if prompt_tokens is None else prompt_tokens), 1))
     d = Deployment(model, chip, n_chips, tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                   compute_dtype=compute_dtype, usable_hbm_fraction=usable)
+                   compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction,
+                   gpu_memory_utilization=gpu_memory_utilization, engine=engine,
+                   max_num_batched_tokens=max_num_batched_tokens)
     m, c, n, pl, replicas = d.model, d.chip, d.n_chips, d.placement, d.replicas
 
     weights_fit = d.weights_fit
@@ -315,7 +329,8 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
     return Plan(model=m.key, chip=c.key, n_chips=n, placement=pl, replicas=replicas,
                 weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, compute_dtype=d.compute_dtype,
                 bytes_per_weight=d.b_w, bytes_per_kv=d.b_kv, context=L, prompt_tokens=T, usd_per_chip_hour=price,
-                usable_hbm_fraction=usable, weights_fit=bool(weights_fit), fits=bool(weights_fit and at_batch.fits),
+                usable_hbm_fraction=d.usable_hbm_fraction, memory_view=d.memory_view,
+                reserve_bytes=dict(d.reserve_bytes), kv_cache_tokens=d.kv_cache_tokens, weights_fit=bool(weights_fit), fits=bool(weights_fit and at_batch.fits),
                 weight_bytes_per_chip=d.weight_bytes_per_chip, kv_bytes_per_chip=float(d.kv_bytes_per_chip(B, L)),
                 kv_bytes_per_sequence=float(m.kv_bytes_per_sequence(L, d.b_kv)), hbm_bytes_per_chip=d.usable_hbm_bytes,
                 max_batch=max_batch,
@@ -326,7 +341,8 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
 
 
 def decode_sweep(model, chip, n_chips=None, context=8192, batches=(1,), *, weight_dtype="bf16", kv_dtype="bf16",
-                 compute_dtype=None, tp=1, ep=1, dp=1, pp=1, usable_hbm_fraction=1.0) -> dict:
+                 compute_dtype=None, tp=1, ep=1, dp=1, pp=1, usable_hbm_fraction=None, gpu_memory_utilization=None,
+                 engine="vllm") -> dict:
     """The decode floor of :func:`plan` over many batches at once (for plots and explorers).
 
     ``batches``: sequences over the whole deployment (array, each > 0). Returns a dict of arrays
@@ -336,10 +352,11 @@ def decode_sweep(model, chip, n_chips=None, context=8192, batches=(1,), *, weigh
     the same plan. Same arguments and errors as :func:`plan`.
     """
     B = positive("batches", batches)
+    mem = dict(usable_hbm_fraction=usable_hbm_fraction, gpu_memory_utilization=gpu_memory_utilization, engine=engine)
     p = plan(model, chip, n_chips, context=context, batch=1, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-             compute_dtype=compute_dtype, tp=tp, ep=ep, dp=dp, pp=pp, usable_hbm_fraction=usable_hbm_fraction)
+             compute_dtype=compute_dtype, tp=tp, ep=ep, dp=dp, pp=pp, **mem)
     d = Deployment(model, chip, n_chips, tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                   compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction)
+                   compute_dtype=compute_dtype, **mem)
     comp, w, kv = np.broadcast_arrays(*d.decode_step(B, p.context))
     t = np.maximum(comp, w + kv)
     return {"step_time_s": t, "compute_s": comp, "weight_s": w, "kv_s": kv,
@@ -350,6 +367,69 @@ def decode_sweep(model, chip, n_chips=None, context=8192, batches=(1,), *, weigh
 # ---------------------------------------------------------------------------
 # Held against reality: published measured serving results
 # ---------------------------------------------------------------------------
+
+def kv_logs() -> dict:
+    """``data/engine_kv_logs.toml``: serving engines' start-up logs (the KV cache they sized for a model on a GPU),
+    each row with its source, split (``validation`` or ``out of scope``, with a reason) and what it logged."""
+    return _catalog.load("engine_kv_logs.toml")["rows"]
+
+
+@dataclasses.dataclass(frozen=True)
+class KvVsLogged:
+    """One engine log beside the planner's count: ``logged`` and ``planned`` in ``unit`` (``"tokens"`` or
+    ``"GiB"``), ``ratio = planned / logged``."""
+
+    key: str
+    split: str
+    engine: str
+    unit: str
+    logged: float
+    planned: float
+    deployment: Deployment
+
+    @property
+    def ratio(self) -> float:
+        return self.planned / self.logged
+
+
+def _log_chip(row: dict):
+    """The row's chip: the catalog's, with the runtime total the log printed where it printed one; for a GPU
+    outside the catalog, a chip that carries only that runtime total (its other figures never enter a KV count)."""
+    from . import hardware
+    runtime = row.get("runtime_memory_gib")
+    runtime = None if runtime is None else float(runtime) * 2**30
+    if row["gpu"] in hardware.names():
+        c = hardware.get(row["gpu"])
+        return c if runtime is None else dataclasses.replace(c, runtime_memory_bytes=runtime)
+    if runtime is None:
+        raise ValueError(f"engine_kv_logs.toml: {row['gpu']!r} is not a catalog chip and the row gives no "
+                         f"runtime_memory_gib")
+    return hardware.Chip(key=row["gpu"].lower().replace(" ", "-"), name=f"{row['gpu']} (its runtime memory only)",
+                         vendor="NVIDIA", generation="", year=0, peak_flops_per_s={"bf16": 1.0}, hbm_bytes=runtime,
+                         hbm_bytes_per_s=1.0, runtime_memory_bytes=runtime)
+
+
+def kv_capacity_vs_logged(keys=None) -> list[KvVsLogged]:
+    """Every row of :func:`kv_logs` (or ``keys``) beside the KV cache the planner gives the same start: the model,
+    the GPUs, the placement, the engine's memory rule and fraction, its profiled token budget
+    (:class:`~llmmath.deployment.Deployment`, engine view; :attr:`~llmmath.deployment.Deployment.kv_cache_tokens`,
+    or the free bytes where the log gave GiB). Raises KeyError for an unknown key."""
+    rows = kv_logs()
+    out = []
+    for key in (sorted(rows) if keys is None else keys):
+        e = rows[key]
+        d = Deployment(e["model"], _log_chip(e), int(e["gpus"]), tp=int(e.get("tp", 1)),
+                       weight_dtype=e.get("weight_dtype", "bf16"), kv_dtype=e.get("kv_dtype", "bf16"),
+                       engine=e["engine"], gpu_memory_utilization=float(e["fraction"]),
+                       max_num_batched_tokens=e.get("max_num_batched_tokens"))
+        if "logged_kv_tokens" in e:
+            out.append(KvVsLogged(key, e["split"], e["engine"], "tokens", float(e["logged_kv_tokens"]),
+                                  d.kv_cache_tokens, d))
+        else:
+            out.append(KvVsLogged(key, e["split"], e["engine"], "GiB", float(e["logged_kv_gib"]),
+                                  float(np.min(d.free_bytes_by_stage)) / 2**30, d))
+    return out
+
 
 def measurements() -> dict:
     """Published, measured serving throughputs (``data/serving_measurements.toml``), by key.

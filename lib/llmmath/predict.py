@@ -378,35 +378,49 @@ def prefill_chunks_s(d: Deployment, prompt_tokens: float, token_budget: int = 81
     return float(np.sum(step(d, ends - starts, 0.0, pos, eplb=eplb, overlap=overlap).time_s))
 
 
-def _mixed_shape(d: Deployment, B_r: float, T: float, O: float, L: float, budget: int) -> tuple[float, float, dict]:
-    """The steady-state step of aggregated serving (chunked prefill beside decode), per replica: ``(decoding
-    sequences, output tokens a step, step shape)``. Each request decodes ``O - 1`` tokens after the first, which its
-    prefill makes; so for ``n`` decoding sequences ``n / (O - 1)`` prompts are prefilled a step (``T`` tokens and
-    :meth:`~llmmath.models.Model.prefill_positions` each), as many as the token budget leaves room for."""
+def _mixed_shapes(d: Deployment, B_r: float, T: float, O: float, L: float, budget: int) -> tuple[float, float, list]:
+    """The steady state of aggregated serving (chunked prefill beside decode), per replica, as the mix of the two
+    kinds of step a continuous-batching engine takes: ``(decoding sequences n, output tokens per step, [(share of
+    steps, step shape), ...])``.
+
+    Each request decodes ``O - 1`` tokens after the first (which its prefill makes), so ``n`` decoding sequences
+    finish, and admit, ``r = n / (O - 1)`` requests a step and their ``r T`` prompt tokens must be prefilled a step.
+    A step that prefills carries ``c = min(budget - n, max(T, r T))`` prompt tokens (a whole prompt, or as many as
+    arrived, or a full chunk of a long prompt), so a share ``f = r T / c`` of the steps prefill and the rest only
+    decode. (Averaging the two into one step would misprice the experts an MoE step touches, which grow with its
+    tokens more slowly than in proportion.) ``n`` is the batch, or as many as the budget leaves room for when every
+    step prefills.
+    """
     m = d.model
+    pp_T = float(m.prefill_positions(T))
     if O <= 1:                                         # every request is a prefill and its one token
         prompts = budget / T
-        return 0.0, prompts, {"tokens": budget, "kv_positions": 0.0,
-                              "prefill_positions": prompts * float(m.prefill_positions(T))}
+        return 0.0, prompts, [(1.0, dict(tokens=float(budget), kv_positions=0.0, prefill_positions=prompts * pp_T))]
     n = min(B_r, budget / (1.0 + T / (O - 1.0)))
-    prompts = n / (O - 1.0)
-    return n, n + prompts, {"tokens": n + prompts * T, "kv_positions": n * float(m.cached_positions(L)),
-                            "prefill_positions": prompts * float(m.prefill_positions(T))}
+    r = n / (O - 1.0)
+    c = min(budget - n, max(T, r * T))
+    f = min(1.0, r * T / c)
+    kv = n * float(m.cached_positions(L))
+    mix = [(f, dict(tokens=n + r * T / f, kv_positions=kv, prefill_positions=r * pp_T / f))]
+    if f < 1.0:
+        mix.append((1.0 - f, dict(tokens=n, kv_positions=kv, prefill_positions=0.0)))
+    return n, n + r, mix
 
 
 def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=None, phase="decode", tp=1, ep=1, dp=1,
             pp=1, weight_dtype="bf16", kv_dtype="bf16", compute_dtype=None, mtp_tokens=0, mtp_acceptance=None,
-            usable_hbm_fraction=0.9, context=None, max_tpot_s=None, overlap="none",
-            offline_requests=None, offline_limits=None, eplb=False, token_budget=8192) -> Prediction:
+            usable_hbm_fraction=None, gpu_memory_utilization=None, engine="vllm", context=None, max_tpot_s=None, overlap="none",
+            offline_requests=None, offline_limits=None, eplb=False, token_budget=None) -> Prediction:
     """The expected measured rate of a deployment, with the waterfall from its roofline ceiling (see the module).
 
     Args:
         model, chip, n_chips, tp, ep, dp, pp, weight_dtype, kv_dtype, compute_dtype: as :func:`llmmath.planner.plan`.
         input_tokens, output_tokens: the workload's mean lengths; decode runs at context
             ``input + output / 2`` unless ``context`` (the mean KV length, where it is published) is given.
-        batch: sequences decoding at once over the deployment (default: the most whose KV fits in
-            ``usable_hbm_fraction`` of each chip's HBM, capped so the time per output token stays
-            under ``max_tpot_s`` when that is given).
+        batch: sequences decoding at once over the deployment (default: the most whose KV fits, capped so the
+            time per output token stays under ``max_tpot_s`` when that is given).
+        usable_hbm_fraction, gpu_memory_utilization, engine: the memory view, as :class:`~llmmath.deployment.Deployment`
+            (default: an engine's, vLLM's 0.9 of the runtime's memory less its reserve).
         phase: ``"decode"`` (output tokens/s per chip), ``"prefill"`` (input tokens/s per chip) or
             ``"aggregated"`` (output tokens/s per chip when the same chips also prefill every request).
         mtp_tokens, mtp_acceptance: multi-token prediction (:func:`llmmath.speculative.expected_tokens_per_step`;
@@ -422,7 +436,8 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
             (TensorRT-LLM's ``trtllm-bench throughput``): the run is simulated (:func:`llmmath.engine.simulate`,
             the KV of each whole request reserved on admission, as its "guaranteed no evict" scheduler does, and
             8,192 tokens a step) and appended to the waterfall as its last term.
-        token_budget: the most tokens one step of a replica holds (vLLM's ``max_num_batched_tokens``; 8,192):
+        token_budget: the most tokens one step of a replica holds (vLLM's ``max_num_batched_tokens``; default
+            :func:`~llmmath.deployment.default_token_budget`, 8,192 on an H100):
             prompts longer than it are prefilled in chunks of it (time to first token), and it caps the prompt
             tokens beside the decode tokens of an aggregated step.
         offline_limits: ``(max_running, token_budget)`` of that simulated run, the most sequences the engine runs at
@@ -448,13 +463,14 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
     T = float(positive("input_tokens", scalar("input_tokens", input_tokens)))
     O = float(positive("output_tokens", scalar("output_tokens", output_tokens)))
     d = Deployment(model, chip, n_chips, tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                   compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction)
+                   compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction,
+                   gpu_memory_utilization=gpu_memory_utilization, engine=engine, max_num_batched_tokens=token_budget)
     L = T + O / 2.0 if context is None else float(positive("context", scalar("context", context)))
     B = d.max_batch(L) if batch is None else float(positive("batch", scalar("batch", batch)))
     if B < 1:
         raise ValueError(f"no batch of {L:,.0f}-token sequences (the mean context, input + output / 2) fits {d}: "
                          f"use more chips or smaller dtypes")
-    budget = positive_int("token_budget", token_budget)
+    budget = d.max_num_batched_tokens
     if max_tpot_s is not None:
         if phase == "aggregated":      # the decode step shares its time with the prefill chunks of arriving requests
             tpot = lambda b: _aggregated(d, b, T, O, L, budget, mtp_tokens, mtp_acceptance, overlap, eplb)[1]  # noqa
@@ -474,16 +490,17 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
     fall, step_s, terms = _aggregated(d, B, T, O, L, budget, mtp_tokens, mtp_acceptance, overlap, eplb)
     agg = fall
     if offline_requests is not None:
-        from . import engine                            # the engine builds on this module: imported when used
+        from . import engine as simulator               # the engine builds on this module: imported when used
         N = positive_int("offline_requests", offline_requests)
         running, budget = (None, 8192) if offline_limits is None else offline_limits
         if running is not None:
             running = positive_int("offline_limits max_running", running)
         budget = positive_int("offline_limits token_budget", budget)
-        run = engine.simulate(model, chip, n_chips, arrival_times_s=np.zeros(N), input_tokens=T, output_tokens=O,
+        run = simulator.simulate(model, chip, n_chips, arrival_times_s=np.zeros(N), input_tokens=T, output_tokens=O,
                               kv_policy="reserve", token_budget=budget, max_running=running, tp=tp, ep=ep, dp=dp,
                               weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype,
-                              usable_hbm_fraction=usable_hbm_fraction, eplb=eplb)
+                              usable_hbm_fraction=usable_hbm_fraction, gpu_memory_utilization=gpu_memory_utilization,
+                              engine=engine, eplb=eplb)
         rate = float(run.output_tokens.sum()) / float(run.finish_times_s.max()) / d.n_chips
         terms = {**terms, "offline_run_factor": rate / agg[-1][1]}
         agg.append((f"an offline run of {N:,} request{'s' if N > 1 else ''} (simulated engine)", rate))
@@ -520,11 +537,17 @@ def _decode(d: Deployment, B: float, L: float, mtp_tokens, mtp_acceptance, overl
 
 def _aggregated(d: Deployment, B: float, T: float, O: float, L: float, budget: int, mtp_tokens, mtp_acceptance,
                 overlap="none", eplb=False):
-    """Aggregated serving's steady state: decode and chunked prefill in the same steps (:func:`_mixed_shape`), as a
+    """Aggregated serving's steady state: decode and chunked prefill in the same steps (:func:`_mixed_shapes`), as a
     continuous-batching engine runs them. (Waterfall of output tokens/s per chip, time per output token, terms)."""
-    n, out, shape = _mixed_shape(d, B / d.replicas, T, O, L, budget)
-    s = step(d, shape["tokens"], shape["kv_positions"], shape["prefill_positions"], eplb=eplb, overlap=overlap)
-    fall_s, terms = _scalar_step(s)
+    n, out, mix = _mixed_shapes(d, B / d.replicas, T, O, L, budget)
+    fall_s, terms = [], {}
+    for share, shape in mix:                          # the mean step: each term weighted by its steps' share
+        f_s, t_s = _scalar_step(step(d, eplb=eplb, overlap=overlap, **shape))
+        fall_s = [(k, v * share) for k, v in f_s] if not fall_s else [(k, a + v * share)
+                                                                     for (k, a), (_, v) in zip(fall_s, f_s)]
+        terms = {k: terms.get(k, 0.0) + v * share for k, v in t_s.items()}
+    terms["routing_imbalance"] = t_s["routing_imbalance"]
+    terms["prefill_step_share"] = mix[0][0]
     chips = d.placement.chips_per_replica
     fall = [(k, out / (t * chips)) for k, t in fall_s]
     step_s = fall_s[-1][1]
