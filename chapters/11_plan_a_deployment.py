@@ -103,10 +103,17 @@ assert odd.unmodelled_config_fields == ("num_memory_tokens",)
 # those of the busiest pipeline stage: the first also holds the embedding, the
 # last the LM head.
 #
+# The first plans take the roofline's view of memory: all of the datasheet's
+# HBM for weights and KV, nothing held back (`usable_hbm_fraction=1.0`), so
+# each can be checked by hand against the datasheet. A plan's default is what
+# an engine gives its KV cache, which is less; a section below derives it and
+# holds it against engines' own logs.
+#
 # ### Plan 1 — a dense 8B on one GPU
 
 # %% slideshow={"slide_type": "subslide"}
-p1 = planner.plan(m8, "h100-sxm", 1, context=8192, batch=32, usd_per_chip_hour=2.0)
+DATASHEET = dict(usable_hbm_fraction=1.0)         # all of each chip's datasheet HBM
+p1 = planner.plan(m8, "h100-sxm", 1, context=8192, batch=32, usd_per_chip_hour=2.0, **DATASHEET)
 print(p1.table())
 
 # %% [markdown]
@@ -139,7 +146,7 @@ print(f"one sequence, one token at 8k: KV read {seq_kv / 1e9:.2f} GB in {seq_kv 
 
 # %% slideshow={"slide_type": "subslide"}
 p2 = planner.plan("llama-3.1-70b", "h200", 8, context=2048, weight_dtype="fp8", kv_dtype="fp8", tp=8,
-                  usd_per_chip_hour=3.5)
+                  usd_per_chip_hour=3.5, **DATASHEET)
 print(p2.table())
 
 # %% [markdown]
@@ -170,7 +177,7 @@ print(f"balance batch by hand {bstar:,.0f} = plan {p2.balance_batch:,.0f}; but o
 
 # %% slideshow={"slide_type": "subslide"}
 p3 = planner.plan("deepseek-v3", "gb200-nvl72", context=4096, weight_dtype="fp8", ep=72, dp=72,
-                  batch=72 * 128, usd_per_chip_hour=4.0)
+                  batch=72 * 128, usd_per_chip_hour=4.0, **DATASHEET)
 print(p3.table())
 
 # %%
@@ -202,9 +209,113 @@ for L in (128, 8192, 131072):
     print(f"context {L:>7,}: {counted / 1e9:7.3f} GB counted; all layers full would be {full / 1e9:7.3f} GB "
           f"({full / counted:.2f}x)")
 assert oss.kv_bytes_per_sequence(131072) == 18 * 131072 * 2048 + 18 * 128 * 2048
-pw = planner.plan("gpt-oss-120b", "h200", 1, context=131072, weight_dtype=0.53125)
+pw = planner.plan("gpt-oss-120b", "h200", 1, context=131072, weight_dtype=0.53125, **DATASHEET)
 print(f"gpt-oss-120b with MXFP4-sized weights (0.53125 B: 4 bits + one 8-bit scale per 32) on one H200 at "
       f"128k: max batch {pw.max_batch:.0f}")
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## Memory as an engine sees it
+#
+# An "80 GB" H100 is not 80e9 bytes to the program that runs on it: CUDA
+# reports **85,045,477,376 B** (79.2 GiB; the datasheet's "GB" is nearer a
+# GiB), and a serving engine does not give all of it to weights and KV. vLLM
+# sizes its cache once, at start-up: it takes `gpu_memory_utilization` (0.9 by
+# default) of that total, runs one forward pass over its token budget
+# (`max_num_batched_tokens`: 8,192 on a large GPU, 2,048 on an A100 or a smaller
+# one) and keeps back its **activation peak**, keeps back what grew **outside
+# torch** meanwhile (NCCL and cuBLAS buffers), and gives the rest, less the
+# weights, to the KV cache in blocks of 16 tokens. (CUDA graphs are captured
+# afterwards, inside the 10% left over.) SGLang takes the memory outside torch
+# first and then `mem_fraction_static` of the rest for weights and KV.
+#
+# The activation peak is counted from the layer, not fitted: inside a SwiGLU
+# MLP the input, the residual and the output ($3d$ values a token) are alive
+# beside the gate-up product and the activation ($3 d_{ff}/\text{TP}$), at
+# 2 bytes each. For Llama-3.1-8B on one H100, by hand:
+
+# %%
+runtime, util, budget = 85_045_477_376, 0.9, 8192                     # CUDA's total for an H100 80GB
+act = budget * (3 * 4096 + 3 * 14336) * 2                              # the profiling pass's MLP peak
+outside = 0.35 * 2**30                                                 # logged by vLLM on one GPU (data file)
+weights = 2 * 8_030_261_248
+kv_free = runtime * util - act - outside - weights
+block = 16 * 32 * 2 * 8 * 128 * 2                                      # 16 tokens, 32 layers, K and V, 8 heads
+pe = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192)           # the default: the engine view
+pd = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192, **DATASHEET)
+assert pe.kv_cache_tokens == kv_free // block * 16 and pe.reserve_bytes["activation peak"] == act
+print(f"vLLM's view: {runtime / 2**30:.2f} GiB x {util} - activations {act / 2**30:.2f} GiB - outside torch "
+      f"{outside / 2**30:.2f} GiB - weights {weights / 2**30:.2f} GiB = {kv_free / 2**30:.2f} GiB of KV = "
+      f"{pe.kv_cache_tokens:,.0f} tokens; {pe.max_batch:.0f} sequences of 8k (the datasheet view: {pd.max_batch:.0f})")
+
+# %% [markdown]
+# Every door — `plan`, `predict`, the engine and the command line — starts from
+# this one default; `usable_hbm_fraction=1.0` (or `--usable-hbm-fraction 1.0`)
+# asks for the datasheet's ceiling instead. A chip whose runtime total has no
+# source (the TPUs here) is refused in the engine view, with that way out named.
+#
+# **Against engines' own logs.** `data/engine_kv_logs.toml` keeps start-up logs
+# quoted in vLLM's and SGLang's issue trackers: the model, the GPUs, the
+# fraction, the token budget, and the KV cache the engine logged. Each row is
+# planned again here with the same inputs. Every in-scope row was seen while
+# the memory model's form was chosen, so they are **validation** rows, not held
+# out; rows from engine releases that counted memory another way, or that ran a
+# KV connector with buffers of its own, are shown apart with their reasons.
+
+# %%
+kv_rows = planner.kv_capacity_vs_logged()
+logs = planner.kv_logs()
+print(f"{'engine log':<44} {'split':<13} {'logged':>12} {'planned':>12} {'planned / logged':>17}")
+for r in sorted(kv_rows, key=lambda r: (r.split != "validation", r.key)):
+    print(f"{r.key:<44} {r.split:<13} {r.logged:>12,.2f} {r.planned:>12,.2f} {r.ratio:>17.2f}"
+          + ("  GiB" if r.unit == "GiB" else ""))
+    if r.split != "validation":
+        print(f"{'':<4}out of scope: {logs[r.key]['reason']}")
+valid = [r for r in kv_rows if r.split == "validation"]
+err = np.array([abs(r.ratio - 1) for r in valid])
+near = [r for r in valid if abs(r.ratio - 1) <= 0.15]
+far = [r for r in valid if abs(r.ratio - 1) > 0.15]
+print(f"in scope: {len(valid)} logs, median |planned / logged - 1| = {np.median(err):.1%}; {len(near)} within 15%"
+      + "".join(f"; {r.key} at {r.ratio:.2f}" for r in far))
+
+# %% [markdown]
+# The check: the planned KV cache stays near what engines logged in every
+# in-scope row, in a band wider than the spread between releases but narrower
+# than a slip in the reserve (no activation peak is computed here), and the
+# logged figures are the sources' own, written here. (A wrong runtime total is
+# caught by the hand count above: the datasheet's 80e9 bytes in place of CUDA's
+# figure would move the SGLang row to the ratio printed below and every H100
+# plan with it.)
+
+# %%
+import dataclasses
+
+from llmmath import hardware
+from llmmath.deployment import Deployment
+
+h100_as_80e9 = dataclasses.replace(hardware.get("h100-sxm"), runtime_memory_bytes=80e9)
+slip_total = Deployment("qwen3-235b-a22b", h100_as_80e9, 4, tp=4, weight_dtype="fp8", engine="sglang",
+                        gpu_memory_utilization=0.93).kv_cache_tokens / 367_404
+rtx3090 = planner.kv_capacity_vs_logged(["vllm-i10517-llama31-8b-rtx3090-29k"])[0].deployment.chip
+slip_act = Deployment("llama-3.1-8b", rtx3090, 1, max_num_batched_tokens=1).kv_cache_tokens / 23_648
+sglang_ratio = {r.key: r.ratio for r in kv_rows}["sglang-i21348-qwen3-235b-fp8-h100-tp4"]
+print(f"slips: the datasheet's 80e9 B for CUDA's H100 total puts the SGLang row at {slip_total:.2f} (from "
+      f"{sglang_ratio:.2f}); no activation peak puts the 29,000-token RTX 3090 row at {slip_act:.2f}")
+log = {r.key: r for r in kv_rows}
+assert log["vllm-i10517-llama31-8b-rtx3090-20k"].logged == 1952 * 16      # "# GPU blocks: 1952"
+assert log["vllm-i10517-llama31-8b-rtx3090-29k"].logged == 1478 * 16      # "# GPU blocks: 1478"
+assert log["sglang-i21348-qwen3-235b-fp8-h100-tp4"].logged == 367_404     # "#tokens: 367404"
+assert log["vllm-pr10511-llama3-8b-h100"].logged == 53.29                 # "KV Cache is 53.29GiB"
+assert len(valid) >= 5 and np.median(err) < 0.10 and all(0.85 < r.ratio < 1.30 for r in valid)
+assert not 0.85 < slip_act < 1.30                                         # the slip would trip it
+
+# %% [markdown]
+# Four of the five in-scope logs land within 15%, and the three that size
+# their cache from 2-3 GiB of slack (the RTX 3090s, where the activation peak
+# of a 20,000- or 29,000-token profiling pass is most of the reserve) within
+# 2%. The L40S run misses high (the line above): its log is the "before" run of
+# a pull request whose change the quoted excerpt does not show, and nothing in
+# the rule above accounts for the 5 GiB it held back; it stays in the ledger as
+# a miss.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Explore the planner
@@ -320,7 +431,7 @@ print(f"dense rows reach {med['dense']:.0%} of the ceiling at the median, MoE ro
 #
 # | question | the plan's answer (a floor or ceiling) |
 # |---|---|
-# | does it fit? | weights per chip + the batch's KV cache against HBM, per placement |
+# | does it fit? | weights per chip + the batch's KV cache against the memory an engine gives them, per placement |
 # | how many users? | max batch at the context; max context at a batch |
 # | how fast? | step time, tokens/s per user and per chip, at the balance batch and yours; time to first token |
 # | at what cost? | chip-seconds and dollars per million output tokens at your $/chip-hour |

@@ -31,7 +31,8 @@ ok = check_answer("11.1", answer)
 # %% [markdown]
 # ### Problem 2 — how many sequences fit
 # Llama 3.1 8B (8,030,261,248 parameters; KV 131,072 bytes per token in bf16)
-# on one H200 (141 GB) at 32,768 tokens of context, everything in bf16. What is
+# on one H200 (141 GB) at 32,768 tokens of context, everything in bf16, all of
+# the datasheet's HBM given to weights and KV (the roofline's view). What is
 # the largest batch whose KV cache fits beside the weights?
 
 # %%

@@ -211,7 +211,7 @@ def _touched_distribution(n_experts: int, k: int, batches: np.ndarray) -> np.nda
     done = 0
     for i in np.argsort(batches):
         target = int(batches[i])
-        while done < target and dist[E] < 1.0 - 1e-15:  # saturated: every expert touched, nothing moves
+        while done < target and dist[:E].sum() > 1e-15:  # saturated: every expert touched, nothing moves
             dist = dist @ step
             done += 1
         out[i] = dist

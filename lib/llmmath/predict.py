@@ -286,14 +286,12 @@ def step(d: Deployment, tokens, kv_positions=0.0, prefill_positions=0.0, *, quer
     9. a fixed time per kernel (the one calibrated constant) for every kernel the step launches.
 
     Raises:
-        ValueError: an unknown ``overlap``; negative positions; ``tokens`` below 1.
+        ValueError: an unknown ``overlap``; negative positions; ``tokens`` not above 0.
         KeyError: a chip whose vendor has no sustained fractions.
     """
     if overlap not in OVERLAPS:
         raise ValueError(f"overlap must be one of {OVERLAPS}, got {overlap!r}")
-    n = np.asarray(positive("tokens", tokens), dtype=float)
-    if np.any(n < 1):
-        raise ValueError(f"tokens must be >= 1 (a step holds at least one token), got {n.min()!r}")
+    n = np.asarray(positive("tokens", tokens), dtype=float)     # a mean over steps may hold a fraction of one
     sus = sustained(d.chip)
     st = d.step_stages(n, kv_positions, prefill_positions, queries_per_position=queries_per_position)
     pl = d.placement
