@@ -61,8 +61,15 @@ from llmmath.course.explorers.ch12 import DEPLOYMENTS
 #    offline benchmark, **the whole run simulated** (ramp-up and drain) under
 #    the limits the benchmark's engine ran with.
 #
-# Three deployments: Llama-3.1-70B at the largest batch whose KV fits 90% of
-# HBM, DeepSeek-V3 at the 88 sequences per GPU its service ran (with one MTP
+# Every step is priced by one function, `predict.step`, term by term: a decode
+# step, a prefill step (time to first token, `Prediction.ttft_s`: the prompt in
+# chunks of the token budget, each paying the weights' read and the fixed time
+# per kernel like any step), and the mixed steps of aggregated serving, where
+# decode tokens and prompt chunks share a step; the engine below prices its
+# steps with the same function.
+#
+# Three deployments: Llama-3.1-70B at the largest batch whose KV fits the
+# memory vLLM gives its cache (chapter 11), DeepSeek-V3 at the 88 sequences per GPU its service ran (with one MTP
 # token), and Llama-3.1-8B serving one user:
 
 # %%
@@ -484,9 +491,22 @@ assert meas_gain[-1] < meas_gain.max() and pred_gain[-1] < max(pred_gain)   # de
 # for each running sequence and fills the rest of a token budget with chunks of
 # prompts (chunked prefill). The KV cache is paged: a request is admitted when
 # its prompt fits, and when the cache is full the newest sequence is preempted
-# and later recomputed (vLLM's policy). The step time is the prediction's,
-# linear in what the step holds. Llama-3.1-70B on 8 H100s, 1,000 tokens in and
-# 200 out, at rising arrival rates:
+# and later recomputed (vLLM's policy). Each step is priced by `predict.step`,
+# the function behind every prediction above, for the tokens, cached positions
+# and prompt positions it holds; so alone, a request sees exactly predict's
+# batch-1 figures:
+
+# %%
+alone_kw = dict(input_tokens=1000, output_tokens=200, weight_dtype="fp8")
+one = engine.simulate("llama-3.1-8b", "h100-sxm", 1, arrival_times_s=[0.0], **alone_kw)
+p1 = planner.predict("llama-3.1-8b", "h100-sxm", 1, batch=1, **alone_kw)
+print(f"Llama-3.1-8B fp8 on one H100, 1,000-token prompt: TTFT engine {one.ttft_s[0] * 1e3:.2f} ms, predict "
+      f"{p1.ttft_s * 1e3:.2f} ms; TPOT engine {one.tpot_s[0] * 1e3:.3f} ms, predict {p1.tpot_s * 1e3:.3f} ms")
+assert abs(one.ttft_s[0] / p1.ttft_s - 1) < 1e-6 and abs(one.tpot_s[0] / p1.tpot_s - 1) < 1e-6
+
+# %% [markdown]
+# Llama-3.1-70B on 8 H100s, 1,000 tokens in and 200 out, at rising arrival
+# rates:
 
 # %% slideshow={"slide_type": "subslide"}
 rates = np.array([0.5, 2, 5, 10, 15, 20, 25])

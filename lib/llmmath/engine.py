@@ -5,17 +5,17 @@ the decode token of each sequence whose prompt is done and, in the token budget 
 to be prefilled (chunked prefill, as vLLM and SGLang schedule it). The KV cache is paged: a request is admitted when
 its prompt's pages fit, every sequence grows a token a step, and when the next step's tokens do not fit the most
 recently admitted sequence is preempted (recomputed later, or swapped to host memory and back), as vLLM does; the
-``"reserve"`` policy instead admits a request only when its whole KV fits, and never preempts. The step's time is the
-predicted one (:mod:`llmmath.predict`'s terms, linear in what the step holds)::
+``"reserve"`` policy instead admits a request only when its whole KV fits, and never preempts. Every step is priced by
+the one step model, :func:`llmmath.predict.step`, that predict and the plan use (:class:`StepModel` tabulates it over
+the step's tokens and reads its two linear coefficients)::
 
-    t_step = t_weights + n_tokens t_token + n_context t_context + n_prefill_attention t_attention
+    t_step = step(tokens).time_s + kv_positions * kv_position_s + prefill_positions * prefill_position_s
 
-``t_weights``: every weight the busiest chip reads (all experts: a serving batch touches them), plus the calibrated
-fixed time per kernel;
-``t_token``: one token's matmuls (the routed experts' at the busiest rank's excess load,
-:func:`llmmath.predict.routing_imbalance`) and its share of the all-reduces and all-to-alls; ``t_context``:
-reading one cached token and attending to it (decode); ``t_attention``: one prompt token attending
-to one earlier prompt position (prefill). All at the sustained rates, compute and memory summed.
+``tokens``: the decode tokens and prompt chunks in the step (the weights read, the experts those tokens touch on the
+busiest rank, their matmuls and collectives, the fixed time per kernel); ``kv_positions``: the decoding sequences'
+cached positions summed over layers (a windowed layer holds ``min(L, w)``); ``prefill_positions``: the earlier
+positions the prompt chunks attend to. A model with windowed layers also holds less KV per long sequence
+(:meth:`StepModel.held_tokens`).
 
 Prefill/decode disaggregation (``prefill=``): a pool of prefill replicas makes each first token; the prompt's KV then
 crosses the scale-out network (after the prefill, not layer by layer: an upper bound on its delay; transfers do not
@@ -27,6 +27,7 @@ KV transfers, stragglers.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 
 import numpy as np
@@ -258,7 +259,8 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
         pages = lambda x: sm.held_tokens(np.ceil(x / page_tokens) * page_tokens)  # noqa: E731
     else:
         pages = sm.held_tokens
-    cum_arrivals = np.concatenate([[0.0], np.cumsum(arrivals)])
+    cum_arrivals = np.concatenate([[0.0], np.cumsum(arrivals)]).tolist()
+    arrival_list = arrivals.tolist()
     need = pages(ins + outs)
     first = np.full(n, np.nan)
     finish = np.full(n, np.nan)
@@ -273,9 +275,11 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
 
     def queued_area(t0: float, t1: float) -> float:
         """Integral over [t0, t1] of the requests arrived and not yet admitted (admissions happen at step starts)."""
-        i0, i1 = np.searchsorted(arrivals, [t0, t1], side="right")
-        arrived = (i0 - nxt) * (t1 - t0) + (i1 - i0) * t1 - (cum_arrivals[i1] - cum_arrivals[i0])
-        return float(arrived)
+        i0 = bisect.bisect_right(arrival_list, t0, lo=nxt)
+        if i0 == n or arrival_list[i0] > t1:                       # nobody arrives meanwhile: the cheap case
+            return (i0 - nxt) * (t1 - t0)
+        i1 = bisect.bisect_right(arrival_list, t1, lo=i0)
+        return (i0 - nxt) * (t1 - t0) + (i1 - i0) * t1 - (cum_arrivals[i1] - cum_arrivals[i0])
 
     slack = (page_tokens - 1) if paged else 0.0
 
@@ -333,8 +337,11 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
         while True:
             decoding = left_pf <= 0
             n_dec = int(decoding.sum())
-            chunk = _prompt_chunks(left_pf, decoding, max(budget - n_dec, 0))
-            grows = decoding | ((~decoding) & (left_pf - chunk <= 0))
+            if n_dec == run_idx.size:                       # every sequence decodes: no prompt chunk, all grow
+                chunk, grows = None, decoding
+            else:
+                chunk = _prompt_chunks(left_pf, decoding, max(budget - n_dec, 0))
+                grows = decoding | ((~decoding) & (left_pf - chunk <= 0))
             if not paged or held(grows, sm.kv_capacity_tokens) <= sm.kv_capacity_tokens or run_idx.size == 1:
                 break
             j, p = int(run_idx[-1]), run_idx.size - 1

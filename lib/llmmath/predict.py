@@ -1,5 +1,11 @@
 """What a deployment will actually do: the roofline ceiling, then each term a real engine pays (chapter 12).
 
+**The one step model.** :func:`step` prices one step of one replica, of any shape (its tokens, the cached positions
+its decoding sequences read, the positions its prompt chunks attend to), term by term from the roofline ceiling.
+Every entry point asks it and re-derives nothing: :func:`predict` for a decode step, the prefill steps of a prompt
+(time to first token, :func:`prefill_chunks_s`) and the mixed decode-and-prefill steps of aggregated serving; the
+engine (:mod:`llmmath.engine`) for every step it simulates; the plan, whose ceiling is the waterfall's first entry.
+
 :func:`predict` starts from the serving plan's ceiling (:func:`llmmath.planner.plan`, one
 :class:`~llmmath.deployment.Deployment`) and applies, one at a time, terms that are physical
 rates with a source (``data/engine_constants.toml``):

@@ -99,11 +99,19 @@ def fits_in_hbm(model, chip, batch, context, n_chips=1, weight_dtype="bf16", kv_
 
 @finite_result(allow_inf=True)
 def max_batch(model, chip, context, n_chips=1, weight_dtype="bf16", kv_dtype="bf16"):
-    """Largest whole batch whose KV cache fits beside the weights (0 if the weights alone do not fit).
+    """The **pooled bound**: the largest whole batch whose KV cache fits beside the weights in the chips' datasheet
+    HBM pooled as one memory (0 if the weights alone do not fit).
 
     ``floor((n_chips * C - N_tot * b_w) / (L * beta))`` (``L beta`` is one sequence's
     cache, :meth:`~llmmath.models.Model.kv_bytes_per_sequence`: less with windowed layers); at ``context = 0`` there is no
     KV cache and the result is ``inf`` (documented, not an error: HBM does not bound it).
+
+    Chapters 1-3 and 8 teach capacity with it before placement enters. It is an upper bound, never a plan: a chip
+    holds only its own weights and its own sequences' cache, so a placement that replicates weights (DP attention)
+    or KV (TP past the KV heads, MLA's latent) holds fewer, and an engine keeps memory back besides. Where a
+    placement matters, ask :meth:`llmmath.deployment.Deployment.max_batch` (:func:`llmmath.planner.plan`), or
+    :func:`llmmath.deployment.most_sequences` for the best placement: DeepSeek-V3 fp8 on 8 H200s at 128k tokens,
+    pooled 49, best placement 32.
     """
     m, c = models.get(model), hardware.get(chip)
     n = positive_int("n_chips", n_chips)
