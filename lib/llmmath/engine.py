@@ -222,7 +222,9 @@ def _prompt_chunks(left_pf: np.ndarray, decoding: np.ndarray, room: int) -> np.n
     """Prompt tokens each running sequence prefills this step: first come, first served, in ``room`` tokens."""
     chunk = np.zeros(left_pf.size)
     order = np.flatnonzero(~decoding)
-    if order.size and room:
+    if order.size == 1:                                     # the common case: one prompt waiting
+        chunk[order[0]] = min(left_pf[order[0]], room)
+    elif order.size and room:
         before = np.cumsum(left_pf[order]) - left_pf[order]
         chunk[order] = np.minimum(left_pf[order], np.maximum(room - before, 0))
     return chunk
