@@ -426,3 +426,21 @@ def test_training_memory_explorer_answers_every_control_and_flags_what_does_not_
     assert ex.image.value != before
     bad = explorers.training_memory_explorer(model="llama-3.1-405b", tp=1, pp=1, gpus=8192)
     assert "does not fit" in bad.text.value
+
+
+def test_a_model_whose_every_layer_is_moe_trains():
+    # Mixtral, Qwen3-MoE and gpt-oss have no dense MLP (d_ff = 0): the training step sized a dense layer anyway and
+    # refused them ("d_ff must be a whole number >= 1"). A token's MLP activations are those of the k experts it
+    # visits, so Mixtral's activations equal those of the same model with one dense MLP k x 14,336 wide
+    import dataclasses
+
+    kw = dict(global_batch=64, seq_len=4096, tp=2, dp=8, micro_batch=1, recompute="selective")
+    for key in ("mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-120b", "qwen3-235b-a22b"):
+        s = TL.training_step(key, "h100-sxm", ep=8, **kw)
+        assert s.step_time_s > 0 and s.memory_bytes["activations"] > 0, key
+    mix = models.get("mixtral-8x7b")
+    dense = dataclasses.replace(mix, key="mixtral-as-dense", n_experts=0, experts_per_token=0, d_ff_expert=0,
+                                d_ff=2 * 14336, published_total_params=0, published_active_params=0)
+    a = TL.training_step(mix, "h100-sxm", ep=1, **kw).memory_bytes["activations"]
+    b = TL.training_step(dense, "h100-sxm", ep=1, **kw).memory_bytes["activations"]
+    assert a == pytest.approx(b, rel=1e-12)

@@ -157,7 +157,9 @@ def _stage_memories(m, *, tp, cp, dp, ep, pp, mb, s_loc, b, sp, recompute, dropo
     first stage, the head on the last: ``Model.stage_params``) and its activations under the schedule.
     Stages that hold the same layers share one computation of their state (most do)."""
     split, (moe_s, other_s) = m.stage_layers(pp), m.stage_params(pp)
-    dense_act = _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, False, dropout)
+    # a model whose every layer is MoE (Mixtral, Qwen3-MoE, gpt-oss) has no dense MLP to size (d_ff = 0)
+    dense_act = (_layer_activation_bytes(m, s_loc, b, tp, sp, recompute, False, dropout)
+                 if m.n_moe_layers < m.n_layers else 0.0)
     moe_act = _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, True, dropout) if m.is_moe else 0.0
     per_mb = np.array([(len(layers) - k) * dense_act + k * moe_act for layers, k in zip(split, moe_s)])
     acts = memory.pipeline_activation_bytes(per_mb, 1, pp, mb, schedule=schedule, chunks=chunks, stage=np.arange(pp))
