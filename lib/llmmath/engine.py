@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import math
 
 import numpy as np
 
@@ -79,17 +80,21 @@ class StepModel:
         tokens = np.arange(max(self._table.size, 1), n + 1, dtype=float)
         self._table = np.concatenate([self._table if self._table.size else np.zeros(1),
                                       np.asarray(step(self.deployment, tokens, eplb=self.eplb).time_s, dtype=float)])
+        self._times = self._table.tolist()                 # plain floats: the engine reads one a step
 
     def tokens_s(self, n_tokens: float) -> float:
         """A step of ``n_tokens`` tokens (whole, >= 1) with no cached or prefill positions (seconds)."""
-        n = int(round(n_tokens))
-        if n >= self._table.size:
+        n = int(n_tokens + 0.5)
+        if n >= len(self._times):
             self._extend(2 * n)
-        return float(self._table[n])
+        return self._times[n]
 
     def time_s(self, n_tokens, kv_positions=0.0, prefill_positions=0.0) -> float:
         """The step time of :func:`llmmath.predict.step` for this shape (seconds)."""
-        return self.tokens_s(n_tokens) + kv_positions * self.kv_position_s + prefill_positions * self.prefill_position_s
+        n = int(n_tokens + 0.5)
+        if n >= len(self._times):
+            self._extend(2 * n)
+        return self._times[n] + kv_positions * self.kv_position_s + prefill_positions * self.prefill_position_s
 
     def kv_positions(self, contexts) -> float:
         """Cached positions summed over layers for decoding sequences at ``contexts`` (tokens, an array)."""
@@ -212,9 +217,9 @@ def _steps_to(a: float, b: float, k_fin: int, gap: float | None) -> int:
     if gap is None or k_fin <= 1:
         return k_fin
     if b > 0:
-        k_arr = int(np.ceil((-(a - b / 2) + np.sqrt((a - b / 2) ** 2 + 2 * b * gap)) / b))
+        k_arr = math.ceil((-(a - b / 2) + math.sqrt((a - b / 2) ** 2 + 2 * b * gap)) / b)
     else:
-        k_arr = int(np.ceil(gap / a))
+        k_arr = math.ceil(gap / a)
     return max(1, min(k_fin, k_arr))
 
 
@@ -261,6 +266,10 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
         pages = lambda x: sm.held_tokens(np.ceil(x / page_tokens) * page_tokens)  # noqa: E731
     else:
         pages = sm.held_tokens
+    if paged and not sm.n_window_layers:                    # one sequence's pages, a plain float (the hot path)
+        page_of = lambda x: math.ceil(x / page_tokens) * page_tokens  # noqa: E731
+    else:
+        page_of = lambda x: float(pages(x))  # noqa: E731
     cum_arrivals = np.concatenate([[0.0], np.cumsum(arrivals)]).tolist()
     arrival_list = arrivals.tolist()
     need = pages(ins + outs)
@@ -284,17 +293,21 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
         return (i0 - nxt) * (t1 - t0) + (i1 - i0) * t1 - (cum_arrivals[i1] - cum_arrivals[i0])
 
     slack = (page_tokens - 1) if paged else 0.0
+    outs_r = np.empty(0)
+    # running totals kept step by step (whole numbers in floats: exact): the tokens the running set has written,
+    # and how many of its sequences still have prompt tokens to prefill
+    written, n_pf = 0.0, 0
 
-    def held(extra, bound=-np.inf):
-        """KV tokens the running set holds after ``extra`` more tokens each (paged: its pages; reserve: its
-        reservations). Where that is surely at most ``bound``, the cheap upper bound (at most one partly filled page
-        each) is returned."""
+    def held(extra=None, bound=-np.inf):
+        """KV tokens the running set holds after ``extra`` more tokens each (an array, or None for none; paged: its
+        pages; reserve: its reservations). Where that is surely at most ``bound``, the cheap upper bound (at most one
+        partly filled page each) is returned."""
         if not paged:
             return reserved
-        written = float((ins_r + gen).sum()) + (float(extra.sum()) if isinstance(extra, np.ndarray) else extra)
-        if written + run_idx.size * slack <= bound:
-            return written + run_idx.size * slack
-        return float(pages(ins_r + gen + extra).sum())
+        w = written + (float(extra.sum()) if extra is not None else 0.0)
+        if w + run_idx.size * slack <= bound:
+            return w + run_idx.size * slack
+        return float(pages(ins_r + gen + (extra if extra is not None else 0.0)).sum())
 
     while nxt < n or run_idx.size or front:
         if run_idx.size == 0 and not front and arrivals[nxt] > t:
@@ -302,7 +315,7 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
         # admit: preempted requests first, then arrivals in order, while their KV fits (and the batch is not full)
         step_extra_s, new = 0.0, []
         waiting = bool(front) or (nxt < n and arrivals[nxt] <= t)
-        in_use = held(0.0, sm.kv_capacity_tokens - float(pages(ins[front[0] if front else nxt]))) if waiting else 0.0
+        in_use = held(None, sm.kv_capacity_tokens - page_of(ins[front[0] if front else nxt])) if waiting else 0.0
         exact = not paged
         while waiting and run_idx.size + len(new) < max_running:
             if front:
@@ -311,9 +324,9 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
                 j = nxt
             else:
                 break
-            want = float(pages(ins[j] + made[j])) if paged else float(need[j])
+            want = page_of(ins[j] + made[j]) if paged else float(need[j])
             if in_use + want > sm.kv_capacity_tokens and not exact:     # the bound said no: count the pages
-                in_use, exact = held(0.0) + float(pages(ins[new] + made[new]).sum()) if new else held(0.0), True
+                in_use, exact = held() + float(pages(ins[new] + made[new]).sum()) if new else held(), True
             if in_use + want > sm.kv_capacity_tokens:
                 break
             in_use += want
@@ -326,25 +339,47 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
                 nxt += 1
         if new:
             new = np.asarray(new)
-            step_extra_s += float(on_host[new].sum()) * (swap_s_per_token or 0.0)
-            on_host[new] = 0.0
+            if swap_s_per_token is not None:
+                step_extra_s += float(on_host[new].sum()) * swap_s_per_token
+                on_host[new] = 0.0
             run_idx = np.concatenate([run_idx, new])
-            ins_r = ins[run_idx]
+            ins_r, outs_r = np.concatenate([ins_r, ins[new]]), np.concatenate([outs_r, outs[new]])
             left_pf = np.concatenate([left_pf, st_left[new]])
             done_pf = np.concatenate([done_pf, st_done[new]])
             gen = np.concatenate([gen, made[new]])
+            if new.size == 1:                                # one admission (the common case): scalars
+                written += float(ins[new[0]] + made[new[0]])
+                n_pf += int(st_left[new[0]] > 0)
+            else:
+                written += float((ins[new] + made[new]).sum())
+                n_pf += int(np.count_nonzero(st_left[new] > 0))
         if run_idx.size == 0:
             continue
         # this step's work, preempting the newest sequences while its new tokens do not fit (paged KV only)
         while True:
-            decoding = left_pf <= 0
-            n_dec = int(decoding.sum())
-            if n_dec == run_idx.size:                       # every sequence decodes: no prompt chunk, all grow
-                chunk, grows = None, decoding
+            n_dec = run_idx.size - n_pf
+            if n_pf == 0:                                   # every sequence decodes: no prompt chunk, all grow
+                decoding = chunk = None
+                fits = (not paged or run_idx.size == 1
+                        or written + run_idx.size * (1 + slack) <= sm.kv_capacity_tokens
+                        or float(pages(ins_r + gen + 1.0).sum()) <= sm.kv_capacity_tokens)
+            elif n_pf == 1 and not sm.n_window_layers:     # one prompt in flight (the common case): scalars
+                decoding = None
+                o = int(left_pf.argmax())                  # the one sequence with prompt tokens left
+                chunk = min(float(left_pf[o]), float(max(budget - n_dec, 0)))
+                o_grows = left_pf[o] - chunk <= 0
+                fits = (not paged or run_idx.size == 1
+                        or written + n_dec + o_grows + run_idx.size * slack <= sm.kv_capacity_tokens
+                        or float(pages(ins_r + gen + (left_pf <= 0)).sum()) + (float(pages(ins_r[o] + gen[o] + 1))
+                                                                             - float(pages(ins_r[o] + gen[o]))
+                                                                             if o_grows else 0.0)
+                        <= sm.kv_capacity_tokens)
             else:
+                decoding = left_pf <= 0
                 chunk = _prompt_chunks(left_pf, decoding, max(budget - n_dec, 0))
                 grows = decoding | ((~decoding) & (left_pf - chunk <= 0))
-            if not paged or held(grows, sm.kv_capacity_tokens) <= sm.kv_capacity_tokens or run_idx.size == 1:
+                fits = not paged or run_idx.size == 1 or held(grows, sm.kv_capacity_tokens) <= sm.kv_capacity_tokens
+            if fits:
                 break
             j, p = int(run_idx[-1]), run_idx.size - 1
             preempted += 1
@@ -356,33 +391,59 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
                 on_host[j] = done_pf[p] + (gen[p] if left_pf[p] <= 0 else 0.0)
                 step_extra_s += on_host[j] * swap_s_per_token
             front.insert(0, j)
-            run_idx, ins_r, left_pf, done_pf, gen = run_idx[:-1], ins_r[:-1], left_pf[:-1], done_pf[:-1], gen[:-1]
-        if n_dec == run_idx.size:
+            written -= float(ins_r[p] + gen[p])
+            n_pf -= int(left_pf[p] > 0)
+            run_idx, ins_r, outs_r = run_idx[:-1], ins_r[:-1], outs_r[:-1]
+            left_pf, done_pf, gen = left_pf[:-1], done_pf[:-1], gen[:-1]
+        if n_pf == 1 and decoding is None:
+            # one prompt chunk beside the decoders, priced and booked with scalars
+            c, oi = chunk, o
+            kv_dec = sm.n_layers * (written - float(ins_r[oi] + gen[oi]))
+            pf_pos = sm.n_layers * (c * float(done_pf[oi]) + c * (c - 1.0) / 2.0)
+            span = sm.time_s(n_dec + c, kv_dec, pf_pos) + step_extra_s
+            steps += 1
+            left_pf[oi] -= c
+            done_pf[oi] += c
+            gen += 1.0                                      # the decoders' tokens ...
+            if o_grows:                                     # ... and the prompt's next (its first, if not a recompute)
+                n_pf -= 1
+                written += run_idx.size
+                if np.isnan(first[run_idx[oi]]):
+                    first[run_idx[oi]] = t + span
+            else:
+                gen[oi] -= 1.0
+                written += run_idx.size - 1
+            done_now = True
+        elif n_pf == 0:
             # every running sequence decodes: nothing changes until one finishes, the KV fills or a request may be
             # admitted, and the steps meanwhile are an arithmetic series (the context grows by n_dec a step)
-            k_fin = int(np.min(outs[run_idx] - gen))
+            k_done = int((outs_r - gen).min())                 # steps until the first sequence finishes
+            k_fin = k_done
             if paged:                                       # steps whose new tokens surely fit, at least the next one
-                room = sm.kv_capacity_tokens - float((ins_r + gen).sum()) - n_dec * slack
+                room = sm.kv_capacity_tokens - written - n_dec * slack
                 k_fin = min(k_fin, max(1, int(room // n_dec)))
-            ctx = ins_r + gen
             if sm.n_window_layers:                          # until a sequence's context passes the window
+                ctx = ins_r + gen
                 below = ctx < sm.window
                 if below.any():
                     k_fin = min(k_fin, max(1, int(np.min(sm.window - ctx[below]))))
                 grow = (sm.n_layers - sm.n_window_layers) * n_dec + sm.n_window_layers * int(below.sum())
+                kv_pos = sm.kv_positions(ctx)
             else:
-                grow = sm.n_layers * n_dec
-            a = sm.time_s(n_dec, sm.kv_positions(ctx))
+                grow, kv_pos = sm.n_layers * n_dec, sm.n_layers * written
+            a = sm.time_s(n_dec, kv_pos)
             b = grow * sm.kv_position_s
             gap = None
             if not front and nxt < n and run_idx.size < max_running:
-                want = float(pages(ins[nxt])) if paged else float(need[nxt])
-                if held(0.0, sm.kv_capacity_tokens - want) + want <= sm.kv_capacity_tokens:
+                want = page_of(ins[nxt]) if paged else float(need[nxt])
+                if held(None, sm.kv_capacity_tokens - want) + want <= sm.kv_capacity_tokens:
                     gap = arrivals[nxt] - t
             k = _steps_to(a, b, k_fin, gap)
             span = k * a + b * k * (k - 1) / 2.0 + step_extra_s
             steps += k
             gen += k
+            written += k * run_idx.size
+            done_now = k >= k_done
         else:
             span = sm.time_s(n_dec + chunk.sum(), sm.kv_positions(ins_r[decoding] + gen[decoding]),
                              sm.prefill_positions(done_pf, chunk)) + step_extra_s
@@ -392,23 +453,31 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
             left_pf = left_pf - chunk
             done_pf = done_pf + chunk
             gen += grows
+            written += float(grows.sum())
             fresh = (~decoding) & grows
+            n_pf -= int(fresh.sum())
             unset = np.isnan(first[run_idx]) & fresh
             first[run_idx[unset]] = t + span
-        area += span * (run_idx.size + len(front)) + queued_area(t, t + span)
+            done_now = True
+        area += span * (run_idx.size + len(front))
+        if nxt < n and arrival_list[nxt] <= t + span:          # requests arrived and waiting meanwhile
+            area += queued_area(t, t + span)
         t += span
         busy += span
         if paged:
-            peak = max(peak, held(0.0, bound=peak))
+            peak = max(peak, held(None, bound=peak))
         else:
             peak = max(peak, float((ins_r - left_pf + gen).sum()))
-        over = gen >= outs[run_idx]
-        if over.any():
-            finish[run_idx[over]] = t
-            if not paged:
-                reserved -= float(need[run_idx[over]].sum())
-            keep = ~over
-            run_idx, ins_r, left_pf, done_pf, gen = run_idx[keep], ins_r[keep], left_pf[keep], done_pf[keep], gen[keep]
+        if done_now:
+            over = gen >= outs_r
+            if over.any():                                  # finished: out of the running set
+                finish[run_idx[over]] = t
+                if not paged:
+                    reserved -= float(need[run_idx[over]].sum())
+                written -= float(ins_r[over].sum() + gen[over].sum())
+                keep = ~over
+                run_idx, ins_r, outs_r = run_idx[keep], ins_r[keep], outs_r[keep]
+                left_pf, done_pf, gen = left_pf[keep], done_pf[keep], gen[keep]
     return _Replica(first, finish, steps, busy, peak, preempted, area)
 
 
