@@ -379,7 +379,9 @@ class Deployment:
         engine: ``"vllm"`` (the reserve is the activation peak of a profiling pass over ``max_num_batched_tokens``
             and the memory outside torch, both inside the fraction) or ``"sglang"`` (the fraction covers weights and
             KV only; the memory outside torch comes off before it).
-        max_num_batched_tokens: the engine's token budget, the profiling pass's size (default
+        max_num_batched_tokens: the engine's token budget per scheduler, one a ``dp`` attention group (with data-parallel
+            attention each rank schedules its own steps, as SGLang's and vLLM's DP ranks do), and the size of each
+            rank's profiling pass (default
             :func:`default_token_budget`: vLLM's 8,192 on a GPU with at least 70 GiB, 2,048 on an A100 or a smaller GPU).
 
     Raises:
@@ -402,6 +404,7 @@ class Deployment:
             raise ValueError(f"engine must be one of {MEMORY_VIEWS}, got {engine!r}")
         self.max_num_batched_tokens = (default_token_budget(c) if max_num_batched_tokens is None
                                        else positive_int("max_num_batched_tokens", max_num_batched_tokens))
+        self.replica_token_budget = self.max_num_batched_tokens * pl.dp     # every dp rank's budget, one step
         self.reserve_bytes = {}
         if usable_hbm_fraction is not None:                      # the datasheet view
             self.memory_view = "datasheet"
@@ -419,7 +422,7 @@ class Deployment:
             total = runtime_memory_bytes(c)
             other = float(engine_memory()["non_torch_bytes"])
             if engine == "vllm":
-                self.reserve_bytes = {"activation peak": activation_peak_bytes(m, self.max_num_batched_tokens, pl),
+                self.reserve_bytes = {"activation peak": activation_peak_bytes(m, self.replica_token_budget, pl),
                                       "outside torch": other}
                 usable_bytes = total * util - sum(self.reserve_bytes.values())
             else:

@@ -553,7 +553,7 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
             raise ValueError("arrival_times_s must be a non-empty array of finite, non-negative, non-decreasing "
                              "times in seconds")
         n = arrivals.size
-    budget = d.max_num_batched_tokens
+    budget = d.replica_token_budget                 # each dp rank's max_num_batched_tokens, together
     hit = float(scalar("prefix_cache_hit", prefix_cache_hit))
     if not 0 <= hit < 1:
         raise ValueError(f"prefix_cache_hit must be in [0, 1), got {prefix_cache_hit!r}")
@@ -607,11 +607,12 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
     pkw.update({k: v for k, v in prefill.items() if k not in ("n_chips", "token_budget")})
     try:
         dp_ = Deployment(model, chip, prefill["n_chips"], usable_hbm_fraction=usable_hbm_fraction,
-                         gpu_memory_utilization=gpu_memory_utilization, engine=engine, **pkw)
+                         gpu_memory_utilization=gpu_memory_utilization, engine=engine,
+                         max_num_batched_tokens=prefill.get("token_budget", d.max_num_batched_tokens), **pkw)
         sm_p = step_model(dp_, eplb)
     except ValueError as e:
         raise ValueError(f"prefill pool: {e.args[0]}") from e
-    p_budget = positive_int("prefill token_budget", prefill.get("token_budget", budget))
+    p_budget = dp_.replica_token_budget
     first, _, (s1, b1, _, pre1, area1) = run(sm_p, arrivals, ins, to_prefill, np.ones(n), dp_.replicas, p_budget)
     nic = d.chip.scale_out_bytes_per_s * engine_constants()["collectives"]["all_to_all_fraction"]
     ready = first + ins * max(sm_p.kv_bytes_per_token, sm.kv_bytes_per_token) / nic

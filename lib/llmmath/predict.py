@@ -440,7 +440,7 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
             (TensorRT-LLM's ``trtllm-bench throughput``): the run is simulated (:func:`llmmath.engine.simulate`,
             the KV of each whole request reserved on admission, as its "guaranteed no evict" scheduler does, and
             8,192 tokens a step) and appended to the waterfall as its last term.
-        token_budget: the most tokens one step of a replica holds (vLLM's ``max_num_batched_tokens``; default
+        token_budget: the most tokens one step of each attention-DP rank holds (vLLM's ``max_num_batched_tokens``; default
             :func:`~llmmath.deployment.default_token_budget`, 8,192 on an H100):
             prompts longer than it are prefilled in chunks of it (time to first token), and it caps the prompt
             tokens beside the decode tokens of an aggregated step.
@@ -474,7 +474,7 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
     if B < 1:
         raise ValueError(f"no batch of {L:,.0f}-token sequences (the mean context, input + output / 2) fits {d}: "
                          f"use more chips or smaller dtypes")
-    budget = d.max_num_batched_tokens
+    budget = d.replica_token_budget                 # each dp rank's max_num_batched_tokens, together
     if max_tpot_s is not None:
         if phase == "aggregated":      # the decode step shares its time with the prefill chunks of arriving requests
             tpot = lambda b: _aggregated(d, b, T, O, L, budget, mtp_tokens, mtp_acceptance, overlap, eplb)[1]  # noqa
