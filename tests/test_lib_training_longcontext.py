@@ -179,3 +179,22 @@ def test_train_and_serve_chip_s_converts_flops_at_each_chips_delivered_rate():
         T.train_and_serve_chip_s(1e10, 2.0, 1e13, serve_mfu=0.0)
     with pytest.raises(KeyError, match="no native fp8"):
         T.train_and_serve_chip_s(1e10, 2.0, 1e13, serve_chip="a100-80gb", serve_dtype="fp8")
+
+
+def test_causal_sliding_window_attention_counts_the_first_tokens_exactly():
+    # gpt-oss-120b: 18 of 36 layers attend through a 128-token window. In a causal sequence of L tokens, token i sees
+    # min(i, w) earlier positions in a windowed layer: summed by brute force here, against the closed form
+    from llmmath import models, training
+    m = models.get("gpt-oss-120b")
+    for L in (64, 129, 130, 2048):
+        brute = sum(min(i, 128) for i in range(L)) / L + 0.5
+        assert float(m.causal_mean_positions(L)) == pytest.approx(18 * L / 2 + 18 * brute, rel=1e-12), L
+    # the windowed layers' share of a 2,048-token sequence's attention: 448.4 positions a token, not min(L/2, w) = 128
+    # ... for w = 512 (the issue's case) the old count was 14% high: check the ratio on a model with w = 512
+    import dataclasses
+    m512 = dataclasses.replace(m, key="oss-w512", sliding_window=512)
+    exact = (512 * 513 / 2 + (2047 - 512) * 512) / 2048 + 0.5
+    assert min(1024, 512) / exact == pytest.approx(1.142, abs=0.001)
+    per_pos = 4 * 64 * 64                                   # q.k and p.v, 64 heads of 64, one position
+    got = training.train_flops(0, 1, 2048, m512)            # 3 passes of attention for one token
+    assert float(got) == pytest.approx(3 * per_pos * (18 * 1024 + 18 * exact), rel=1e-12)

@@ -444,3 +444,18 @@ def test_a_model_whose_every_layer_is_moe_trains():
     a = TL.training_step(mix, "h100-sxm", ep=1, **kw).memory_bytes["activations"]
     b = TL.training_step(dense, "h100-sxm", ep=1, **kw).memory_bytes["activations"]
     assert a == pytest.approx(b, rel=1e-12)
+
+
+def test_a_search_that_finds_nothing_says_why():
+    # Llama 3.1 405B on 8 H100s: its ZeRO-1 state alone is 405.9e9 x (2 + 2 + 12) bytes / 8 GPUs = 812 GB a GPU
+    fit, tried = TL.search_layouts("llama-3.1-405b", "h100-sxm", 8, 64, 8192, cps=(1,))
+    assert not fit and tried > 0
+    assert fit.why.startswith("no layout of 8 GPUs fits") and "the closest" in fit.why
+    closest_gb = float(fit.why.split("needs ")[1].split(" GB")[0].replace(",", ""))
+    assert closest_gb > 405_853_388_800 * 2 / 8 / 1e9            # at least the bf16 weights a GPU holds at TP8
+    # a rule that refuses a layout is named with how often it did
+    fit, _ = TL.search_layouts("mixtral-8x7b", "h100-sxm", 8, 64, 4096, cps=(1,), ep=8)
+    assert "refused by: ep=8 exceeds the chips of a stage" in fit.why
+    # and a search that finds layouts says nothing
+    ok, _ = TL.search_layouts("llama-3.1-8b", "h100-sxm", 8, 64, 4096, cps=(1,))
+    assert ok and ok.why == ""

@@ -388,6 +388,28 @@ class Model:
         n_win = self.n_window_layers
         return result((self.n_layers - n_win) * L + (n_win * np.minimum(L, self.sliding_window) if n_win else 0.0))
 
+    def causal_mean_positions(self, seq_len) -> float | np.ndarray:
+        """Positions a token of a causally masked sequence of ``seq_len`` tokens attends to, averaged over its
+        tokens and summed over layers (training's attention FLOPs go as this).
+
+        A full layer: ``L / 2`` (the convention of Megatron-LM's and Korthikanti et al.'s counts for a causal mask).
+        A windowed layer: the exact mean of ``min(i, w)`` over tokens ``i = 0..L-1`` plus the same half position,
+        ``[w (w+1)/2 + (L-1-w) w] / L + 1/2`` once ``L > w + 1``, so it equals ``L / 2`` while ``L <= w + 1``: the
+        first ``w`` tokens see fewer positions than the window (``min(L/2, w)`` would count ``w``: 14% high at
+        ``L`` = 2,048, ``w`` = 512). Broadcasts over ``seq_len`` (tokens, > 0).
+
+        Raises:
+            ValueError: ``seq_len`` not above 0.
+        """
+        L = positive("seq_len", seq_len)
+        full = self.n_full_attention_layers * L / 2.0
+        if not self.n_window_layers:
+            return result(full)
+        w = float(self.sliding_window)
+        win = np.where(L - 1.0 <= w, L / 2.0,
+                       (w * (w + 1.0) / 2.0 + (L - 1.0 - w) * w) / L + 0.5)
+        return result(full + self.n_window_layers * win)
+
     @property
     def n_full_attention_layers(self) -> int:
         """Layers that attend to (and cache) the whole context: all but the windowed ones."""

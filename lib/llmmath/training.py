@@ -95,7 +95,8 @@ def train_flops(n_params, n_tokens, context=0, model=None, *, recompute: str = "
     ``model`` and ``context`` (training sequence length L), each token's attention over the
     sequence adds ``A`` FLOPs forward (``model.attention_flops_per_token``, MLA in its
     non-absorbed training form) and ``3 A`` in all; a token attends to ``L/2`` positions on
-    average when ``causal`` (a causal mask skips the upper triangle: the quadratic term halves),
+    average when ``causal`` (a causal mask skips the upper triangle: the quadratic term halves; a sliding-window
+    layer to the exact mean of its window, :meth:`~llmmath.models.Model.causal_mean_positions`),
     to ``L`` when not (Megatron-LM's and Korthikanti et al.'s formulas count the full square).
 
     ``recompute`` adds the work repeated in the backward pass (hardware FLOPs, not model FLOPs):
@@ -130,8 +131,13 @@ def train_flops(n_params, n_tokens, context=0, model=None, *, recompute: str = "
     weight_passes = 8.0 if recompute == "full" else 6.0
     flops = weight_passes * N * D
     if model is not None:
-        seen = L / 2.0 if causal else L
-        attn = np.asarray(models.get(model).attention_flops_per_token(seen, absorbed=False))
+        m = models.get(model)
+        per_pos = float(m.attention_flops_per_token(1.0, absorbed=False)) / float(m.cached_positions(1.0))
+        if causal:                      # a windowed layer's first w tokens see fewer positions (exact mean)
+            seen = np.where(L > 0, m.causal_mean_positions(np.where(L > 0, L, 1.0)), 0.0)
+        else:
+            seen = m.cached_positions(L)
+        attn = per_pos * np.asarray(seen)
         attention_passes = 3.0 if recompute == "none" else 4.0
         flops = flops + attention_passes * D * attn
     return result(flops)

@@ -51,7 +51,7 @@ from . import hardware, memory, models, network, parallelism, training
 from ._validate import positive_int, scalar
 from .units import dtype_bytes
 
-__all__ = ["TrainingStep", "training_step", "search_layouts", "LLAMA3_405B_LAYOUTS"]
+__all__ = ["TrainingStep", "training_step", "search_layouts", "Layouts", "LLAMA3_405B_LAYOUTS"]
 
 #: Llama 3 405B's published pre-training layouts (Llama Team 2024, arXiv:2407.21783, Table 4):
 #: GPUs, TP, CP, PP, DP, sequence length, sequences per DP rank per step, TFLOP/s per GPU, BF16 MFU.
@@ -361,8 +361,10 @@ def search_layouts(model, chip, n_gpus: int, global_batch: int, seq_len: int, *,
     (:func:`training_step`; extra keyword arguments go to it).
 
     Returns:
-        ``(fitting, n_tried)``: a list of :class:`TrainingStep`, fastest first, and how many
-        layouts were evaluated.
+        ``(fitting, n_tried)``: a :class:`Layouts` list of :class:`TrainingStep`, fastest first, and how many
+        layouts were evaluated. When none fits, ``fitting.why`` says why: how many combinations the GPUs, the
+        sequence or the batch do not divide, each rule that refused the others and how often, and the layout that
+        came closest to fitting (its bytes against the chip's).
 
     Raises:
         ValueError: ``n_gpus``, ``global_batch`` or ``seq_len`` not whole numbers >= 1.
@@ -370,18 +372,41 @@ def search_layouts(model, chip, n_gpus: int, global_batch: int, seq_len: int, *,
     """
     n = positive_int("n_gpus", n_gpus)
     positive_int("global_batch", global_batch), positive_int("seq_len", seq_len)
-    fitting, tried = [], 0
+    fitting, tried, undivided, refused, closest = Layouts(), 0, 0, {}, None
     for tp, cp, pp, b, z, r in itertools.product(tps, cps, pps, micro_batches, zero_stages, recomputes):
         if n % (tp * cp * pp):
+            undivided += 1
             continue
         dp = n // (tp * cp * pp)
         try:
             st = training_step(model, chip, global_batch=global_batch, seq_len=seq_len, tp=tp, cp=cp, pp=pp, dp=dp,
                                ep=ep, micro_batch=b, zero_stage=z, recompute=r, schedule=schedule, **kw)
-        except ValueError:
+        except ValueError as e:
+            rule = str(e.args[0] if e.args else e).split(";")[0]
+            refused[rule] = refused.get(rule, 0) + 1
             continue
         tried += 1
         if st.fits:
             fitting.append(st)
+        elif closest is None or st.total_bytes / st.hbm_bytes < closest.total_bytes / closest.hbm_bytes:
+            closest = st
     fitting.sort(key=lambda s: s.step_time_s)
+    if not fitting:
+        parts = [f"no layout of {n} GPUs fits"]
+        if undivided:
+            parts.append(f"{undivided} combinations of tp x cp x pp do not divide {n} GPUs")
+        parts += [f"{k} refused by: {rule}" for rule, k in sorted(refused.items(), key=lambda kv: -kv[1])]
+        if closest is not None:
+            lay = closest.layout
+            parts.append(f"{tried} evaluated; the closest, tp={lay['tp']} cp={lay['cp']} pp={lay['pp']} "
+                         f"dp={lay['dp']} micro-batch {lay['micro_batch']} ZeRO-{lay['zero_stage']} recompute "
+                         f"{lay['recompute']}, needs {closest.total_bytes / 1e9:,.1f} GB a GPU against "
+                         f"{closest.hbm_bytes / 1e9:,.1f} GB: more GPUs, more pipeline stages or a higher ZeRO stage")
+        fitting.why = "; ".join(parts)
     return fitting, tried
+
+
+class Layouts(list):
+    """The layouts :func:`search_layouts` found (a list, fastest first), and ``why`` none fits when it is empty."""
+
+    why: str = ""
