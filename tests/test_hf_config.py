@@ -180,12 +180,32 @@ def test_unmodelled_fields_that_size_weights_are_refused_by_name():
     with pytest.raises(ValueError, match="linear_num_key_heads, moe_intermediate_size, num_experts, "
                                          "num_experts_per_tok, shared_expert_intermediate_size size weights"):
         models.from_hf_config(qwen3_next, warn=False)
-    # a nested sub-model (Llama 4's text_config and vision_config) is refused too
+    # a nested sub-model (Llama 4's text_config and vision_config) is refused too; empty ones size nothing
     with pytest.raises(ValueError, match="text_config, vision_config"):
-        models.from_hf_config(_cfg("llama-3.1-8b") | {"text_config": {}, "vision_config": {}})
+        models.from_hf_config(_cfg("llama-3.1-8b") | {"text_config": {"hidden_size": 5120},
+                                                      "vision_config": {"hidden_size": 1408}})
+    models.from_hf_config(_cfg("llama-3.1-8b") | {"text_config": {}, "vision_config": None})
     # the rule reads names: these size weights; the made-up ones of test_unknown_fields_are_reported_by_name do not
     for field in ("num_experts", "intermediate_size_mlp", "kv_lora_rank", "num_local_experts", "decoder_sparse_step",
                   "interleave_moe_layer_step", "text_config"):
         assert _hf_config.holds_parameters(field), field
     for field in ("memory_tokens", "num_fancy_adapters", "rope_scaling", "full_attention_interval"):
         assert not _hf_config.holds_parameters(field), field
+
+
+def test_a_field_that_sizes_nothing_is_never_refused():
+    # Qwen3-Coder-480B-A35B-Instruct's config.json (model_type qwen3_moe) carries shared_expert_intermediate_size: 0;
+    # the reader refused it by the field's name. Its model card: 480B parameters, 35B activated
+    cfg = {"model_type": "qwen3_moe", "hidden_size": 6144, "intermediate_size": 8192, "num_hidden_layers": 62,
+           "num_attention_heads": 96, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+           "num_experts": 160, "num_experts_per_tok": 8, "moe_intermediate_size": 2560,
+           "shared_expert_intermediate_size": 0, "tie_word_embeddings": False, "max_position_embeddings": 262144}
+    m = models.from_hf_config(cfg, name="qwen3-coder-480b")
+    assert m.unmodelled_config_fields == () and m.n_shared_experts == 0
+    assert abs(m.total_params / 480e9 - 1) < 0.005 and abs(m.active_params / 35e9 - 1) < 0.05
+    # a field that sizes something is still refused when its value is not empty
+    with pytest.raises(ValueError, match="shared_expert_intermediate_size"):
+        models.from_hf_config(cfg | {"shared_expert_intermediate_size": 2560}, name="x")
+    # NoPE layers size nothing (no weight, no cache byte): not refused, whatever their value
+    assert models.from_hf_config(cfg | {"no_rope_layers": [1, 1, 1, 0] * 15 + [1, 1]}, name="y").total_params \
+        == m.total_params

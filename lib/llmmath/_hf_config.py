@@ -35,8 +35,9 @@ gpt2                   ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default
 =====================  ==================================================================
 
 Fields that do not change a parameter count or a KV byte (token ids, rope
-settings, dropout, initialisation, dtype, quantisation metadata...) are listed in
-``_NO_EFFECT`` and skipped. Anything else is *unmodelled*. One whose name says it
+settings, NoPE layers, dropout, initialisation, dtype, quantisation metadata...) are listed in
+``_NO_EFFECT`` and skipped, and so is any field whose value is zero, null, false or empty: it
+sizes nothing, whatever its name. Anything else is *unmodelled*. One whose name says it
 sizes weights (:func:`holds_parameters`: experts, widths, heads, layers, a nested
 sub-model's config) makes the reader refuse the config, naming it, since the
 count would leave those weights out; any other goes into
@@ -64,7 +65,19 @@ routed_scaling_factor n_group topk_group ep_size auto_map quantization_config sw
 rope_interleave num_nextn_predict_layers router_jitter_noise embd_pdrop resid_pdrop
 attn_pdrop summary_activation summary_first_dropout summary_proj_to_labels summary_type summary_use_proj
 scale_attn_weights scale_attn_by_inverse_layer_idx reorder_and_upcast_attn activation_function n_ctx
-task_specific_params max_window_layers use_sliding_window""".split())
+task_specific_params max_window_layers use_sliding_window
+no_rope_layers no_rope_layer_interval""".split())
+# (NoPE layers, SmolLM3's no_rope_layers and Llama 4's interval, skip the rotary embedding: no weight, no cache byte.)
+
+
+def _sizes_nothing(value) -> bool:
+    """A zero, null, false or empty field sizes nothing, whatever its name (Qwen3-Coder-480B's
+    ``shared_expert_intermediate_size: 0``): it is neither refused nor reported as unmodelled."""
+    if value is None or value is False:
+        return True
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value == 0
+    return isinstance(value, (list, tuple, dict, str)) and len(value) == 0
 
 _FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
              "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2")
@@ -198,7 +211,8 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
             kw.update(d_ff=0, n_experts=r.int("num_local_experts"), experts_per_token=k,
                       d_ff_expert=r.int("intermediate_size"), attn_bias=True, mlp_bias=True, router_bias=True,
                       attn_sinks=True)
-    unknown = tuple(sorted(k for k in cfg if not k.startswith("_") and k not in r.used and k not in _NO_EFFECT))
+    unknown = tuple(sorted(k for k in cfg if not k.startswith("_") and k not in r.used and k not in _NO_EFFECT
+                           and not _sizes_nothing(cfg[k])))
     sizing = [k for k in unknown if holds_parameters(k)]
     if sizing:
         raise ValueError(f"{where}: model_type {mt!r} is read as {mt} here, but its fields {', '.join(sizing)} size "
