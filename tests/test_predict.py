@@ -320,3 +320,26 @@ def test_the_all_to_all_rides_the_scale_up_link_inside_the_chips_own_domain():
     gb = planner.predict("deepseek-v3", "gb200", 16, **kw).terms["expert_all_to_all_s"]
     h = planner.predict("deepseek-v3", "h100-sxm", 16, **kw).terms["expert_all_to_all_s"]
     assert h / gb == pytest.approx(900e9 / 50e9, rel=1e-9)
+
+
+def test_the_mtp_module_is_counted_apart_and_loaded_when_mtp_is_served():
+    # DeepSeek-V3's checkpoint stores its MTP module as layer 61: a MoE decoder layer (187,107,328 of MLA attention,
+    # 11,320,164,608 of router and 257 experts, two norms of 7,168), the 2d x d projection and its two norms, and its
+    # own copies of the embedding, the final norm and the head (129,280 x 7,168 each)
+    from llmmath import models
+    from llmmath.deployment import Deployment
+    m = models.get("deepseek-v3")
+    layer = 187_107_328 + 11_320_164_608 + 2 * 7168
+    hand = layer + 2 * 7168 * 7168 + 2 * 7168 + 2 * 129_280 * 7168 + 7168
+    assert m.n_mtp_layers == 1 and m.mtp_params == hand == 13_463_426_304
+    assert abs(m.checkpoint_params / 685e9 - 1) < 0.005                 # the checkpoint's published "685B"
+    assert m.total_params == 671_026_419_200                             # served without MTP: the published 671B
+    # serving with MTP loads it: 13.46 GB more fp8 weights over the 8 GPUs, and one more layer of KV a token
+    plain = Deployment("deepseek-v3", "h200", 8, tp=8, ep=8, weight_dtype="fp8")
+    with_mtp = Deployment("deepseek-v3", "h200", 8, tp=8, ep=8, weight_dtype="fp8", mtp=True)
+    assert (with_mtp.weight_bytes_per_chip - plain.weight_bytes_per_chip) * 8 == pytest.approx(hand, rel=1e-9)
+    assert with_mtp.kv_bytes_per_sequence_by_stage(1000)[0] == pytest.approx(
+        plain.kv_bytes_per_sequence_by_stage(1000)[0] * 62 / 61, rel=1e-12)
+    kw = dict(input_tokens=1000, output_tokens=1000, tp=8, ep=8, weight_dtype="fp8")
+    assert planner.predict("deepseek-v3", "h200", 8, mtp_tokens=1, **kw).batch \
+        < planner.predict("deepseek-v3", "h200", 8, **kw).batch

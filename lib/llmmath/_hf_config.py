@@ -25,8 +25,9 @@ kimi_k2                ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim`
                        ``n_routed_experts``, ``n_shared_experts``, ``moe_intermediate_size``,
                        ``first_k_dense_replace`` dense leading layers, ``moe_layer_freq`` 1;
                        a routing bias when ``topk_method`` is ``noaux_tc`` (V3, K2).
-                       ``num_nextn_predict_layers`` (the MTP module) is not counted, as
-                       in the published 671B
+                       ``num_nextn_predict_layers`` -> n_mtp_layers: the MTP modules,
+                       counted apart from the served model (``Model.mtp_params``,
+                       ``Model.checkpoint_params``), as in the published 671B
 gpt_oss                attention sinks, q/k/v/o biases, biased experts, a biased router;
                        ``layer_types`` (``sliding_attention`` / ``full_attention``) with
                        ``sliding_window``
@@ -62,7 +63,7 @@ name name_or_path
 hidden_act initializer_range rms_norm_eps layer_norm_eps layer_norm_epsilon rope_theta rope_scaling attention_dropout
 pretraining_tp output_router_logits router_aux_loss_coef aux_loss_alpha seq_aux norm_topk_prob scoring_func
 routed_scaling_factor n_group topk_group ep_size auto_map quantization_config swiglu_limit initial_context_length
-rope_interleave num_nextn_predict_layers router_jitter_noise embd_pdrop resid_pdrop
+rope_interleave router_jitter_noise embd_pdrop resid_pdrop
 attn_pdrop summary_activation summary_first_dropout summary_proj_to_labels summary_type summary_use_proj
 scale_attn_weights scale_attn_by_inverse_layer_idx reorder_and_upcast_attn activation_function n_ctx
 task_specific_params max_window_layers use_sliding_window
@@ -303,6 +304,7 @@ def _deepseek(r: _Reader, kw: dict) -> None:
     if freq != 1:
         raise ValueError(f"{r.where}: moe_layer_freq={freq} is not expressible; allowed: 1")
     nope, rope = r.int("qk_nope_head_dim"), r.int("qk_rope_head_dim")
+    kw["n_mtp_layers"] = r.int("num_nextn_predict_layers", 0)
     kw.update(head_dim=nope + rope, q_lora_rank=r.int("q_lora_rank", 0), kv_lora_rank=r.int("kv_lora_rank"),
               qk_nope_head_dim=nope, qk_rope_head_dim=rope, v_head_dim=r.int("v_head_dim"),
               n_kv_heads=kw["n_heads"], d_ff=r.int("intermediate_size"))

@@ -379,6 +379,8 @@ class Deployment:
         engine: ``"vllm"`` (the reserve is the activation peak of a profiling pass over ``max_num_batched_tokens``
             and the memory outside torch, both inside the fraction) or ``"sglang"`` (the fraction covers weights and
             KV only; the memory outside torch comes off before it).
+        mtp: whether the model's multi-token-prediction modules are served (``Model.n_mtp_layers``: their weights
+            and their layer's KV on the last stage).
         max_num_batched_tokens: the engine's token budget per scheduler, one a ``dp`` attention group (with data-parallel
             attention each rank schedules its own steps, as SGLang's and vLLM's DP ranks do), and the size of each
             rank's profiling pass (default
@@ -392,7 +394,7 @@ class Deployment:
 
     def __init__(self, model, chip, n_chips=None, *, tp=1, ep=1, dp=1, pp=1, weight_dtype="bf16",
                  kv_dtype="bf16", activation_dtype="bf16", compute_dtype=None, usable_hbm_fraction=None,
-                 gpu_memory_utilization=None, engine="vllm", max_num_batched_tokens=None):
+                 gpu_memory_utilization=None, engine="vllm", max_num_batched_tokens=None, mtp=False):
         m = models.get(model)
         c, n = chip_and_count(chip, n_chips)
         pl = Placement(positive_int("tp", tp), positive_int("ep", ep), positive_int("dp", dp), positive_int("pp", pp))
@@ -440,6 +442,15 @@ class Deployment:
         # per stage: MoE layers, every other parameter held, layers
         self.stage_moe_layers, self.stage_other_params = m.stage_params(pl.pp)
         self.stage_layers = np.array([len(r) for r in m.stage_layers(pl.pp)])
+        # multi-token prediction served: the model's MTP modules on the last stage, their weights (an MoE layer's
+        # routed experts spread as the others') and their layer's KV (memory only: predict prices the draft)
+        self.mtp_layers = m.n_mtp_layers if mtp else 0
+        self._mtp_moe, self._mtp_other, self._mtp_kv_layers = np.zeros(pl.pp), np.zeros(pl.pp), np.zeros(pl.pp)
+        if self.mtp_layers:
+            routed = m.n_experts * m.expert_params if m.is_moe else 0
+            self._mtp_moe[-1] = self.mtp_layers if m.is_moe else 0
+            self._mtp_other[-1] = self.mtp_layers * (m.mtp_params - routed)
+            self._mtp_kv_layers[-1] = self.mtp_layers
         self.experts_per_rank = -(-m.n_experts // pl.ep) if m.is_moe else 0
         self.tp_kv = 1 if m.is_mla else min(pl.tp, m.n_kv_heads)
         # the input table is only looked up (one row per token), unless it is tied and serves as the head on
@@ -468,8 +479,11 @@ class Deployment:
 
     @property
     def weight_bytes_by_stage(self) -> np.ndarray:
-        """Weight bytes on the fullest chip of each stage (array of ``pp``)."""
-        return (self.stage_other_params / self.placement.tp + self.routed_params_per_chip_by_stage) * self.b_w
+        """Weight bytes on the fullest chip of each stage (array of ``pp``; the MTP modules on the last when served)."""
+        pl = self.placement
+        mtp = (self._mtp_other / pl.tp
+               + self._mtp_moe * self.experts_per_rank * self.model.expert_params * pl.ep / pl.stage_chips)
+        return (self.stage_other_params / pl.tp + self.routed_params_per_chip_by_stage + mtp) * self.b_w
 
     @property
     def weight_bytes_per_chip(self) -> float:
@@ -485,7 +499,7 @@ class Deployment:
         (1 for MLA, whose latent every tp chip keeps).
         """
         seq = np.asarray(self.model.kv_bytes_per_sequence(context, self.b_kv), dtype=float)
-        share = self.stage_layers / self.model.n_layers
+        share = (self.stage_layers + self._mtp_kv_layers) / self.model.n_layers
         return np.multiply.outer(share, seq) / (self.placement.dp * self.tp_kv)
 
     def kv_bytes_per_chip(self, batch, context) -> float | np.ndarray:
@@ -526,7 +540,8 @@ class Deployment:
         if not self.weights_fit:
             return 0.0
         block = int(engine_memory()["block_tokens"]) if self.memory_view == "vllm" else 1
-        per_token = (self.stage_layers * float(self.model.kv_bytes_per_token_per_layer(self.b_kv)) / self.tp_kv)
+        per_token = ((self.stage_layers + self._mtp_kv_layers) * float(self.model.kv_bytes_per_token_per_layer(self.b_kv))
+                     / self.tp_kv)
         blocks = np.floor(self.free_bytes_by_stage / (per_token * block))
         return float(np.min(blocks)) * block * self.placement.dp
 
@@ -538,7 +553,8 @@ class Deployment:
             return 0.0
         pl, m = self.placement, self.model
         per_group = math.ceil(float(batch) / self.replicas / pl.dp - 1e-9)
-        whole_model = self.free_bytes_by_stage * self.tp_kv * m.n_layers / self.stage_layers / max(per_group, 1)
+        whole_model = (self.free_bytes_by_stage * self.tp_kv * m.n_layers / (self.stage_layers + self._mtp_kv_layers)
+                       / max(per_group, 1))
         return float(min(_context_for_kv(m, b, self.b_kv) for b in whole_model))
 
     # ---- a decode step --------------------------------------------------------

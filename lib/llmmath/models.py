@@ -46,7 +46,7 @@ _BOOL_FIELDS = ("gated_mlp", "tied_embeddings", "qk_norm", "attn_bias", "qkv_bia
 _INT_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab", "max_context",
                "n_experts", "experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers",
                "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
-               "sliding_window", "n_window_layers")
+               "sliding_window", "n_window_layers", "n_mtp_layers")
 _POSITIVE_FIELDS = ("n_layers", "d_model", "n_heads", "head_dim", "vocab")
 
 
@@ -56,6 +56,8 @@ class Model:
 
     Field names follow the config files (see ``data/models.toml``). A zero in the
     MoE fields means a dense model; a zero ``kv_lora_rank`` means standard attention.
+    ``n_mtp_layers``: multi-token-prediction modules the checkpoint carries beside the model (DeepSeek-V3's one),
+    counted apart (:attr:`mtp_params`, :attr:`checkpoint_params`): served without MTP they are not loaded.
     ``sliding_window`` (tokens) and ``n_window_layers``: that many of the layers attend
     only to the last ``sliding_window`` positions and cache only those (0: every layer
     attends to the whole context). ``shared_expert_gate``: a ``d x 1`` sigmoid gate on
@@ -95,6 +97,7 @@ class Model:
     v_head_dim: int = 0
     sliding_window: int = 0
     n_window_layers: int = 0
+    n_mtp_layers: int = 0
     shared_expert_gate: bool = False
     published_total_params: float = 0
     published_active_params: float = 0
@@ -318,6 +321,27 @@ class Model:
         head = self.lm_head_params or (self.vocab * self.d_model if len(split) > 1 else 0)
         other[-1] += self._norm_params(self.d_model) + head
         return moe, other
+
+    @property
+    def mtp_params(self) -> int:
+        """Parameters of one multi-token-prediction module as DeepSeek-V3's checkpoint stores it (its layer 61): one
+        decoder layer of the model's last kind (MoE here), the projection of the concatenated hidden state and
+        embedding (``2d x d``) with the two RMSNorms before it, and its own copies of the input embedding, the
+        final norm and the output head. DeepSeek-V3: 13,463,426,304, so 671.0B + 13.5B = 684.5B, the checkpoint's
+        "685B" (the report: 671B main model, 14B MTP module). 0 for a model without MTP modules."""
+        if not self.n_mtp_layers:
+            return 0
+        d = self.d_model
+        last = self.mlp_params(self.d_ff) if not self.is_moe else (
+            self.n_experts * self.expert_params + self.n_shared_experts * self.mlp_params(self.d_ff_expert)
+            + self.router_params_per_layer)
+        return (self._layer_params(last) + 2 * d * d + 2 * self._norm_params(d) + 2 * self.vocab * d
+                + self._norm_params(d))
+
+    @property
+    def checkpoint_params(self) -> int:
+        """Every weight the checkpoint holds: :attr:`total_params` (served without MTP) plus the MTP modules."""
+        return self.total_params + self.n_mtp_layers * self.mtp_params
 
     @property
     def active_params(self) -> int:

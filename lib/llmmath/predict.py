@@ -468,7 +468,8 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
     O = float(positive("output_tokens", scalar("output_tokens", output_tokens)))
     d = Deployment(model, chip, n_chips, tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                    compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction,
-                   gpu_memory_utilization=gpu_memory_utilization, engine=engine, max_num_batched_tokens=token_budget)
+                   gpu_memory_utilization=gpu_memory_utilization, engine=engine, max_num_batched_tokens=token_budget,
+                   mtp=bool(mtp_tokens))
     L = T + O / 2.0 if context is None else float(positive("context", scalar("context", context)))
     B = d.max_batch(L) if batch is None else float(positive("batch", scalar("batch", batch)))
     if B < 1:
