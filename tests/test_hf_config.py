@@ -209,3 +209,23 @@ def test_a_field_that_sizes_nothing_is_never_refused():
     # NoPE layers size nothing (no weight, no cache byte): not refused, whatever their value
     assert models.from_hf_config(cfg | {"no_rope_layers": [1, 1, 1, 0] * 15 + [1, 1]}, name="y").total_params \
         == m.total_params
+
+
+def test_a_multimodal_config_reads_its_language_model_and_says_so():
+    # Mistral Small 3.1/3.2 24B (model_type mistral3): the language model in text_config, a Pixtral vision tower
+    # beside it. Text: 40 layers of d 5,120, 32 heads and 8 KV heads of 128, MLP 32,768, vocabulary 131,072, untied
+    cfg = {"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3", "image_token_index": 10,
+           "multimodal_projector_bias": False, "projector_hidden_act": "gelu", "spatial_merge_size": 2,
+           "text_config": {"head_dim": 128, "hidden_act": "silu", "hidden_size": 5120, "intermediate_size": 32768,
+                           "max_position_embeddings": 131072, "model_type": "mistral", "num_attention_heads": 32,
+                           "num_hidden_layers": 40, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+                           "rope_theta": 1e9, "sliding_window": None, "vocab_size": 131072},
+           "vision_config": {"hidden_size": 1024, "num_hidden_layers": 24, "model_type": "pixtral"}}
+    with pytest.warns(UserWarning, match="its language model, text_config .* vision_config and the projector are "
+                                         "not counted"):
+        m = models.from_hf_config(cfg, name="mistral-small-3.1")
+    attn = 5120 * 4096 + 2 * 5120 * 1024 + 4096 * 5120
+    hand = 40 * (attn + 3 * 5120 * 32768 + 2 * 5120) + 2 * 131072 * 5120 + 5120
+    assert m.total_params == hand                                          # 23,572,403,200
+    assert 0.97 < m.total_params / 24e9 < 1                                # "24B" counts the ~0.4B vision tower too
+    assert "vision_config and the projector are not counted" in m.note

@@ -38,7 +38,8 @@ gpt2                   ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default
 Fields that do not change a parameter count or a KV byte (token ids, rope
 settings, NoPE layers, dropout, initialisation, dtype, quantisation metadata...) are listed in
 ``_NO_EFFECT`` and skipped, and so is any field whose value is zero, null, false or empty: it
-sizes nothing, whatever its name. Anything else is *unmodelled*. One whose name says it
+sizes nothing, whatever its name. A multimodal config whose language model sits in ``text_config``
+is read from there, with a warning that the vision tower is not counted. Anything else is *unmodelled*. One whose name says it
 sizes weights (:func:`holds_parameters`: experts, widths, heads, layers, a nested
 sub-model's config) makes the reader refuse the config, naming it, since the
 count would leave those weights out; any other goes into
@@ -167,9 +168,29 @@ def _model_type(cfg: dict, where: str) -> str:
     return mt
 
 
+def _language_model(cfg: dict, where: str, warn: bool) -> tuple[dict, str]:
+    """A multimodal config (Mistral Small 3.1's ``mistral3``, ...) keeps its language model in ``text_config``: that
+    is what is read, and the reader says so (the vision tower and the projector are not counted)."""
+    inner = cfg.get("text_config")
+    if not isinstance(inner, dict) or not inner or cfg.get("model_type") in _FAMILIES:
+        return cfg, ""
+    text = dict(inner)
+    for field in ("tie_word_embeddings",):           # a top-level setting the text model inherits
+        if field in cfg and field not in text:
+            text[field] = cfg[field]
+    left = [k for k in ("vision_config", "audio_config") if cfg.get(k)]
+    said = (f"a multimodal config (model_type {cfg.get('model_type')!r}): its language model, text_config "
+            f"(model_type {text.get('model_type')!r}), is read; "
+            + (f"{' and '.join(left)} and the projector are not counted" if left else "nothing else is counted"))
+    if warn:
+        warnings.warn(f"{where}: {said}", UserWarning, stacklevel=4)
+    return text, said
+
+
 def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Model:
     """See :func:`llmmath.models.from_hf_config`."""
     cfg, where = _load(path_or_dict)
+    cfg, multimodal = _language_model(cfg, where, warn)
     mt = _model_type(cfg, where)
     r = _Reader(cfg, where)
     r.used.update({"model_type", "architectures"})
@@ -223,7 +244,7 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
     if unknown and warn:
         warnings.warn(f"{where} ({key}): config fields not modelled (they may change the count): "
                       f"{', '.join(unknown)}", UserWarning, stacklevel=3)
-    note = f"read from {where} by models.from_hf_config (model_type {mt})"
+    note = f"read from {where} by models.from_hf_config (model_type {mt})" + (f"; {multimodal}" if multimodal else "")
     try:
         return models.Model(key=key, name=name or key, source=where if where != "a config dict" else "",
                             note=note, unmodelled_config_fields=unknown, **kw)
