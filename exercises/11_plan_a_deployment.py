@@ -10,9 +10,9 @@
 # # Chapter 11 — Exercises: plan a deployment
 # *Generated from `solutions/11_plan_a_deployment.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
-# Seven problems on reading a config, fitting a batch, counting a windowed
-# cache, odd precisions, a step's floor, a price per million tokens, and how far
-# a published result sits from the ceiling. Work each by hand, put your number
+# Eight problems on reading a config, fitting a batch, counting a windowed
+# cache, odd precisions, a step's floor, a price per million tokens, how far
+# a published result sits from the ceiling, and the KV cache an engine gives. Work each by hand, put your number
 # in `answer`, run the cell.
 
 # %%
@@ -88,4 +88,17 @@ ok = check_answer("11.6", answer)
 # %%
 answer = ...  # fraction (0 to 1)
 ok = check_answer("11.7", answer)
+
+# %% [markdown]
+# ### Problem 8 — the KV cache an engine actually gives you
+# vLLM serves Llama 3.1 70B in bf16 on four H100s (TP4) with its defaults:
+# `gpu_memory_utilization` 0.9 of the 85,045,477,376 bytes CUDA reports per
+# GPU, a profiling pass over 8,192 tokens, 0.35 GiB outside torch. The model:
+# 70,553,706,496 parameters; 80 layers, d 8,192, MLP 28,672, 8 KV heads of 128.
+# How many tokens of KV cache does it log ("GPU KV cache size"), in blocks of
+# 16 tokens? (The activation peak: 8,192 tokens × (3 d + 3 × MLP / TP) × 2 bytes.)
+
+# %%
+answer = ...  # tokens
+ok = check_answer("11.8", answer)
 
