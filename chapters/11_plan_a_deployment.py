@@ -225,7 +225,8 @@ print(f"gpt-oss-120b with MXFP4-sized weights (0.53125 B: 4 bits + one 8-bit sca
 # one) and keeps back its **activation peak**, keeps back what grew **outside
 # torch** meanwhile (NCCL and cuBLAS buffers), and gives the rest, less the
 # weights, to the KV cache in blocks of 16 tokens. (CUDA graphs are captured
-# afterwards, inside the 10% left over.) SGLang takes the memory outside torch
+# afterwards, inside the 10% left over, up to vLLM 0.20; from 0.21 vLLM
+# estimates the graphs' memory and takes it out too.) SGLang takes the memory outside torch
 # first and then `mem_fraction_static` of the rest for weights and KV.
 #
 # The activation peak is counted from the layer, not fitted: inside a SwiGLU
@@ -278,13 +279,15 @@ print(f"in scope: {len(valid)} logs, median |planned / logged - 1| = {np.median(
       + "".join(f"; {r.key} at {r.ratio:.2f}" for r in far))
 
 # %% [markdown]
-# The check: the planned KV cache stays near what engines logged in every
-# in-scope row, in a band wider than the spread between releases but narrower
-# than a slip in the reserve (no activation peak is computed here), and the
-# logged figures are the sources' own, written here. (A wrong runtime total is
-# caught by the hand count above: the datasheet's 80e9 bytes in place of CUDA's
-# figure would move the SGLang row to the ratio printed below and every H100
-# plan with it.)
+# The check asks two things of the in-scope rows: a median miss under 10%, and
+# no row off by 30% or more. The 30% was set after the rows were seen (the
+# L40S row sits at 1.27), so it guards against slips, not for fidelity: the
+# goal, every row within 15%, is printed above and not asserted. A slip in the
+# reserve trips it (the cell computes one: a profiling pass with no activation
+# peak), and the logged figures are the sources' own, written here. A wrong
+# runtime total is caught by the hand count above instead: CUDA's figure
+# replaced by the datasheet's 80e9 bytes moves the SGLang row to the ratio
+# printed below, inside the band, and every H100 plan with it.
 
 # %%
 import dataclasses
@@ -308,14 +311,21 @@ assert log["vllm-pr10511-llama3-8b-h100"].logged == 53.29                 # "KV 
 assert len(valid) >= 5 and np.median(err) < 0.10 and all(0.85 < r.ratio < 1.30 for r in valid)
 assert not 0.85 < slip_act < 1.30                                         # the slip would trip it
 
+# %%
+rtx = [r for r in valid if r.key.startswith("vllm-i10517")]
+print(f"{len(near)} of {len(valid)} in-scope logs land within 15%. The {len(rtx)} RTX 3090 runs, whose 2-3 GiB of "
+      f"slack after the weights is set mostly by the activation peak of a 20,000- or 29,000-token profiling pass, "
+      f"land within {max(abs(r.ratio - 1) for r in rtx):.0%}."
+      + "".join(f" {r.key} misses by {r.ratio - 1:+.0%}." for r in far))
+
 # %% [markdown]
-# Four of the five in-scope logs land within 15%, and the three that size
-# their cache from 2-3 GiB of slack (the RTX 3090s, where the activation peak
-# of a 20,000- or 29,000-token profiling pass is most of the reserve) within
-# 2%. The L40S run misses high (the line above): its log is the "before" run of
-# a pull request whose change the quoted excerpt does not show, and nothing in
-# the rule above accounts for the 5 GiB it held back; it stays in the ledger as
-# a miss.
+# The L40S run's log is the "before" run of a pull request whose change the
+# quoted excerpt does not show, and nothing in the rule above accounts for the
+# memory it held back: it stays in the ledger as a miss. The SGLang row is
+# planned about an eighth high: SGLang measures the free memory after its
+# CUDA context and communicators are up, which the course's one constant for
+# the memory outside torch, taken from single-GPU vLLM logs, undercounts at
+# TP4.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Explore the planner

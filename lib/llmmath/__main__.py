@@ -85,7 +85,8 @@ def _model_and_deployment_args(p: argparse.ArgumentParser) -> None:
                      help="instead: a share of each chip's datasheet HBM for weights + KV cache, nothing held back "
                           "(1.0: the roofline's most optimistic capacity)")
     p.add_argument("--engine", choices=["vllm", "sglang"], default="vllm",
-                   help="whose memory rule sizes the KV cache (default vllm)")
+                   help="whose memory rule sizes the KV cache (default vllm); for sglang give its mem_fraction_static "
+                        "as --gpu-memory-utilization")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -148,7 +149,7 @@ def _parser() -> argparse.ArgumentParser:
 # which flag a library error is about, from the argument name its message starts with or mentions
 _FLAGS = [("prefill pool", "--prefill-chips"), ("no batch of", "--chips"), ("chip or system", "--chip"), ("names no chip", "--chip"),
           ("usable_hbm_fraction", "--usable-hbm-fraction"), ("gpu_memory_utilization", "--gpu-memory-utilization"),
-          ("runtime memory", "--usable-hbm-fraction"), ("n_chips", "--chips"), ("tp=", "--tp"),
+          ("runtime memory", "--chip"), ("n_chips", "--chips"), ("tp=", "--tp"),
           ("ep=", "--ep"), ("dp=", "--dp"), ("pp=", "--pp"), ("context", "--context"), ("batch", "--batch"),
           ("prompt_tokens", "--prompt-tokens"), ("usd_per_chip_hour", "--usd-per-chip-hour"), ("dtype", "--weight-dtype"),
           ("max_tpot_s", "--max-tpot-ms"), ("input_tokens", "--input-tokens"), ("output_tokens", "--output-tokens"),

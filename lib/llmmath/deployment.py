@@ -295,7 +295,7 @@ def runtime_memory_bytes(chip) -> float:
         known = [k for k in hardware.names() if hardware.get(k).runtime_memory_bytes]
         raise KeyError(f"no runtime memory figure (the total its runtime reports) for chip {c.key!r}, so no engine's "
                        f"KV cache can be sized on it; chips with one: {', '.join(known)}; or give "
-                       f"usable_hbm_fraction= to take a share of its datasheet HBM instead")
+                       f"usable_hbm_fraction= (--usable-hbm-fraction) to take a share of its datasheet HBM instead")
     return float(c.runtime_memory_bytes)
 
 

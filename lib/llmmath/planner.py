@@ -199,7 +199,7 @@ class Plan:
                 ("context", f"{self.context:,.0f} tokens"),
                 ("usable HBM per chip", usable),
                 ("weights per chip", f"{w} of {u} usable"),
-                ("KV cache per sequence", fmt_bytes(self.kv_bytes_per_sequence)),
+                ("KV cache per sequence (all chips)", fmt_bytes(self.kv_bytes_per_sequence)),
                 ("fits", self._fits_text()),
                 ("KV cache tokens per replica (as the engine logs them)", f"{self.kv_cache_tokens:,.0f}"),
                 ("max batch at this context", f"{self.max_batch:,.0f}"),

@@ -93,7 +93,8 @@ class Prediction:
         for name, rate in self.waterfall:
             rows.append(f"{name:<{w}} {rate:>18,.0f} {rate / top:>10.0%}")
         rows.append(f"{self.phase}, batch {self.batch:,.0f} sequences over the deployment"
-                    + ("" if math.isnan(self.step_s) else f", time per output token {self.step_s * 1e3:.2f} ms"))
+                    + ("" if math.isnan(self.step_s) else f", time per output token {self.step_s * 1e3:.2f} ms")
+                    + ("" if math.isnan(self.ttft_s) else f", time to first token (idle) {self.ttft_s * 1e3:.1f} ms"))
         return "\n".join(rows)
 
     def to_dict(self) -> dict:
