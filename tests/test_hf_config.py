@@ -229,3 +229,32 @@ def test_a_multimodal_config_reads_its_language_model_and_says_so():
     assert m.total_params == hand                                          # 23,572,403,200
     assert 0.97 < m.total_params / 24e9 < 1                                # "24B" counts the ~0.4B vision tower too
     assert "vision_config and the projector are not counted" in m.note
+
+
+def test_gemma_3_reads_exactly_with_its_tied_head_windows_and_four_norms():
+    # Gemma 3 27B and 12B (google/gemma-3-27b-it and -12b-it config.json, text_config; Gemma3TextConfig's defaults
+    # for what they omit: vocab_size 262,208, a tied head). The language models' published counts, from their
+    # checkpoints: 27,009,346,304 and 11,766,034,176 (27B total with the 417M SigLIP tower and the projector:
+    # 27,432,406,640). Per layer: q, k, v, o; a GeGLU MLP; four RMSNorms (before and after each block) and per-head
+    # q and k norms; every sixth layer global, the other five attend through a 1,024-token window
+    g27 = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+           "text_config": {"model_type": "gemma3_text", "hidden_size": 5376, "intermediate_size": 21504,
+                           "num_hidden_layers": 62, "num_attention_heads": 32, "num_key_value_heads": 16,
+                           "head_dim": 128, "query_pre_attn_scalar": 168, "sliding_window": 1024,
+                           "sliding_window_pattern": 6, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}},
+           "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152}}
+    with pytest.warns(UserWarning, match="vision_config and the projector are not counted"):
+        m = models.from_hf_config(g27, name="gemma-3-27b")
+    layer = 5376 * 4096 + 2 * 5376 * 2048 + 4096 * 5376 + 3 * 5376 * 21504 + 4 * 5376 + 2 * 128
+    assert m.total_params == 62 * layer + 262208 * 5376 + 5376 == 27_009_346_304
+    assert m.tied_embeddings and m.n_window_layers == 52 and m.sliding_window == 1024
+    # a 32k sequence's cache: 10 global layers hold every position, 52 windowed ones 1,024 (K and V, 16 heads of 128)
+    assert m.kv_bytes_per_sequence(32768) == (10 * 32768 + 52 * 1024) * 2 * 16 * 128 * 2
+    g12 = {"model_type": "gemma3_text", "hidden_size": 3840, "intermediate_size": 15360, "num_hidden_layers": 48,
+           "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256, "query_pre_attn_scalar": 256,
+           "sliding_window": 1024, "sliding_window_pattern": 6}
+    m12 = models.from_hf_config(g12, name="gemma-3-12b")
+    assert m12.total_params == 11_766_034_176 and m12.n_window_layers == 40
+    # an explicit untied head is honoured
+    assert models.from_hf_config(g12 | {"tie_word_embeddings": False}, name="u").total_params \
+        == 11_766_034_176 + 262208 * 3840

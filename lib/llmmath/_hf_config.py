@@ -31,6 +31,11 @@ kimi_k2                ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim`
 gpt_oss                attention sinks, q/k/v/o biases, biased experts, a biased router;
                        ``layer_types`` (``sliding_attention`` / ``full_attention``) with
                        ``sliding_window``
+gemma3_text            (Gemma 3's language model; ``gemma3`` reads it from ``text_config``)
+                       ``intermediate_size`` (GeGLU), per-head q/k RMSNorm, four RMSNorms a
+                       layer, a tied head by default, ``vocab_size`` 262,208 by default
+                       (Gemma3TextConfig), every ``sliding_window_pattern``-th layer global
+                       and the rest windowed (or ``layer_types``)
 gpt2                   ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default 4 d),
                        ``n_positions`` learned positions, LayerNorm, biases, tied head
 =====================  ==================================================================
@@ -68,7 +73,9 @@ rope_interleave router_jitter_noise embd_pdrop resid_pdrop
 attn_pdrop summary_activation summary_first_dropout summary_proj_to_labels summary_type summary_use_proj
 scale_attn_weights scale_attn_by_inverse_layer_idx reorder_and_upcast_attn activation_function n_ctx
 task_specific_params max_window_layers use_sliding_window
-no_rope_layers no_rope_layer_interval""".split())
+no_rope_layers no_rope_layer_interval
+query_pre_attn_scalar rope_local_base_freq final_logit_softcapping attn_logit_softcapping hidden_activation
+cache_implementation""".split())
 # (NoPE layers, SmolLM3's no_rope_layers and Llama 4's interval, skip the rotary embedding: no weight, no cache byte.)
 
 
@@ -82,7 +89,7 @@ def _sizes_nothing(value) -> bool:
     return isinstance(value, (list, tuple, dict, str)) and len(value) == 0
 
 _FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
-             "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2")
+             "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text")
 
 
 def _load(path_or_dict) -> tuple[dict, str]:
@@ -139,6 +146,7 @@ class _Reader:
 _ARCHITECTURES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
                   "Qwen2ForCausalLM": "qwen2", "Qwen2MoeForCausalLM": "qwen2_moe", "Qwen3ForCausalLM": "qwen3",
                   "Qwen3MoeForCausalLM": "qwen3_moe", "DeepseekV2ForCausalLM": "deepseek_v2",
+                  "Gemma3ForCausalLM": "gemma3_text",
                   "DeepseekV3ForCausalLM": "deepseek_v3", "GptOssForCausalLM": "gpt_oss", "GPT2LMHeadModel": "gpt2"}
 
 # Parts of a field's name that say it sizes weights (experts, widths, heads, layers, a nested sub-model's
@@ -205,10 +213,12 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
         kw["head_dim"] = d // kw["n_heads"]
     else:
         d, nh = r.int("hidden_size"), r.int("num_attention_heads")
+        gemma = mt == "gemma3_text"                     # Gemma3TextConfig's defaults: a tied head, 262,208 tokens
         kw.update(n_layers=r.int("num_hidden_layers"), d_model=d, n_heads=nh,
-                  n_kv_heads=r.int("num_key_value_heads", nh), vocab=r.int("vocab_size"),
+                  n_kv_heads=r.int("num_key_value_heads", nh),
+                  vocab=r.int("vocab_size", 262208) if gemma else r.int("vocab_size"),
                   max_context=r.int("max_position_embeddings", 0),
-                  tied_embeddings=bool(r.get("tie_word_embeddings", False)))
+                  tied_embeddings=bool(r.get("tie_word_embeddings", gemma)))
         kw["head_dim"] = r.int("head_dim", d // nh) if r.has("head_dim") else d // nh
         r.used.add("head_dim")
         kw["attn_bias"] = bool(r.get("attention_bias", False))
@@ -217,8 +227,10 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
             kw["qkv_bias"], kw["attn_bias"] = not kw["attn_bias"], kw["attn_bias"]
         if mt in ("qwen3", "qwen3_moe"):
             kw["qk_norm"] = True
+        if gemma:
+            kw.update(qk_norm=True, sandwich_norms=True)
         _sliding(r, mt, kw)
-        if mt in ("llama", "mistral", "qwen2", "qwen3"):
+        if mt in ("llama", "mistral", "qwen2", "qwen3", "gemma3_text"):
             kw["d_ff"] = r.int("intermediate_size")
         elif mt == "mixtral":
             kw.update(d_ff=0, n_experts=r.int("num_local_experts"), experts_per_token=r.int("num_experts_per_tok"),
@@ -291,6 +303,11 @@ def _sliding(r: _Reader, mt: str, kw: dict) -> None:
             first = r.int("max_window_layers", kw["n_layers"])
             if kw["n_layers"] - first:
                 kw.update(sliding_window=int(window), n_window_layers=kw["n_layers"] - first)
+        return
+    if mt == "gemma3_text":                           # every pattern-th layer global, the others windowed
+        pattern = r.int("sliding_window_pattern", 6)
+        n_global = kw["n_layers"] // pattern
+        kw.update(sliding_window=int(window), n_window_layers=kw["n_layers"] - n_global)
         return
     if mt in ("mistral", "llama", "mixtral") and int(window) < kw["max_context"]:
         kw.update(sliding_window=int(window), n_window_layers=kw["n_layers"])

@@ -42,7 +42,7 @@ __all__ = ["Model", "get", "names", "catalog", "from_hf_config"]
 
 _STR_FIELDS = ("key", "name", "norm", "pos_embedding", "source", "published_total_source", "note")
 _BOOL_FIELDS = ("gated_mlp", "tied_embeddings", "qk_norm", "attn_bias", "qkv_bias", "mlp_bias", "attn_sinks",
-                "router_bias", "shared_expert_gate")
+                "router_bias", "shared_expert_gate", "sandwich_norms")
 _INT_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab", "max_context",
                "n_experts", "experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers",
                "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
@@ -56,6 +56,7 @@ class Model:
 
     Field names follow the config files (see ``data/models.toml``). A zero in the
     MoE fields means a dense model; a zero ``kv_lora_rank`` means standard attention.
+    ``sandwich_norms``: an RMSNorm after each block as well as before it (Gemma 2 and 3: four a layer).
     ``n_mtp_layers``: multi-token-prediction modules the checkpoint carries beside the model (DeepSeek-V3's one),
     counted apart (:attr:`mtp_params`, :attr:`checkpoint_params`): served without MTP they are not loaded.
     ``sliding_window`` (tokens) and ``n_window_layers``: that many of the layers attend
@@ -99,6 +100,7 @@ class Model:
     n_window_layers: int = 0
     n_mtp_layers: int = 0
     shared_expert_gate: bool = False
+    sandwich_norms: bool = False
     published_total_params: float = 0
     published_active_params: float = 0
     source: str = ""
@@ -263,7 +265,8 @@ class Model:
         return 0 if self.tied_embeddings else self.vocab * self.d_model
 
     def _layer_params(self, mlp: int) -> int:
-        return self.attention_params_per_layer + mlp + 2 * self._norm_params(self.d_model)
+        norms = 4 if self.sandwich_norms else 2          # Gemma 2/3 also norm each block's output
+        return self.attention_params_per_layer + mlp + norms * self._norm_params(self.d_model)
 
     @property
     def total_params(self) -> int:
