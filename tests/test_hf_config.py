@@ -258,3 +258,23 @@ def test_gemma_3_reads_exactly_with_its_tied_head_windows_and_four_norms():
     # an explicit untied head is honoured
     assert models.from_hf_config(g12 | {"tie_word_embeddings": False}, name="u").total_params \
         == 11_766_034_176 + 262208 * 3840
+
+
+def test_glm_4_5_air_reads_exactly_with_its_mtp_module_apart():
+    # zai-org/GLM-4.5-Air config.json (as transformers loads it). Its checkpoint holds 110,468,824,832 parameters, of
+    # which its one MTP layer is 3,616,573,568: the model served without MTP is 106,852,251,264 ("106B" on the card)
+    glm = {"architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "attention_bias": True,
+           "first_k_dense_replace": 1, "head_dim": 128, "hidden_size": 4096, "intermediate_size": 10944,
+           "max_position_embeddings": 131072, "moe_intermediate_size": 1408, "n_group": 1, "n_routed_experts": 128,
+           "n_shared_experts": 1, "norm_topk_prob": True, "num_attention_heads": 96, "num_experts_per_tok": 8,
+           "num_hidden_layers": 46, "num_key_value_heads": 8, "num_nextn_predict_layers": 1,
+           "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-05, "rope_theta": 1000000, "routed_scaling_factor": 1.0,
+           "tie_word_embeddings": False, "topk_group": 1, "use_qk_norm": False, "vocab_size": 151552}
+    m = models.from_hf_config(glm, name="glm-4.5-air")
+    attn = 4096 * 12288 + 2 * 4096 * 1024 + 12288 * 4096 + 12288 + 2 * 1024           # q, k, v (with biases), o
+    moe = 128 * 3 * 4096 * 1408 + 3 * 4096 * 1408 + 4096 * 128 + 128                 # routed, shared, router and bias
+    hand = attn * 46 + 3 * 4096 * 10944 + 45 * moe + 46 * 2 * 4096 + 2 * 151552 * 4096 + 4096
+    assert m.total_params == hand == 106_852_251_264
+    assert m.mtp_params == 3_616_573_568 and m.checkpoint_params == 110_468_824_832
+    # the card's "12B active" leaves out the embedding and the head
+    assert round((m.active_params - 2 * 151552 * 4096) / 1e9) == 12

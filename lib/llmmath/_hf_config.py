@@ -36,6 +36,11 @@ gemma3_text            (Gemma 3's language model; ``gemma3`` reads it from ``tex
                        layer, a tied head by default, ``vocab_size`` 262,208 by default
                        (Gemma3TextConfig), every ``sliding_window_pattern``-th layer global
                        and the rest windowed (or ``layer_types``)
+glm4_moe               GLM-4.5: DeepSeek's MoE layout (``n_routed_experts``, ``n_shared_experts``,
+                       ``moe_intermediate_size``, ``first_k_dense_replace`` dense layers of
+                       ``intermediate_size``, its MTP modules) on grouped-query attention with
+                       q/k/v biases when ``attention_bias``, q/k norms when ``use_qk_norm``, and
+                       a routing bias (GLM-4.5's router always has one)
 gpt2                   ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default 4 d),
                        ``n_positions`` learned positions, LayerNorm, biases, tied head
 =====================  ==================================================================
@@ -75,7 +80,7 @@ scale_attn_weights scale_attn_by_inverse_layer_idx reorder_and_upcast_attn activ
 task_specific_params max_window_layers use_sliding_window
 no_rope_layers no_rope_layer_interval
 query_pre_attn_scalar rope_local_base_freq final_logit_softcapping attn_logit_softcapping hidden_activation
-cache_implementation""".split())
+cache_implementation partial_rotary_factor""".split())
 # (NoPE layers, SmolLM3's no_rope_layers and Llama 4's interval, skip the rotary embedding: no weight, no cache byte.)
 
 
@@ -89,7 +94,7 @@ def _sizes_nothing(value) -> bool:
     return isinstance(value, (list, tuple, dict, str)) and len(value) == 0
 
 _FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
-             "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text")
+             "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text", "glm4_moe")
 
 
 def _load(path_or_dict) -> tuple[dict, str]:
@@ -146,7 +151,7 @@ class _Reader:
 _ARCHITECTURES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
                   "Qwen2ForCausalLM": "qwen2", "Qwen2MoeForCausalLM": "qwen2_moe", "Qwen3ForCausalLM": "qwen3",
                   "Qwen3MoeForCausalLM": "qwen3_moe", "DeepseekV2ForCausalLM": "deepseek_v2",
-                  "Gemma3ForCausalLM": "gemma3_text",
+                  "Gemma3ForCausalLM": "gemma3_text", "Glm4MoeForCausalLM": "glm4_moe",
                   "DeepseekV3ForCausalLM": "deepseek_v3", "GptOssForCausalLM": "gpt_oss", "GPT2LMHeadModel": "gpt2"}
 
 # Parts of a field's name that say it sizes weights (experts, widths, heads, layers, a nested sub-model's
@@ -239,6 +244,12 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
             _qwen_moe(r, mt, kw)
         elif mt in ("deepseek_v2", "deepseek_v3", "kimi_k2"):
             _deepseek(r, kw)
+        elif mt == "glm4_moe":
+            kw.update(qkv_bias=kw["attn_bias"], attn_bias=False, qk_norm=bool(r.get("use_qk_norm", False)),
+                      d_ff=r.int("intermediate_size"), n_experts=r.int("n_routed_experts"),
+                      experts_per_token=r.int("num_experts_per_tok"), n_shared_experts=r.int("n_shared_experts", 0),
+                      d_ff_expert=r.int("moe_intermediate_size"), n_dense_layers=r.int("first_k_dense_replace", 0),
+                      router_bias=True, n_mtp_layers=r.int("num_nextn_predict_layers", 0))
         elif mt == "gpt_oss":
             k = r.int("num_experts_per_tok") if r.has("num_experts_per_tok") else r.int("experts_per_token")
             r.used.update({"num_experts_per_tok", "experts_per_token"})
