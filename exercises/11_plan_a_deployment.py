@@ -93,7 +93,7 @@ ok = check_answer("11.7", answer)
 # ### Problem 8 — the KV cache an engine actually gives you
 # vLLM serves Llama 3.1 70B in bf16 on four H100s (TP4) with its defaults:
 # `gpu_memory_utilization` 0.9 of the 85,045,477,376 bytes CUDA reports per
-# GPU, a profiling pass over 8,192 tokens, 0.35 GiB outside torch. The model:
+# GPU, a profiling pass over 8,192 tokens, 0.25 GiB outside torch. The model:
 # 70,553,706,496 parameters; 80 layers, d 8,192, MLP 28,672, 8 KV heads of 128.
 # How many tokens of KV cache does it log ("GPU KV cache size"), in blocks of
 # 16 tokens? (The activation peak: 8,192 tokens × (3 d + 3 × MLP / TP) × 2 bytes.)

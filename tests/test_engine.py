@@ -45,6 +45,11 @@ def test_the_engine_prices_its_steps_with_predicts_step_model():
         sm = engine.step_model(d)
         for n, P, Q in ((1, 0, 0), (1, 36 * 16384, 0), (64, 64 * 36 * 4000, 0), (2000, 0, 1e9), (9000, 0, 0)):
             assert sm.time_s(n, P, Q) == pytest.approx(float(predict.step(d, n, P, Q).time_s), rel=1e-9)
+        # the positions it counts are the model's (windowed or not): cached ones while decoding, prompt chunks'
+        ctx, done, chunk = np.array([100.0, 5000.0]), np.array([0.0, 300.0]), np.array([700.0, 0.0])
+        assert sm.kv_positions(ctx) == pytest.approx(float(np.sum(d.model.cached_positions(ctx))), rel=1e-12)
+        assert sm.prefill_positions(done, chunk) == pytest.approx(
+            float(np.sum(d.model.prefill_positions(done + chunk) - d.model.prefill_positions(done))), rel=1e-12)
 
 
 def test_alone_a_request_takes_one_prefill_step_then_batch_one_steps():

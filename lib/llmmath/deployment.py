@@ -56,12 +56,13 @@ import math
 import numpy as np
 
 from . import _catalog, hardware, models
-from ._validate import finite_result, positive, positive_int, result, scalar, whole
+from ._validate import finite_result, in_range, positive, positive_int, result, scalar, whole
 from .hardware import default_compute_dtype
 from .units import dtype_bytes, dtype_label
 
-__all__ = ["Placement", "check_placement", "Deployment", "StageStep", "expected_busiest_chip_experts", "chip_and_count", "placements",
-           "most_sequences"]
+__all__ = ["Placement", "check_placement", "Deployment", "StageStep", "expected_busiest_chip_experts", "chip_and_count",
+           "placements", "most_sequences", "GPU_MEMORY_UTILIZATION", "runtime_memory_bytes", "default_token_budget",
+           "activation_peak_bytes", "engine_memory"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -410,16 +411,13 @@ class Deployment:
         self.reserve_bytes = {}
         if usable_hbm_fraction is not None:                      # the datasheet view
             self.memory_view = "datasheet"
-            usable = float(positive("usable_hbm_fraction", scalar("usable_hbm_fraction", usable_hbm_fraction)))
-            if usable > 1:
-                raise ValueError(f"usable_hbm_fraction must be in (0, 1], got {usable_hbm_fraction!r}")
+            usable = float(in_range("usable_hbm_fraction", scalar("usable_hbm_fraction", usable_hbm_fraction), 0, 1,
+                                    low_open=True))
             usable_bytes = usable * c.hbm_bytes
         else:                                                    # the engine view
             self.memory_view = engine
-            util = GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else float(
-                positive("gpu_memory_utilization", scalar("gpu_memory_utilization", gpu_memory_utilization)))
-            if util > 1:
-                raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {gpu_memory_utilization!r}")
+            util = GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else float(in_range(
+                "gpu_memory_utilization", scalar("gpu_memory_utilization", gpu_memory_utilization), 0, 1, low_open=True))
             self.gpu_memory_utilization = util
             total = runtime_memory_bytes(c)
             other = float(engine_memory()["non_torch_bytes"])

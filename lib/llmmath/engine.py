@@ -68,7 +68,7 @@ class StepModel:
         one = float(step(d, 1.0, eplb=eplb).time_s)
         self.kv_position_s = (float(step(d, 1.0, self._PROBE, eplb=eplb).time_s) - one) / self._PROBE
         self.prefill_position_s = (float(step(d, 1.0, 0.0, self._PROBE, eplb=eplb).time_s) - one) / self._PROBE
-        self._table = np.empty(0)
+        self._times: list = [0.0]                     # step seconds by whole tokens (index 0 unused), plain floats
         self._extend(1024)
         per_layer = float(m.kv_bytes_per_token_per_layer(d.b_kv))
         self.kv_bytes_per_token = per_layer * m.n_layers / d.tp_kv
@@ -77,17 +77,9 @@ class StepModel:
         self.n_layers, self.n_window_layers, self.window = m.n_layers, m.n_window_layers, m.sliding_window
 
     def _extend(self, n: int) -> None:
-        tokens = np.arange(max(self._table.size, 1), n + 1, dtype=float)
-        self._table = np.concatenate([self._table if self._table.size else np.zeros(1),
-                                      np.asarray(step(self.deployment, tokens, eplb=self.eplb).time_s, dtype=float)])
-        self._times = self._table.tolist()                 # plain floats: the engine reads one a step
-
-    def tokens_s(self, n_tokens: float) -> float:
-        """A step of ``n_tokens`` tokens (whole, >= 1) with no cached or prefill positions (seconds)."""
-        n = int(n_tokens + 0.5)
-        if n >= len(self._times):
-            self._extend(2 * n)
-        return self._times[n]
+        """Price steps of up to ``n`` tokens (one vectorized call of :func:`~llmmath.predict.step`)."""
+        tokens = np.arange(len(self._times), n + 1, dtype=float)
+        self._times += np.asarray(step(self.deployment, tokens, eplb=self.eplb).time_s, dtype=float).tolist()
 
     def time_s(self, n_tokens, kv_positions=0.0, prefill_positions=0.0) -> float:
         """The step time of :func:`llmmath.predict.step` for this shape (seconds)."""
@@ -97,10 +89,11 @@ class StepModel:
         return self._times[n] + kv_positions * self.kv_position_s + prefill_positions * self.prefill_position_s
 
     def kv_positions(self, contexts) -> float:
-        """Cached positions summed over layers for decoding sequences at ``contexts`` (tokens, an array)."""
+        """Cached positions summed over layers for decoding sequences at ``contexts`` (tokens, an array):
+        :meth:`~llmmath.models.Model.cached_positions`, summed (without windowed layers its form ``n_layers L``
+        inline: the engine asks every step)."""
         if self.n_window_layers:
-            return float((self.n_layers - self.n_window_layers) * contexts.sum()
-                         + self.n_window_layers * np.minimum(contexts, self.window).sum())
+            return float(np.sum(self.deployment.model.cached_positions(contexts)))
         return float(self.n_layers * contexts.sum())
 
     def prefill_positions(self, done, chunk) -> float:
@@ -108,16 +101,14 @@ class StepModel:
         over chunks and layers (:meth:`~llmmath.models.Model.prefill_positions`; arrays)."""
         if self.n_window_layers:
             m = self.deployment.model
-            go = chunk > 0
-            return float(np.sum(m.prefill_positions(done[go] + chunk[go]) - m.prefill_positions(done[go])))
-        return float(self.n_layers * np.sum(chunk * done + chunk * (chunk - 1.0) / 2.0))
+            return float(np.sum(m.prefill_positions(done + chunk) - m.prefill_positions(done)))
+        return float(self.n_layers * np.sum(chunk * done + chunk * (chunk - 1.0) / 2.0))   # full layers, inline
 
     def held_tokens(self, tokens):
         """KV one sequence of ``tokens`` written positions holds, in tokens of a full-attention cache (array):
-        ``(n_full L + n_window min(L, w)) / n_layers`` (= L without windowed layers)."""
+        :meth:`~llmmath.models.Model.cached_positions` over the layers (= L without windowed layers)."""
         if self.n_window_layers:
-            return ((self.n_layers - self.n_window_layers) * tokens
-                    + self.n_window_layers * np.minimum(tokens, self.window)) / self.n_layers
+            return self.deployment.model.cached_positions(tokens) / self.n_layers
         return tokens
 
 
@@ -399,7 +390,7 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
             # one prompt chunk beside the decoders, priced and booked with scalars
             c, oi = chunk, o
             kv_dec = sm.n_layers * (written - float(ins_r[oi] + gen[oi]))
-            pf_pos = sm.n_layers * (c * float(done_pf[oi]) + c * (c - 1.0) / 2.0)
+            pf_pos = sm.n_layers * (c * float(done_pf[oi]) + c * (c - 1.0) / 2.0)   # prefill_positions, full layers
             span = sm.time_s(n_dec + c, kv_dec, pf_pos) + step_extra_s
             steps += 1
             left_pf[oi] -= c

@@ -429,13 +429,8 @@ class Model:
             ValueError: ``seq_len`` not above 0.
         """
         L = positive("seq_len", seq_len)
-        full = self.n_full_attention_layers * L / 2.0
-        if not self.n_window_layers:
-            return result(full)
-        w = float(self.sliding_window)
-        win = np.where(L - 1.0 <= w, L / 2.0,
-                       (w * (w + 1.0) / 2.0 + (L - 1.0 - w) * w) / L + 0.5)
-        return result(full + self.n_window_layers * win)
+        full, win = self._causal_positions(L)
+        return result(self.n_full_attention_layers * L / 2.0 + self.n_window_layers * (win / L + 0.5))
 
     @property
     def n_full_attention_layers(self) -> int:
@@ -472,14 +467,17 @@ class Model:
         Raises:
             ValueError: negative or NaN ``prompt_tokens``.
         """
-        T = non_negative("prompt_tokens", prompt_tokens)
-        full = T * np.maximum(T - 1.0, 0.0) / 2.0
-        if self.n_window_layers:
-            w = float(self.sliding_window)
-            win = np.where(T - 1.0 <= w, full, w * (w + 1.0) / 2.0 + (T - 1.0 - w) * w)
-        else:
-            win = 0.0
+        full, win = self._causal_positions(non_negative("prompt_tokens", prompt_tokens))
         return result(self.n_full_attention_layers * full + self.n_window_layers * win)
+
+    def _causal_positions(self, T):
+        """(full, windowed): earlier positions ``T`` causal tokens attend to in one full and one windowed layer,
+        ``sum_i i`` and ``sum_i min(i, w)`` over ``i = 0..T-1`` (0 for a model without windows)."""
+        full = T * np.maximum(T - 1.0, 0.0) / 2.0
+        if not self.n_window_layers:
+            return full, 0.0 * T
+        w = float(self.sliding_window)
+        return full, np.where(T - 1.0 <= w, full, w * (w + 1.0) / 2.0 + (T - 1.0 - w) * w)
 
     @finite_result
     def flops_per_token(self, context=0) -> float | np.ndarray:
