@@ -36,23 +36,25 @@ gemma3_text            (Gemma 3's language model; ``gemma3`` reads it from ``tex
                        layer, a tied head by default, ``vocab_size`` 262,208 by default
                        (Gemma3TextConfig), every ``sliding_window_pattern``-th layer global
                        and the rest windowed (or ``layer_types``)
-glm4_moe               GLM-4.5: DeepSeek's MoE layout (``n_routed_experts``, ``n_shared_experts``,
-                       ``moe_intermediate_size``, ``first_k_dense_replace`` dense layers of
-                       ``intermediate_size``, its MTP modules) on grouped-query attention with
-                       q/k/v biases when ``attention_bias``, q/k norms when ``use_qk_norm``, and
-                       a routing bias (GLM-4.5's router always has one)
+glm4_moe               GLM-4.5: DeepSeek's MoE layout (``n_routed_experts``,
+                       ``n_shared_experts``, ``moe_intermediate_size``,
+                       ``first_k_dense_replace`` dense layers of ``intermediate_size``,
+                       its MTP modules) on grouped-query attention: q/k/v biases when
+                       ``attention_bias``, q/k norms when ``use_qk_norm``, and a routing
+                       bias (GLM-4.5's router always has one)
 gpt2                   ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default 4 d),
                        ``n_positions`` learned positions, LayerNorm, biases, tied head
 =====================  ==================================================================
 
 Fields that do not change a parameter count or a KV byte (token ids, rope
-settings, NoPE layers, dropout, initialisation, dtype, quantisation metadata...) are listed in
-``_NO_EFFECT`` and skipped, and so is any field whose value is zero, null, false or empty: it
-sizes nothing, whatever its name. A multimodal config whose language model sits in ``text_config``
-is read from there, with a warning that the vision tower is not counted. Anything else is *unmodelled*. One whose name says it
-sizes weights (:func:`holds_parameters`: experts, widths, heads, layers, a nested
-sub-model's config) makes the reader refuse the config, naming it, since the
-count would leave those weights out; any other goes into
+settings, NoPE layers, dropout, initialisation, dtype, quantisation metadata...)
+are listed in ``_NO_EFFECT`` and skipped, and so is any field whose value is
+zero, null, false or empty: it sizes nothing, whatever its name. A multimodal
+config whose language model sits in ``text_config`` is read from there, with a
+warning that the vision tower is not counted. Anything else is *unmodelled*. One
+whose name says it sizes weights (:func:`holds_parameters`: experts, widths,
+heads, layers, a nested sub-model's config) makes the reader refuse the config,
+naming it, since the count would leave those weights out; any other goes into
 ``Model.unmodelled_config_fields`` and a warning, never silently dropped. Without
 ``model_type``, the family comes from ``architectures`` by exact class name
 (``_ARCHITECTURES``), never by a part of one.
@@ -188,9 +190,8 @@ def _language_model(cfg: dict, where: str, warn: bool) -> tuple[dict, str]:
     if not isinstance(inner, dict) or not inner or cfg.get("model_type") in _FAMILIES:
         return cfg, ""
     text = dict(inner)
-    for field in ("tie_word_embeddings",):           # a top-level setting the text model inherits
-        if field in cfg and field not in text:
-            text[field] = cfg[field]
+    if "tie_word_embeddings" in cfg and "tie_word_embeddings" not in text:     # a top-level setting it inherits
+        text["tie_word_embeddings"] = cfg["tie_word_embeddings"]
     left = [k for k in ("vision_config", "audio_config") if cfg.get(k)]
     said = (f"a multimodal config (model_type {cfg.get('model_type')!r}): its language model, text_config "
             f"(model_type {text.get('model_type')!r}), is read; "
