@@ -69,8 +69,9 @@ from llmmath.course.explorers.ch12 import DEPLOYMENTS
 # steps with the same function.
 #
 # Three deployments: Llama-3.1-70B at the largest batch whose KV fits the
-# memory vLLM gives its cache (chapter 11), DeepSeek-V3 at the 88 sequences per GPU its service ran (with one MTP
-# token), and Llama-3.1-8B serving one user:
+# memory vLLM gives its cache (chapter 11), DeepSeek-V3 at the 88 sequences
+# per GPU its service ran (with one MTP token), and Llama-3.1-8B serving one
+# user:
 
 # %%
 workloads = {"Llama-3.1-70B, 8 x H100, TP8, bf16": dict(input_tokens=2000, output_tokens=200),
