@@ -201,6 +201,9 @@ def test_fmt_bytes_binary_by_hand():
     assert units.fmt_bytes_binary(4096) == "4 KiB"
     assert units.fmt_bytes_binary(8) == "8 B"
     assert units.fmt_bytes_binary(24 * 2**30) == "24 GiB"
+    # rounding that adds a whole digit keeps it whole (hypothesis found 999.5 TiB printed as '1e+03 TiB')
+    assert units.fmt_bytes_binary(1_098_961_871_962_112.0) == "1000 TiB"
+    assert units.fmt_bytes_binary(999.5) == "1000 B"
     assert units.fmt_bytes_binary(1023.96 * 1024) == "1 MiB"                # rounding carries into the next prefix
     assert units.fmt_bytes_binary(1000 * 1024) == "1000 KiB"                # not "1e+03 KiB"
     assert units.fmt_bytes_binary(1023) == "1023 B"                         # the whole part is never rounded

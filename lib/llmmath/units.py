@@ -136,7 +136,8 @@ def fmt_bytes_binary(n_bytes: float, digits: int = 3) -> str:
     def rounded(k):
         m = value / _IEC[k][0]
         nd = max(digits, len(str(int(abs(m)))))
-        return float(f"{m:.{nd}g}"), nd
+        r = float(f"{m:.{nd}g}")
+        return r, max(nd, len(str(int(abs(r)))))         # 999.5 rounds to 1000: four whole digits, not '1e+03'
 
     mantissa, nd = rounded(k)
     if abs(mantissa) >= 1024 and k + 1 < len(_IEC):     # 1023.9 KiB rounds to 1024: say 1 MiB
