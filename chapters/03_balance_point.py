@@ -563,8 +563,8 @@ for chip, color in (("h100-sxm", "C0"), ("b200", "C3")):
         ax.loglog([mm.total_params], [serving.balance_batch(m, chip)], "o" if mm.is_moe else "s", color=color)
         if chip == "h100-sxm":
             # labels above-right of their points; the largest models' (at the right edge) to the left, the
-            # 405B's below its square, clear of the 70B's
-            big, low = mm.total_params > 3e11, m == "llama-3.1-405b"
+            # 405B's and Qwen3-Next's below their markers, clear of the 70B's and gpt-oss's
+            big, low = mm.total_params > 3e11, m in ("llama-3.1-405b", "qwen3-next-80b-a3b")
             ax.annotate(m, (mm.total_params, serving.balance_batch(m, chip)), fontsize=8, textcoords="offset points",
                         xytext=(-3 if big else 3, -6 if low else 3), ha="right" if big else "left",
                         va="top" if low else "baseline")

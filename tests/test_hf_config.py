@@ -166,7 +166,7 @@ def test_without_model_type_the_architecture_is_matched_exactly():
     assert models.from_hf_config(cfg).total_params == 8_030_261_248        # LlamaForCausalLM, exactly
     # Llama 4 Scout (109B total) and Qwen3-Next (80B) once matched "llama" and "qwen3" by substring
     # and came back as 11.1B and 3.0B with only a warning
-    for arch in ("Llama4ForCausalLM", "Qwen3NextForCausalLM", "MyLlamaForCausalLM"):
+    for arch in ("Llama4ForCausalLM", "NemotronHForCausalLM", "MyLlamaForCausalLM"):
         with pytest.raises(ValueError, match=f"'{arch}'.*no class this reader knows"):
             models.from_hf_config(cfg | {"architectures": [arch]})
 
@@ -269,11 +269,35 @@ def test_glm_4_5_air_reads_exactly_with_its_mtp_module_apart():
     assert round((m.active_params - 2 * 151552 * 4096) / 1e9) == 12
 
 
-def test_hybrid_and_chunked_attention_configs_are_refused_naming_what_is_missing():
-    # Qwen3-Next (Gated DeltaNet layers beside gated full attention) and Llama 4 Scout (chunked local attention, NoPE
-    # layers, a dense MLP width of its own) are not yet layer kinds the course reads: counting them as plain attention
-    # would overstate Qwen3-Next's KV cache 4x, so the reader refuses them and says what it cannot read
-    with pytest.raises(ValueError, match="model_type 'qwen3_next' is not one this reader understands"):
-        models.from_hf_config(_cfg("qwen3-next-80b-a3b"))
+def test_qwen3_next_reads_exactly_with_its_linear_layers_apart():
+    # Qwen/Qwen3-Next-80B-A3B-Instruct: its safetensors hold 81,324,862,720 parameters, 1,650,471,424 of them the MTP
+    # module the config does not describe, so the served model is 79,674,391,296. By hand, from the checkpoint's
+    # tensor shapes: a Gated DeltaNet mixer is in_proj_qkvz [12288, 2048], in_proj_ba [64, 2048], conv1d [8192, 1, 4],
+    # dt_bias and A_log [32], norm [128], out_proj [2048, 4096]; a gated attention layer q_proj [8192, 2048] (query
+    # and gate), k_proj and v_proj [512, 2048], o_proj [2048, 4096], q_norm and k_norm [256]
+    m = models.from_hf_config(_cfg("qwen3-next-80b-a3b"), name="qwen3-next-80b-a3b")
+    gdn = 12288 * 2048 + 64 * 2048 + 8192 * 4 + 32 + 32 + 128 + 2048 * 4096
+    attn = 8192 * 2048 + 2 * 512 * 2048 + 2048 * 4096 + 2 * 256
+    moe = 512 * 3 * 2048 * 512 + 3 * 2048 * 512 + 2048 + 2048 * 512      # experts, shared expert, its gate, router
+    hand = 36 * gdn + 12 * attn + 48 * (moe + 2 * 2048) + 2 * 151936 * 2048 + 2048
+    assert gdn == 33_718_464 and m.linear_params_per_layer == gdn and m.attention_params_per_layer == attn
+    assert m.total_params == hand == 81_324_862_720 - 1_650_471_424
+    assert m.n_linear_layers == 36 and m.linear_layer_ids[:4] == (0, 1, 2, 4)     # every 4th layer attends
+    # K/V only in the 12 attention layers (2 KV heads of 256): counting all 48 would be 4x
+    assert m.kv_bytes_per_token() == 12 * 2 * 2 * 256 * 2 == 24_576
+    # the fixed state, per Gated DeltaNet layer 32 heads x 128 x 128 plus 8,192 channels x 3 taps, at 2 bytes
+    state = 36 * (32 * 128 * 128 + 8192 * 3) * 2
+    assert m.state_bytes_per_sequence() == state == 39_518_208
+    assert m.kv_bytes_per_sequence(1000) == 1000 * 24_576 + state and m.kv_bytes_per_sequence(0) == 0
+    # the state is context-free: from 1k to 100k tokens the cache grows by the K/V alone
+    assert m.kv_bytes_per_sequence(100_000) - m.kv_bytes_per_sequence(1000) == 99_000 * 24_576
+    # attention FLOPs only in the attention layers: 4 x 16 heads x 256 a position, 12 layers
+    assert m.attention_flops_per_token(1000) == 4 * 16 * 256 * 12 * 1000
+    assert m.state_flops_per_token == 36 * (7 * 32 * 128 * 128 + 2 * 8192 * 4)
+
+
+def test_chunked_attention_configs_are_refused_naming_what_is_missing():
+    # Llama 4 Scout (chunked local attention, NoPE layers, a dense MLP width of its own) is not yet a layer kind the
+    # course reads: the reader refuses it and says what it cannot read
     with pytest.raises(ValueError, match="model_type 'llama4_text' is not one this reader understands"):
         models.from_hf_config(_cfg("llama-4-scout-17b-16e"), warn=False)

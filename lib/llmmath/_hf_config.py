@@ -16,10 +16,16 @@ qwen2, qwen3           q/k/v biases always (qwen2) / per-head q and k RMSNorm (q
                        ``sliding_window`` only if ``use_sliding_window`` is true, on the
                        layers from ``max_window_layers`` on
 mixtral                ``num_local_experts`` routed experts of width ``intermediate_size``
-qwen2_moe, qwen3_moe   ``num_experts``, ``num_experts_per_tok``, ``moe_intermediate_size``;
+qwen2_moe, qwen3_moe,  ``num_experts``, ``num_experts_per_tok``, ``moe_intermediate_size``;
+qwen3_next
                        qwen2_moe's shared expert (``shared_expert_intermediate_size``, a
                        whole multiple of the expert width) and its ``d x 1`` gate;
-                       ``mlp_only_layers`` must be leading layers, ``decoder_sparse_step`` 1
+                       ``mlp_only_layers`` must be leading layers, ``decoder_sparse_step`` 1.
+                       qwen3_next (Qwen3-Next) adds Gated DeltaNet layers (``linear_num_key_heads``,
+                       ``linear_num_value_heads``, ``linear_key_head_dim``, ``linear_value_head_dim``,
+                       ``linear_conv_kernel_dim``) with gated attention every
+                       ``full_attention_interval``-th layer (or ``layer_types``); its MTP module is
+                       not in the config, so not counted
 deepseek_v2/v3,        MLA (``q_lora_rank`` (null: a plain q projection), ``kv_lora_rank``,
 kimi_k2                ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``);
                        ``n_routed_experts``, ``n_shared_experts``, ``moe_intermediate_size``,
@@ -95,7 +101,7 @@ def _sizes_nothing(value) -> bool:
         return value == 0
     return isinstance(value, (list, tuple, dict, str)) and len(value) == 0
 
-_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
+_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "deepseek_v2",
              "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text", "glm4_moe")
 
 
@@ -152,7 +158,8 @@ class _Reader:
 # as Qwen3, and returned 11.1B and 3.0B for models of 109B and 80B).
 _ARCHITECTURES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
                   "Qwen2ForCausalLM": "qwen2", "Qwen2MoeForCausalLM": "qwen2_moe", "Qwen3ForCausalLM": "qwen3",
-                  "Qwen3MoeForCausalLM": "qwen3_moe", "DeepseekV2ForCausalLM": "deepseek_v2",
+                  "Qwen3MoeForCausalLM": "qwen3_moe", "Qwen3NextForCausalLM": "qwen3_next",
+                  "DeepseekV2ForCausalLM": "deepseek_v2",
                   "Gemma3ForCausalLM": "gemma3_text", "Glm4MoeForCausalLM": "glm4_moe",
                   "DeepseekV3ForCausalLM": "deepseek_v3", "GptOssForCausalLM": "gpt_oss", "GPT2LMHeadModel": "gpt2"}
 
@@ -231,8 +238,10 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
         kw["mlp_bias"] = bool(r.get("mlp_bias", False))
         if mt in ("qwen2", "qwen2_moe"):
             kw["qkv_bias"], kw["attn_bias"] = not kw["attn_bias"], kw["attn_bias"]
-        if mt in ("qwen3", "qwen3_moe"):
+        if mt in ("qwen3", "qwen3_moe", "qwen3_next"):
             kw["qk_norm"] = True
+        if mt == "qwen3_next":
+            _gated_deltanet(r, kw)
         if gemma:
             kw.update(qk_norm=True, sandwich_norms=True)
         _sliding(r, mt, kw)
@@ -241,7 +250,7 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
         elif mt == "mixtral":
             kw.update(d_ff=0, n_experts=r.int("num_local_experts"), experts_per_token=r.int("num_experts_per_tok"),
                       d_ff_expert=r.int("intermediate_size"))
-        elif mt in ("qwen2_moe", "qwen3_moe"):
+        elif mt in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
             _qwen_moe(r, mt, kw)
         elif mt in ("deepseek_v2", "deepseek_v3", "kimi_k2"):
             _deepseek(r, kw)
@@ -339,7 +348,7 @@ def _qwen_moe(r: _Reader, mt: str, kw: dict) -> None:
               d_ff_expert=r.int("moe_intermediate_size"), n_dense_layers=len(only),
               d_ff=r.int("intermediate_size") if only else 0)
     r.used.add("intermediate_size")  # the dense width, used only by mlp_only_layers
-    if mt == "qwen2_moe":
+    if mt in ("qwen2_moe", "qwen3_next"):
         shared = r.int("shared_expert_intermediate_size", 0)
         if shared:
             if shared % kw["d_ff_expert"]:
@@ -347,6 +356,27 @@ def _qwen_moe(r: _Reader, mt: str, kw: dict) -> None:
                                  f"moe_intermediate_size={kw['d_ff_expert']}; this schema counts shared experts "
                                  f"in units of the routed width")
             kw.update(n_shared_experts=shared // kw["d_ff_expert"], shared_expert_gate=True)
+
+
+def _gated_deltanet(r: _Reader, kw: dict) -> None:
+    """Qwen3-Next: Gated DeltaNet layers with gated full attention every ``full_attention_interval``-th layer (or as
+    ``layer_types`` lists them: ``linear_attention`` / ``full_attention``)."""
+    n = kw["n_layers"]
+    types = r.get("layer_types")
+    if types is not None:
+        allowed = {"linear_attention", "full_attention"}
+        bad = sorted(set(types) - allowed)
+        if bad or len(types) != n:
+            raise ValueError(f"{r.where}: layer_types must list {n} entries from {sorted(allowed)}, got "
+                             f"{len(types)} entries{' with ' + str(bad) if bad else ''}")
+        ids = tuple(i for i, t in enumerate(types) if t == "linear_attention")
+    else:
+        every = r.int("full_attention_interval", 4)
+        ids = tuple(i for i in range(n) if (i + 1) % every)
+    kw.update(linear_layer_ids=ids, attn_output_gate=True, linear_key_heads=r.int("linear_num_key_heads"),
+              linear_value_heads=r.int("linear_num_value_heads"), linear_key_head_dim=r.int("linear_key_head_dim"),
+              linear_value_head_dim=r.int("linear_value_head_dim"), linear_conv_kernel=r.int("linear_conv_kernel_dim"))
+    r.used.add("full_attention_interval")
 
 
 def _deepseek(r: _Reader, kw: dict) -> None:

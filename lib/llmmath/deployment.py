@@ -25,12 +25,15 @@ One decode step gives each of the replica's ``B_r`` sequences one token. With ``
 each of them in turn, so per chip and per micro-batch (``b_w``, ``b_kv``: bytes per element)::
 
     weights read  [N_other,s / tp + n_moe,s E[busiest rank](tokens) P_e ep / (tp dp)] b_w  (+ lookup rows)
-    KV read       (B_r / pp) kv_seq(L) (layers_s / n_layers) / (dp tp_kv)
-    FLOPs         (B_r / pp) / dp * [2 N_mm,s + a(L) layers_s / n_layers] / tp      (non-routed, attention)
+    KV read       (B_r / pp) kv_seq(L) (attn_s / n_attn) / (dp tp_kv)
+                  + (B_r / pp) 2 state (lin_s / n_lin) / (dp tp)                    (linear layers' state)
+    FLOPs         (B_r / pp) / dp * [2 N_mm,s + a(L) attn_s / n_attn] / tp        (non-routed, attention)
                   + (B_r / pp) * 2 k P_e n_moe,s / (tp dp)                          (routed experts)
     floor         t_s = max(FLOPs / F, (weights + KV) / W)
 
-and the step takes ``pp * max_s t_s`` (the busiest stage is busy with every micro-batch; with
+(``attn_s``, ``lin_s``: the stage's attention and linear layers; a linear layer caches no K/V but each sequence reads
+and writes its fixed ``state`` once a step, :meth:`~llmmath.models.Model.state_bytes_per_sequence`), and the step
+takes ``pp * max_s t_s`` (the busiest stage is busy with every micro-batch; with
 ``pp = 1`` it is one stage's floor). ``E[busiest rank](tokens)`` is the expected number of a
 layer's routed experts that the busiest expert-parallel rank must read when ``tokens`` tokens
 each pick ``k`` distinct experts uniformly (:func:`expected_busiest_chip_experts`); ``tokens``
@@ -440,6 +443,9 @@ class Deployment:
         # per stage: MoE layers, every other parameter held, layers
         self.stage_moe_layers, self.stage_other_params = m.stage_params(pl.pp)
         self.stage_layers = np.array([len(r) for r in m.stage_layers(pl.pp)])
+        lin = set(m.linear_layer_ids)                     # linear (fixed-state) layers cache no K/V
+        self.stage_linear_layers = np.array([sum(i in lin for i in r) for r in m.stage_layers(pl.pp)])
+        self.stage_attention_layers = self.stage_layers - self.stage_linear_layers
         # multi-token prediction served: the model's MTP modules on the last stage, their weights (an MoE layer's
         # routed experts spread as the others') and their layer's KV (memory only: predict prices the draft)
         self.mtp_layers = m.n_mtp_layers if mtp else 0
@@ -491,14 +497,21 @@ class Deployment:
     def kv_bytes_per_sequence_by_stage(self, context) -> np.ndarray:
         """KV bytes one sequence keeps on one chip of each stage (stages x context).
 
-        The stage's share of the layers (exact for a model whose layers all cache alike; a
+        The stage's share of the attention layers (exact for a model whose layers all cache alike; a
         model with windowed layers is prorated by layer count), over ``dp tp_kv``: a sequence
         lives on one dp group, its heads split over ``tp_kv = min(tp, n_kv_heads)`` chips
-        (1 for MLA, whose latent every tp chip keeps).
+        (1 for MLA, whose latent every tp chip keeps); plus the stage's share of the linear layers' fixed
+        state, over ``dp tp`` (their value heads split over every tp chip).
         """
-        seq = np.asarray(self.model.kv_bytes_per_sequence(context, self.b_kv), dtype=float)
-        share = (self.stage_layers + self._mtp_kv_layers) / self.model.n_layers
-        return np.multiply.outer(share, seq) / (self.placement.dp * self.tp_kv)
+        m, pl = self.model, self.placement
+        seq = np.asarray(m.kv_bytes_per_sequence(context, self.b_kv), dtype=float)
+        state = np.where(np.asarray(context) > 0, m.state_bytes_per_sequence(), 0.0)
+        share = (self.stage_attention_layers + self._mtp_kv_layers) / m.n_attention_layers
+        kv = np.multiply.outer(share, seq - state) / (pl.dp * self.tp_kv)
+        if not m.linear_layer_ids:
+            return kv
+        # the linear layers' state: its stage's share, its value heads split over all tp chips
+        return kv + np.multiply.outer(self.stage_linear_layers / m.n_linear_layers, state) / (pl.dp * pl.tp)
 
     def kv_bytes_per_chip(self, batch, context) -> float | np.ndarray:
         """KV bytes on the busiest chip for ``batch`` sequences over the deployment at ``context``."""
@@ -533,13 +546,13 @@ class Deployment:
         tokens", SGLang's "#tokens"): the free bytes of the fullest chip over one token's cache on it (every layer of
         its stage; its share of the KV heads), in whole blocks of ``block_tokens`` (16 for vLLM, 1 for SGLang and the
         datasheet view), times the replica's ``dp`` attention groups (each holds its own sequences). 0 when the
-        weights do not fit. (For a model with windowed layers an engine counts differently; this counts every layer
-        as full.)"""
+        weights do not fit. (For a model with windowed layers an engine counts differently; this counts every attention
+        layer as full. A model with linear layers also keeps a fixed state per sequence, not in this count.)"""
         if not self.weights_fit:
             return 0.0
         block = int(engine_memory()["block_tokens"]) if self.memory_view == "vllm" else 1
-        per_token = ((self.stage_layers + self._mtp_kv_layers) * float(self.model.kv_bytes_per_token_per_layer(self.b_kv))
-                     / self.tp_kv)
+        per_token = ((self.stage_attention_layers + self._mtp_kv_layers)
+                     * float(self.model.kv_bytes_per_token_per_layer(self.b_kv)) / self.tp_kv)
         blocks = np.floor(self.free_bytes_by_stage / (per_token * block))
         return float(np.min(blocks)) * block * self.placement.dp
 
@@ -551,8 +564,11 @@ class Deployment:
             return 0.0
         pl, m = self.placement, self.model
         per_group = math.ceil(float(batch) / self.replicas / pl.dp - 1e-9)
-        whole_model = (self.free_bytes_by_stage * self.tp_kv * m.n_layers / (self.stage_layers + self._mtp_kv_layers)
-                       / max(per_group, 1))
+        state = self.stage_linear_layers / max(m.n_linear_layers, 1) * m.state_bytes_per_sequence() / pl.tp
+        kv_room = self.free_bytes_by_stage / max(per_group, 1) - state         # one sequence's K/V on the stage
+        attn = self.stage_attention_layers + self._mtp_kv_layers
+        whole_model = [r * self.tp_kv * m.n_attention_layers / a if a else (math.inf if r >= 0 else -1.0)
+                       for r, a in zip(kv_room, attn)]
         return float(min(_context_for_kv(m, b, self.b_kv) for b in whole_model))
 
     # ---- a decode step --------------------------------------------------------
@@ -569,7 +585,7 @@ class Deployment:
         return b_lo + (t - lo) * (b_hi - b_lo)
 
     def step_stages(self, tokens, kv_positions=0.0, prefill_positions=0.0, *, queries_per_position=1.0,
-                    routed_read="expected") -> StageStep:
+                    routed_read="expected", sequences=None) -> StageStep:
         """One micro-batch of one replica's step on a chip of each stage: what it reads and computes.
 
         The step's shape, per replica (scalars or arrays that broadcast):
@@ -580,7 +596,10 @@ class Deployment:
           each is read once from HBM and attended to by ``queries_per_position`` queries (1, or ``k + 1`` when a
           multi-token-prediction step verifies ``k`` drafted tokens), in the decode (absorbed) form;
         * ``prefill_positions``: earlier positions the prompt tokens attend to, summed over tokens and layers
-          (:meth:`~llmmath.models.Model.prefill_positions`), in the prefill (up-projected) form.
+          (:meth:`~llmmath.models.Model.prefill_positions`), in the prefill (up-projected) form;
+        * ``sequences``: sequences in the step (decoding ones and prompts being prefilled; default: ``tokens``, a
+          decode step): each reads and writes its linear layers' fixed state once
+          (:meth:`~llmmath.models.Model.state_bytes_per_sequence`; nothing for a model without linear layers).
 
         ``pp`` micro-batches of ``1/pp`` of each are in flight. ``routed_read``: ``"expected"`` (the busiest
         expert-parallel rank reads the experts its micro-batch is expected to touch, all of its dp groups' tokens
@@ -590,7 +609,7 @@ class Deployment:
         n, P, Q = np.broadcast_arrays(np.asarray(tokens, dtype=float), np.asarray(kv_positions, dtype=float),
                                       np.asarray(prefill_positions, dtype=float))
         mb, P, Q = n / pl.pp, P / pl.pp, Q / pl.pp                      # per micro-batch
-        share = self.stage_layers / m.n_layers
+        share = self.stage_attention_layers / m.n_attention_layers
         col = (lambda a: np.asarray(a, dtype=float).reshape(a.shape + (1,) * mb.ndim))
         experts = self.experts_per_rank if routed_read == "all" else self._routed_experts_read(mb)
         routed_w = col(self.stage_moe_layers) * experts * m.expert_params * pl.ep / pl.stage_chips
@@ -605,6 +624,11 @@ class Deployment:
         per_pos = float(m.attention_flops_per_token(1.0)) / float(m.cached_positions(1.0))         # decode form
         per_pf = float(m.attention_flops_per_token(1.0, absorbed=False)) / float(m.cached_positions(1.0))
         attention = (float(queries_per_position) * P * per_pos + Q * per_pf) * col(share) / (pl.tp * pl.dp)
+        if m.linear_layer_ids:                 # the linear layers: every token updates the state, every sequence
+            lin = col(self.stage_linear_layers / m.n_linear_layers) / (pl.tp * pl.dp)   # reads and writes it once
+            seqs = mb if sequences is None else np.asarray(sequences, dtype=float) / pl.pp
+            attention = attention + mb * m.state_flops_per_token * lin
+            kv = kv + seqs * 2.0 * m.state_bytes_per_sequence() * lin
         matmul, routed_f, attention, weights, kv = np.broadcast_arrays(matmul, routed_f, attention, weights, kv)
         F, W = self.flops_per_s, self.hbm_bytes_per_s
         return StageStep(compute_s=(matmul + routed_f + attention) / F, weight_s=weights / W, kv_s=kv / W,
@@ -677,16 +701,19 @@ class Deployment:
 
 
 def _context_for_kv(m: models.Model, kv_bytes: float, b_kv: float) -> float:
-    """Largest context whose one-sequence cache (all layers) is at most ``kv_bytes`` (inverts kv_bytes_per_sequence)."""
+    """Largest context whose one-sequence K/V (all attention layers) is at most ``kv_bytes`` (inverts the K/V part of
+    kv_bytes_per_sequence)."""
     if kv_bytes <= 0:
         return 0.0
+    if math.isinf(kv_bytes):
+        return math.inf
     per_layer = m.kv_bytes_per_token_per_layer(b_kv)
     positions = kv_bytes / per_layer                       # n_full L + n_win min(L, w)
     if not m.n_window_layers:
-        return math.floor(positions / m.n_layers)
+        return math.floor(positions / m.n_attention_layers)
     w = m.sliding_window
-    if positions <= m.n_layers * w:
-        return math.floor(positions / m.n_layers)
+    if positions <= m.n_attention_layers * w:
+        return math.floor(positions / m.n_attention_layers)
     if not m.n_full_attention_layers:
         return math.inf                                    # every layer windowed: the cache stops growing
     return math.floor((positions - m.n_window_layers * w) / m.n_full_attention_layers)

@@ -65,28 +65,36 @@ class StepModel:
             raise ValueError(f"the engine simulates one-stage replicas; got pp={d.placement.pp} (allowed: 1)")
         self.deployment, self.eplb = d, eplb
         m, pl = d.model, d.placement
-        one = float(step(d, 1.0, eplb=eplb).time_s)
-        self.kv_position_s = (float(step(d, 1.0, self._PROBE, eplb=eplb).time_s) - one) / self._PROBE
-        self.prefill_position_s = (float(step(d, 1.0, 0.0, self._PROBE, eplb=eplb).time_s) - one) / self._PROBE
+        one = float(step(d, 1.0, eplb=eplb, sequences=0.0).time_s)
+        self.kv_position_s = (float(step(d, 1.0, self._PROBE, eplb=eplb, sequences=0.0).time_s) - one) / self._PROBE
+        self.prefill_position_s = (float(step(d, 1.0, 0.0, self._PROBE, eplb=eplb, sequences=0.0).time_s)
+                                   - one) / self._PROBE
+        # a sequence's read and write of its linear layers' fixed state (0 for a model without them)
+        self.sequence_s = (float(step(d, 1.0, eplb=eplb, sequences=self._PROBE).time_s) - one) / self._PROBE
         self._times: list = [0.0]                     # step seconds by whole tokens (index 0 unused), plain floats
         self._extend(1024)
         per_layer = float(m.kv_bytes_per_token_per_layer(d.b_kv))
-        self.kv_bytes_per_token = per_layer * m.n_layers / d.tp_kv
+        self.kv_bytes_per_token = per_layer * m.n_attention_layers / d.tp_kv
         free = float(np.min(d.free_bytes_by_stage))
         self.kv_capacity_tokens = max(free, 0.0) / self.kv_bytes_per_token * pl.dp
-        self.n_layers, self.n_window_layers, self.window = m.n_layers, m.n_window_layers, m.sliding_window
+        self.n_kv_layers, self.n_window_layers, self.window = m.n_attention_layers, m.n_window_layers, m.sliding_window
+        # the fixed state a sequence keeps in the linear layers, in tokens of K/V on the same chip
+        self.state_tokens = m.state_bytes_per_sequence() / pl.tp / self.kv_bytes_per_token
 
     def _extend(self, n: int) -> None:
         """Price steps of up to ``n`` tokens (one vectorized call of :func:`~llmmath.predict.step`)."""
         tokens = np.arange(len(self._times), n + 1, dtype=float)
-        self._times += np.asarray(step(self.deployment, tokens, eplb=self.eplb).time_s, dtype=float).tolist()
+        self._times += np.asarray(step(self.deployment, tokens, eplb=self.eplb, sequences=0.0).time_s,
+                                  dtype=float).tolist()
 
-    def time_s(self, n_tokens, kv_positions=0.0, prefill_positions=0.0) -> float:
-        """The step time of :func:`llmmath.predict.step` for this shape (seconds)."""
+    def time_s(self, n_tokens, kv_positions=0.0, prefill_positions=0.0, sequences=None) -> float:
+        """The step time of :func:`llmmath.predict.step` for this shape (seconds); ``sequences`` in the step
+        (default ``n_tokens``: every token a decoding sequence's)."""
         n = int(n_tokens + 0.5)
         if n >= len(self._times):
             self._extend(2 * n)
-        return self._times[n] + kv_positions * self.kv_position_s + prefill_positions * self.prefill_position_s
+        return (self._times[n] + kv_positions * self.kv_position_s + prefill_positions * self.prefill_position_s
+                + (n_tokens if sequences is None else sequences) * self.sequence_s)
 
     def kv_positions(self, contexts) -> float:
         """Cached positions summed over layers for decoding sequences at ``contexts`` (tokens, an array):
@@ -94,7 +102,7 @@ class StepModel:
         inline: the engine asks every step)."""
         if self.n_window_layers:
             return float(np.sum(self.deployment.model.cached_positions(contexts)))
-        return float(self.n_layers * contexts.sum())
+        return float(self.n_kv_layers * contexts.sum())
 
     def prefill_positions(self, done, chunk) -> float:
         """Earlier positions the prompt chunks of ``chunk`` tokens, after ``done`` already prefilled, attend to, summed
@@ -102,14 +110,17 @@ class StepModel:
         if self.n_window_layers:
             m = self.deployment.model
             return float(np.sum(m.prefill_positions(done + chunk) - m.prefill_positions(done)))
-        return float(self.n_layers * np.sum(chunk * done + chunk * (chunk - 1.0) / 2.0))   # full layers, inline
+        return float(self.n_kv_layers * np.sum(chunk * done + chunk * (chunk - 1.0) / 2.0))   # full layers, inline
 
     def held_tokens(self, tokens):
         """KV one sequence of ``tokens`` written positions holds, in tokens of a full-attention cache (array):
-        :meth:`~llmmath.models.Model.cached_positions` over the layers (= L without windowed layers)."""
-        if self.n_window_layers:
-            return self.deployment.model.cached_positions(tokens) / self.n_layers
-        return tokens
+        :meth:`~llmmath.models.Model.cached_positions` over the attention layers (= L without windowed layers),
+        plus its linear layers' fixed state (:attr:`state_tokens`) once it has a token."""
+        held = (self.deployment.model.cached_positions(tokens) / self.n_kv_layers if self.n_window_layers
+                else tokens)
+        if self.state_tokens:
+            held = held + np.where(np.asarray(tokens) > 0, self.state_tokens, 0.0)
+        return held
 
 
 def step_model(d: Deployment, eplb: bool = False) -> StepModel:
@@ -257,7 +268,7 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
         pages = lambda x: sm.held_tokens(np.ceil(x / page_tokens) * page_tokens)  # noqa: E731
     else:
         pages = sm.held_tokens
-    if paged and not sm.n_window_layers:                    # one sequence's pages, a plain float (the hot path)
+    if paged and not sm.n_window_layers and not sm.state_tokens:   # one sequence's pages, a plain float (hot path)
         page_of = lambda x: math.ceil(x / page_tokens) * page_tokens  # noqa: E731
     else:
         page_of = lambda x: float(pages(x))  # noqa: E731
@@ -283,7 +294,7 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
         i1 = bisect.bisect_right(arrival_list, t1, lo=i0)
         return (i0 - nxt) * (t1 - t0) + (i1 - i0) * t1 - (cum_arrivals[i1] - cum_arrivals[i0])
 
-    slack = (page_tokens - 1) if paged else 0.0
+    slack = ((page_tokens - 1) if paged else 0.0) + sm.state_tokens   # per sequence beyond its tokens
     outs_r = np.empty(0)
     # running totals kept step by step (whole numbers in floats: exact): the tokens the running set has written,
     # and how many of its sequences still have prompt tokens to prefill
@@ -389,9 +400,9 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
         if n_pf == 1 and decoding is None:
             # one prompt chunk beside the decoders, priced and booked with scalars
             c, oi = chunk, o
-            kv_dec = sm.n_layers * (written - float(ins_r[oi] + gen[oi]))
-            pf_pos = sm.n_layers * (c * float(done_pf[oi]) + c * (c - 1.0) / 2.0)   # prefill_positions, full layers
-            span = sm.time_s(n_dec + c, kv_dec, pf_pos) + step_extra_s
+            kv_dec = sm.n_kv_layers * (written - float(ins_r[oi] + gen[oi]))
+            pf_pos = sm.n_kv_layers * (c * float(done_pf[oi]) + c * (c - 1.0) / 2.0)   # prefill_positions, full layers
+            span = sm.time_s(n_dec + c, kv_dec, pf_pos, n_dec + 1) + step_extra_s
             steps += 1
             left_pf[oi] -= c
             done_pf[oi] += c
@@ -418,10 +429,10 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
                 below = ctx < sm.window
                 if below.any():
                     k_fin = min(k_fin, max(1, int(np.min(sm.window - ctx[below]))))
-                grow = (sm.n_layers - sm.n_window_layers) * n_dec + sm.n_window_layers * int(below.sum())
+                grow = (sm.n_kv_layers - sm.n_window_layers) * n_dec + sm.n_window_layers * int(below.sum())
                 kv_pos = sm.kv_positions(ctx)
             else:
-                grow, kv_pos = sm.n_layers * n_dec, sm.n_layers * written
+                grow, kv_pos = sm.n_kv_layers * n_dec, sm.n_kv_layers * written
             a = sm.time_s(n_dec, kv_pos)
             b = grow * sm.kv_position_s
             gap = None
@@ -437,7 +448,7 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
             done_now = k >= k_done
         else:
             span = sm.time_s(n_dec + chunk.sum(), sm.kv_positions(ins_r[decoding] + gen[decoding]),
-                             sm.prefill_positions(done_pf, chunk)) + step_extra_s
+                             sm.prefill_positions(done_pf, chunk), n_dec + int(np.count_nonzero(chunk))) + step_extra_s
             steps += 1
             # outcomes: decoders make a token; a prompt finished this step makes its next token (its first, unless
             # it was a preempted sequence's recompute)

@@ -23,6 +23,9 @@ where the config has them):
   + up ``r_kv x n_h (h_nope + h_v)``; o ``n_h h_v x d``;
 * MLP: 3 matrices ``d x d_ff`` if gated (SwiGLU), else 2;
 * MoE layer: routed experts + shared experts + router ``d x E``;
+* linear attention (Gated DeltaNet, Qwen3-Next) in place of attention in ``linear_layer_ids``: its
+  projections, convolution and gates (:attr:`Model.linear_params_per_layer`); it caches no K/V but
+  a fixed state per sequence (:meth:`Model.state_bytes_per_sequence`);
 * norms: 2 per layer + 1 final, each ``d`` (RMSNorm) or ``2d`` (LayerNorm).
 """
 
@@ -42,11 +45,12 @@ __all__ = ["Model", "get", "names", "catalog", "from_hf_config"]
 
 _STR_FIELDS = ("key", "name", "norm", "pos_embedding", "source", "published_total_source", "note")
 _BOOL_FIELDS = ("gated_mlp", "tied_embeddings", "qk_norm", "attn_bias", "qkv_bias", "mlp_bias", "attn_sinks",
-                "router_bias", "shared_expert_gate", "sandwich_norms")
+                "router_bias", "shared_expert_gate", "sandwich_norms", "attn_output_gate")
 _INT_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab", "max_context",
                "n_experts", "experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers",
                "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
-               "sliding_window", "n_window_layers", "n_mtp_layers")
+               "sliding_window", "n_window_layers", "n_mtp_layers", "linear_key_heads", "linear_value_heads",
+               "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel")
 _POSITIVE_FIELDS = ("n_layers", "d_model", "n_heads", "head_dim", "vocab")
 
 
@@ -59,7 +63,12 @@ class Model:
     ``sandwich_norms``: an RMSNorm after each block as well as before it (Gemma 2 and 3: four a layer).
     ``n_mtp_layers``: multi-token-prediction modules the checkpoint carries beside the model (DeepSeek-V3's one),
     counted apart (:attr:`mtp_params`, :attr:`checkpoint_params`): served without MTP they are not loaded.
-    ``sliding_window`` (tokens) and ``n_window_layers``: that many of the layers attend
+    ``linear_layer_ids``: the layers (0-based) whose token mixer is a Gated DeltaNet (linear attention with a fixed
+    state per sequence, Qwen3-Next) instead of attention: ``linear_key_heads`` and ``linear_value_heads`` heads of
+    ``linear_key_head_dim`` and ``linear_value_head_dim``, a causal depthwise convolution of ``linear_conv_kernel``
+    taps; they cache no K/V (:meth:`state_bytes_per_sequence` instead). ``attn_output_gate``: the attention layers'
+    query projection also yields a sigmoid gate on their output (Qwen3-Next's gated attention: q_proj twice as wide).
+    ``sliding_window`` (tokens) and ``n_window_layers``: that many of the attention layers attend
     only to the last ``sliding_window`` positions and cache only those (0: every layer
     attends to the whole context). ``shared_expert_gate``: a ``d x 1`` sigmoid gate on
     the shared experts (Qwen-MoE). ``unmodelled_config_fields``: the names of config
@@ -101,6 +110,13 @@ class Model:
     n_mtp_layers: int = 0
     shared_expert_gate: bool = False
     sandwich_norms: bool = False
+    attn_output_gate: bool = False
+    linear_layer_ids: tuple = ()
+    linear_key_heads: int = 0
+    linear_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel: int = 0
     published_total_params: float = 0
     published_active_params: float = 0
     source: str = ""
@@ -136,10 +152,31 @@ class Model:
                 isinstance(f, str) for f in self.unmodelled_config_fields):
             raise TypeError(f"{key}: unmodelled_config_fields must be a tuple of field names, "
                             f"got {self.unmodelled_config_fields!r}")
-        if bool(self.sliding_window) != bool(self.n_window_layers) or self.n_window_layers > self.n_layers:
+        ids = self.linear_layer_ids
+        if isinstance(ids, list):
+            ids = tuple(ids)
+            object.__setattr__(self, "linear_layer_ids", ids)
+        if (not isinstance(ids, tuple) or any(isinstance(i, bool) or not isinstance(i, (int, np.integer)) for i in ids)
+                or len(set(ids)) != len(ids) or any(not 0 <= i < self.n_layers for i in ids)
+                or len(ids) >= self.n_layers):
+            raise ValueError(f"{key}: linear_layer_ids must be distinct layer numbers in 0..{self.n_layers - 1} "
+                             f"leaving at least one attention layer, got {self.linear_layer_ids!r}")
+        object.__setattr__(self, "linear_layer_ids", tuple(sorted(int(i) for i in ids)))
+        lin = ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+               "linear_conv_kernel")
+        if ids and not all(getattr(self, f) >= 1 for f in lin):
+            raise ValueError(f"{key}: Gated DeltaNet layers ({len(ids)} linear_layer_ids) need "
+                             f"{', '.join(lin)} all >= 1, got {[getattr(self, f) for f in lin]}")
+        if ids and self.linear_value_heads % self.linear_key_heads:
+            raise ValueError(f"{key}: linear_value_heads={self.linear_value_heads} must be a multiple of "
+                             f"linear_key_heads={self.linear_key_heads} (each key head serves a group of value heads)")
+        if not ids and any(getattr(self, f) for f in lin):
+            raise ValueError(f"{key}: {', '.join(f for f in lin if getattr(self, f))} set but no linear_layer_ids: "
+                             f"give the layers that are Gated DeltaNet, or set them to 0")
+        if bool(self.sliding_window) != bool(self.n_window_layers) or self.n_window_layers > self.n_attention_layers:
             raise ValueError(f"{key}: sliding_window={self.sliding_window} and n_window_layers="
                              f"{self.n_window_layers} must be both 0 (no windowed layers) or a window >= 1 "
-                             f"token with 1..n_layers={self.n_layers} windowed layers")
+                             f"token with 1..{self.n_attention_layers} (the attention layers) windowed layers")
         if self.shared_expert_gate and not self.n_shared_experts:
             raise ValueError(f"{key}: shared_expert_gate needs shared experts (n_shared_experts >= 1)")
         if self.norm not in ("rmsnorm", "layernorm"):
@@ -205,6 +242,16 @@ class Model:
     def n_moe_layers(self) -> int:
         return self.n_layers - self.n_dense_layers if self.is_moe else 0
 
+    @property
+    def n_linear_layers(self) -> int:
+        """Layers whose token mixer is linear attention with a fixed state (Gated DeltaNet), not attention."""
+        return len(self.linear_layer_ids)
+
+    @property
+    def n_attention_layers(self) -> int:
+        """Layers that attend and cache K/V (full or windowed): all but the linear ones."""
+        return self.n_layers - self.n_linear_layers
+
     # ---- parameter counts (exact integers) --------------------------------
     def _norm_params(self, width: int) -> int:
         return width * (2 if self.norm == "layernorm" else 1)
@@ -221,7 +268,7 @@ class Model:
             kv = (d * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
                   + self.kv_lora_rank * nh * (self.qk_nope_head_dim + self.v_head_dim))
             return q + kv + nh * self.v_head_dim * d
-        n = d * nh * h + 2 * d * nkv * h + nh * h * d
+        n = d * nh * h * (2 if self.attn_output_gate else 1) + 2 * d * nkv * h + nh * h * d
         if self.attn_bias:
             n += nh * h + 2 * nkv * h + d
         elif self.qkv_bias:
@@ -231,6 +278,26 @@ class Model:
         if self.attn_sinks:  # one learned sink logit per head (gpt-oss)
             n += nh
         return n
+
+    @property
+    def linear_conv_dim(self) -> int:
+        """Channels of a Gated DeltaNet layer's causal convolution: its queries, keys and values,
+        ``2 n_k d_k + n_v d_v`` (0 without linear layers)."""
+        return 2 * self.linear_key_heads * self.linear_key_head_dim + self.linear_value_heads * self.linear_value_head_dim
+
+    @property
+    def linear_params_per_layer(self) -> int:
+        """One Gated DeltaNet token mixer's weights (0 without linear layers), as Qwen3-Next's checkpoint stores them:
+        ``in_proj_qkvz`` ``d x (2 n_k d_k + 2 n_v d_v)`` (queries, keys, values and the output gate z),
+        ``in_proj_ba`` ``d x 2 n_v`` (the write strength beta and the decay's input per value head), the depthwise
+        convolution ``conv_dim x kernel`` (no bias), ``dt_bias`` and ``A_log`` (``n_v`` each), the gated RMSNorm on a
+        head's output (``d_v``) and ``out_proj`` ``n_v d_v x d``. Qwen3-Next-80B: 33,718,464 a layer."""
+        if not self.linear_layer_ids:
+            return 0
+        d, nk, nv = self.d_model, self.linear_key_heads, self.linear_value_heads
+        dk, dv = self.linear_key_head_dim, self.linear_value_head_dim
+        return (d * (2 * nk * dk + 2 * nv * dv) + d * 2 * nv + self.linear_conv_dim * self.linear_conv_kernel
+                + 2 * nv + dv + nv * dv * d)
 
     def mlp_params(self, d_ff: int) -> int:
         """One MLP (or one expert) of width ``d_ff`` (a whole number >= 0)."""
@@ -277,7 +344,12 @@ class Model:
                    + (self.d_model if self.shared_expert_gate else 0))
         return (self.embedding_params + self.lm_head_params + self._norm_params(self.d_model)
                 + n_dense * self._layer_params(dense_mlp)
-                + self.n_moe_layers * self._layer_params(moe_mlp))
+                + self.n_moe_layers * self._layer_params(moe_mlp) - self.n_linear_layers * self._linear_saving)
+
+    @property
+    def _linear_saving(self) -> int:
+        """What a linear layer holds less than an attention layer (``_layer_params`` counts attention in every one)."""
+        return self.attention_params_per_layer - self.linear_params_per_layer
 
     def stage_layers(self, stages: int) -> list[range]:
         """The layers each of ``stages`` pipeline stages holds: consecutive, as even as counts allow.
@@ -319,7 +391,9 @@ class Model:
         moe_layer = self._layer_params(self.n_shared_experts * self.expert_params + self.router_params_per_layer
                                        + (self.d_model if self.shared_expert_gate else 0)) if self.is_moe else 0
         moe = np.array([sum(1 for i in layers if self.is_moe and i >= self.n_dense_layers) for layers in split])
-        other = np.array([(len(layers) - k) * dense_layer + k * moe_layer for layers, k in zip(split, moe)])
+        lin = set(self.linear_layer_ids)
+        other = np.array([(len(layers) - k) * dense_layer + k * moe_layer
+                          - sum(i in lin for i in layers) * self._linear_saving for layers, k in zip(split, moe)])
         other[0] += self.embedding_params
         head = self.lm_head_params or (self.vocab * self.d_model if len(split) > 1 else 0)
         other[-1] += self._norm_params(self.d_model) + head
@@ -406,14 +480,16 @@ class Model:
     def cached_positions(self, context) -> float | np.ndarray:
         """Positions a new token attends to, summed over layers: ``n_full L + n_window min(L, w)``.
 
-        ``n_layers * L`` for a model without windowed layers. Broadcasts over ``context`` (tokens, >= 0).
+        ``n_layers * L`` for a model without windowed or linear layers (a linear layer attends to no position: it
+        reads its fixed state, :meth:`state_bytes_per_sequence`). Broadcasts over ``context`` (tokens, >= 0).
 
         Raises:
             ValueError: negative or NaN context.
         """
         L = non_negative("context", context)
         n_win = self.n_window_layers
-        return result((self.n_layers - n_win) * L + (n_win * np.minimum(L, self.sliding_window) if n_win else 0.0))
+        return result(self.n_full_attention_layers * L
+                      + (n_win * np.minimum(L, self.sliding_window) if n_win else 0.0))
 
     def causal_mean_positions(self, seq_len) -> float | np.ndarray:
         """Positions a token of a causally masked sequence of ``seq_len`` tokens attends to, averaged over its
@@ -434,8 +510,36 @@ class Model:
 
     @property
     def n_full_attention_layers(self) -> int:
-        """Layers that attend to (and cache) the whole context: all but the windowed ones."""
-        return self.n_layers - self.n_window_layers
+        """Layers that attend to (and cache) the whole context: all but the windowed and the linear ones."""
+        return self.n_attention_layers - self.n_window_layers
+
+    def state_bytes_per_sequence(self, dtype="bf16") -> float:
+        """The fixed state one sequence keeps in the linear layers, whatever its length (bytes; 0 without them).
+
+        A Gated DeltaNet layer keeps, per value head, a ``d_k x d_v`` matrix (the recurrent state) and, for its
+        causal convolution, the last ``kernel - 1`` inputs of its ``conv_dim`` channels (vLLM's
+        ``gated_delta_net_state_shape``): ``n_linear (n_v d_k d_v + conv_dim (kernel - 1))`` values at ``dtype``
+        (vLLM's default: the model's dtype). Qwen3-Next-80B: 36 x (32 x 128 x 128 + 8,192 x 3) x 2 B = 39,518,208 B,
+        the K/V of 1,608 tokens in its 12 attention layers.
+
+        Raises:
+            KeyError: unknown dtype name.
+        """
+        per_layer = (self.linear_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
+                     + self.linear_conv_dim * max(self.linear_conv_kernel - 1, 0))
+        return float(self.n_linear_layers * per_layer * dtype_bytes(dtype))
+
+    @property
+    def state_flops_per_token(self) -> int:
+        """FLOPs one token spends on the linear layers' state, beyond their weight matmuls (0 without them).
+
+        Per value head the gated delta rule decays the ``d_k x d_v`` state (``d_k d_v``), reads it with the key
+        (``2 d_k d_v``), writes the correction as an outer product (``2 d_k d_v``) and reads it with the query
+        (``2 d_k d_v``): ``7 d_k d_v``; the depthwise convolution adds ``2 conv_dim kernel``. Independent of the
+        context (the point of a linear layer)."""
+        per_layer = (7 * self.linear_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
+                     + 2 * self.linear_conv_dim * self.linear_conv_kernel)
+        return self.n_linear_layers * per_layer
 
     @finite_result
     def prefill_attention_flops(self, prompt_tokens, absorbed: bool = False) -> float | np.ndarray:
@@ -453,7 +557,8 @@ class Model:
         Raises:
             ValueError: negative or NaN ``prompt_tokens``. TypeError: a non-boolean ``absorbed``.
         """
-        per_pos = np.asarray(self.attention_flops_per_token(1.0, absorbed=flag("absorbed", absorbed))) / self.n_layers
+        per_pos = (np.asarray(self.attention_flops_per_token(1.0, absorbed=flag("absorbed", absorbed)))
+                   / self.n_attention_layers)
         return result(per_pos * self.prefill_positions(prompt_tokens))
 
     def prefill_positions(self, prompt_tokens) -> float | np.ndarray:
@@ -481,8 +586,10 @@ class Model:
 
     @finite_result
     def flops_per_token(self, context=0) -> float | np.ndarray:
-        """Forward FLOPs of one token: ``2 * matmul_params_per_token`` + attention over ``context``."""
-        return result(2.0 * self.matmul_params_per_token + self.attention_flops_per_token(context))
+        """Forward FLOPs of one token: ``2 * matmul_params_per_token`` + attention over ``context`` + the linear
+        layers' state (:attr:`state_flops_per_token`)."""
+        return result(2.0 * self.matmul_params_per_token + self.attention_flops_per_token(context)
+                      + self.state_flops_per_token)
 
     def kv_bytes_per_token_per_layer(self, dtype="bf16") -> float:
         """KV-cache bytes one cached token takes in one layer (bytes).
@@ -499,37 +606,43 @@ class Model:
     def kv_bytes_per_token(self, dtype="bf16", context=None) -> float | np.ndarray:
         """beta: KV-cache bytes per token of context, summed over layers.
 
-        Without ``context``: ``n_layers`` times :meth:`kv_bytes_per_token_per_layer` --
+        Without ``context``: the attention layers (``n_layers`` but the linear ones) times
+        :meth:`kv_bytes_per_token_per_layer` --
         what a token occupies while it is inside every layer's window (for a model
         without windowed layers, at any context). With ``context`` (L tokens, scalar
         or array): the average over the cache at that context,
         :meth:`kv_bytes_per_sequence` ``/ L`` -- for gpt-oss-120b (18 of 36 layers
         with a 128-token window) it falls towards half of the full figure at long
-        context. ``dtype``: a name (``bf16``, ``fp8``...) or bytes per element (0.5625).
+        context; with linear layers it holds their fixed state spread over the L tokens. ``dtype``: a name (``bf16``, ``fp8``...) or bytes per element (0.5625).
 
         Raises:
             KeyError: unknown dtype name. ValueError: a bad number of bytes or context <= 0.
         """
         per_layer = self.kv_bytes_per_token_per_layer(dtype)
         if context is None:
-            return self.n_layers * per_layer
+            return self.n_attention_layers * per_layer
         L = positive("context", context)
-        return result(per_layer * self.cached_positions(L) / L)
+        return result(np.asarray(self.kv_bytes_per_sequence(L, dtype), dtype=float) / L)
 
     @finite_result
-    def kv_bytes_per_sequence(self, context, dtype="bf16") -> float | np.ndarray:
-        """KV-cache bytes one sequence holds at ``context`` tokens, all layers (bytes).
+    def kv_bytes_per_sequence(self, context, dtype="bf16", state_dtype="bf16") -> float | np.ndarray:
+        """The cache one sequence holds at ``context`` tokens, all layers (bytes): the K/V that grows with the
+        context plus the linear layers' fixed state (:meth:`state_bytes_per_sequence`, at ``state_dtype``; held
+        once the sequence has a token).
 
-        ``(n_full L + n_window min(L, w)) * kv_bytes_per_token_per_layer``: a windowed
+        K/V: ``(n_full L + n_window min(L, w)) * kv_bytes_per_token_per_layer``: a windowed
         layer keeps only its last ``w`` positions (a ring buffer; gpt-oss: w = 128 in
-        18 of 36 layers). Equals ``L beta`` for a model without windows. Broadcasts
+        18 of 36 layers). Equals ``L beta`` for a model without windows or linear layers. Broadcasts
         over ``context``.
 
         Raises:
             ValueError: negative or NaN context. KeyError: unknown dtype name.
         """
         L = non_negative("context", context)
-        return result(self.kv_bytes_per_token_per_layer(dtype) * self.cached_positions(L))
+        kv = self.kv_bytes_per_token_per_layer(dtype) * self.cached_positions(L)
+        if self.linear_layer_ids:
+            kv = kv + np.where(L > 0, self.state_bytes_per_sequence(state_dtype), 0.0)
+        return result(kv)
 
     @finite_result
     def expected_params_read(self, batch) -> float | np.ndarray:

@@ -268,7 +268,7 @@ class Step:
 
 
 def step(d: Deployment, tokens, kv_positions=0.0, prefill_positions=0.0, *, queries_per_position=1.0, eplb=False,
-         overlap="none") -> Step:
+         overlap="none", sequences=None) -> Step:
     """The one step model: the time of one step of one replica of ``d``, term by term (the waterfall).
 
     Every entry point prices its steps here: :func:`predict` (a decode step, a prefill step, the mixed steps of
@@ -276,8 +276,9 @@ def step(d: Deployment, tokens, kv_positions=0.0, prefill_positions=0.0, *, quer
     the plan (whose ceiling is this waterfall's first entry). The step's shape, per replica, is
     :meth:`~llmmath.deployment.Deployment.step_stages`'s: ``tokens`` through the matmuls (decode tokens and
     prompt tokens alike), ``kv_positions`` the decoding sequences' cached positions summed over layers (each read
-    once, attended by ``queries_per_position`` queries), ``prefill_positions`` the positions prompt tokens attend to.
-    Broadcasts over arrays.
+    once, attended by ``queries_per_position`` queries), ``prefill_positions`` the positions prompt tokens attend to,
+    ``sequences`` the sequences in the step (default ``tokens``: a decode step), each reading and writing its linear
+    layers' fixed state once. Broadcasts over arrays.
 
     The terms, in order (step seconds after each; ``pp`` micro-batches through the busiest stage):
 
@@ -300,7 +301,8 @@ def step(d: Deployment, tokens, kv_positions=0.0, prefill_positions=0.0, *, quer
         raise ValueError(f"overlap must be one of {OVERLAPS}, got {overlap!r}")
     n = np.asarray(positive("tokens", tokens), dtype=float)     # a mean over steps may hold a fraction of one
     sus = sustained(d.chip)
-    st = d.step_stages(n, kv_positions, prefill_positions, queries_per_position=queries_per_position)
+    st = d.step_stages(n, kv_positions, prefill_positions, queries_per_position=queries_per_position,
+                       sequences=sequences)
     pl = d.placement
     pp = pl.pp
     if pp == 1:
@@ -380,7 +382,7 @@ def prefill_chunks_s(d: Deployment, prompt_tokens: float, token_budget: int = 81
     starts = np.arange(0.0, T, budget)
     ends = np.minimum(starts + budget, T)
     pos = d.model.prefill_positions(ends) - d.model.prefill_positions(starts)
-    return float(np.sum(step(d, ends - starts, 0.0, pos, eplb=eplb, overlap=overlap).time_s))
+    return float(np.sum(step(d, ends - starts, 0.0, pos, eplb=eplb, overlap=overlap, sequences=1.0).time_s))
 
 
 def _mixed_shapes(d: Deployment, B_r: float, T: float, O: float, L: float, budget: int) -> tuple[float, float, list]:
@@ -400,15 +402,17 @@ def _mixed_shapes(d: Deployment, B_r: float, T: float, O: float, L: float, budge
     pp_T = float(m.prefill_positions(T))
     if O <= 1:                                         # every request is a prefill and its one token
         prompts = budget / T
-        return 0.0, prompts, [(1.0, dict(tokens=float(budget), kv_positions=0.0, prefill_positions=prompts * pp_T))]
+        return 0.0, prompts, [(1.0, dict(tokens=float(budget), kv_positions=0.0, prefill_positions=prompts * pp_T,
+                                         sequences=prompts))]
     n = min(B_r, budget / (1.0 + T / (O - 1.0)))
     r = n / (O - 1.0)
     c = min(budget - n, max(T, r * T))
     f = min(1.0, r * T / c)
     kv = n * float(m.cached_positions(L))
-    mix = [(f, dict(tokens=n + r * T / f, kv_positions=kv, prefill_positions=r * pp_T / f))]
+    chunks = max(1.0, r * T / f / T)                  # the prompts (or the one long prompt) a prefilling step holds
+    mix = [(f, dict(tokens=n + r * T / f, kv_positions=kv, prefill_positions=r * pp_T / f, sequences=n + chunks))]
     if f < 1.0:
-        mix.append((1.0 - f, dict(tokens=n, kv_positions=kv, prefill_positions=0.0)))
+        mix.append((1.0 - f, dict(tokens=n, kv_positions=kv, prefill_positions=0.0, sequences=n)))
     return n, n + r, mix
 
 
@@ -485,7 +489,8 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
         B = _batch_for_tpot(d, B, tpot, float(positive("max_tpot_s", scalar("max_tpot_s", max_tpot_s))))
     ttft = prefill_chunks_s(d, T, budget, eplb=eplb, overlap=overlap)
     if phase == "prefill":             # steps full of prompts: input tokens/s per chip
-        s = step(d, float(budget), 0.0, budget / T * float(d.model.prefill_positions(T)), eplb=eplb, overlap=overlap)
+        s = step(d, float(budget), 0.0, budget / T * float(d.model.prefill_positions(T)), eplb=eplb, overlap=overlap,
+                 sequences=max(1.0, budget / T))
         fall, terms = _scalar_step(s)
         per_chip = budget / d.placement.chips_per_replica
         return Prediction(phase, B, per_chip / fall[-1][1], math.nan, [(k, per_chip / t) for k, t in fall], terms,
