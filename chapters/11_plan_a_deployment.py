@@ -257,31 +257,40 @@ print(f"vLLM's view: {runtime / 2**30:.2f} GiB x {util} - activations {act / 2**
 # **Against engines' own logs.** `data/engine_kv_logs.toml` keeps start-up logs
 # quoted in vLLM's and SGLang's issue trackers: the model, the GPUs, the
 # fraction, the token budget, and the KV cache the engine logged. Each row is
-# planned again here with the same inputs. Every in-scope row was seen while
-# the memory model's form was chosen, so they are **validation** rows, not held
-# out; rows from engine releases that counted memory another way, or that ran a
-# KV connector with buffers of its own, are shown apart with their reasons.
+# planned again here with the same inputs, and each is reported in its split:
+# **validation** rows were seen while the memory model's form was chosen;
+# **test** rows (vLLM 0.19 start-ups on H100s, from one to four GPUs, tensor and
+# pipeline parallel, bf16 and fp8) entered after it was fixed, each with the
+# count the code gave when it entered; rows from engine releases that counted
+# memory another way, or that ran a KV connector with buffers of its own, are
+# shown apart with their reasons.
 
 # %%
 kv_rows = planner.kv_capacity_vs_logged()
 logs = planner.kv_logs()
+SPLITS = ("test", "validation", "out of scope")
 print(f"{'engine log':<44} {'split':<13} {'logged':>12} {'planned':>12} {'planned / logged':>17}")
-for r in sorted(kv_rows, key=lambda r: (r.split != "validation", r.key)):
+for r in sorted(kv_rows, key=lambda r: (SPLITS.index(r.split), r.key)):
     print(f"{r.key:<44} {r.split:<13} {r.logged:>12,.2f} {r.planned:>12,.2f} {r.ratio:>17.2f}"
           + ("  GiB" if r.unit == "GiB" else ""))
-    if r.split != "validation":
+    if r.split == "out of scope":
         print(f"{'':<4}out of scope: {logs[r.key]['reason']}")
-valid = [r for r in kv_rows if r.split == "validation"]
+by_split = {sp: [r for r in kv_rows if r.split == sp] for sp in SPLITS[:2]}
+valid, test = by_split["validation"], by_split["test"]
+in_scope = valid + test
 err = np.array([abs(r.ratio - 1) for r in valid])
-near = [r for r in valid if abs(r.ratio - 1) <= 0.15]
-far = [r for r in valid if abs(r.ratio - 1) > 0.15]
-print(f"in scope: {len(valid)} logs, median |planned / logged - 1| = {np.median(err):.1%}; {len(near)} within 15%"
-      + "".join(f"; {r.key} at {r.ratio:.2f}" for r in far))
+near = [r for r in in_scope if abs(r.ratio - 1) <= 0.15]
+far = [r for r in in_scope if abs(r.ratio - 1) > 0.15]
+for sp, rows in by_split.items():
+    e = np.array([abs(r.ratio - 1) for r in rows])
+    print(f"{sp}: {len(rows)} logs, median |planned / logged - 1| = {np.median(e):.1%}, worst {e.max():.1%}, "
+          f"{sum(e <= 0.15)} within 15%")
+print("outside 15%: " + ("; ".join(f"{r.key} ({r.split}) at {r.ratio:.3f}" for r in far) or "none"))
 
 # %% [markdown]
-# The check asks two things of the in-scope rows: a median miss under 10%, and
-# no row off by 30% or more. The 30% was set after the rows were seen (the
-# L40S row sits at 1.27), so it guards against slips, not for fidelity: the
+# The check asks two things: a median miss under 10% on the validation rows,
+# and no in-scope row off by 30% or more. The 30% was set after the
+# validation rows were seen, so it guards against slips, not for fidelity: the
 # goal, every row within 15%, is printed above and not asserted. A slip in the
 # reserve trips it (the cell computes one: a profiling pass with no activation
 # peak), and the logged figures are the sources' own, written here. A wrong
@@ -308,24 +317,39 @@ assert log["vllm-i10517-llama31-8b-rtx3090-20k"].logged == 1952 * 16      # "# G
 assert log["vllm-i10517-llama31-8b-rtx3090-29k"].logged == 1478 * 16      # "# GPU blocks: 1478"
 assert log["sglang-i21348-qwen3-235b-fp8-h100-tp4"].logged == 367_404     # "#tokens: 367404"
 assert log["vllm-pr10511-llama3-8b-h100"].logged == 53.29                 # "KV Cache is 53.29GiB"
-assert len(valid) >= 5 and np.median(err) < 0.10 and all(0.85 < r.ratio < 1.30 for r in valid)
+assert len(valid) >= 4 and len(test) >= 6 and np.median(err) < 0.10
+assert all(0.85 < r.ratio < 1.30 for r in in_scope)
+assert all(r.planned == logs[r.key]["planned_at_entry"] for r in test), "a test row's count moved: judge it, then " \
+    "mark it validation"
 assert not 0.85 < slip_act < 1.30                                         # the slip would trip it
 
 # %%
 rtx = [r for r in valid if r.key.startswith("vllm-i10517")]
-print(f"{len(near)} of {len(valid)} in-scope logs land within 15%. The {len(rtx)} RTX 3090 runs, whose 2-3 GiB of "
+tp_rows = [r for r in test if r.deployment.placement.tp > 1]
+high = sum(r.ratio > 1 for r in in_scope)
+print(f"{len(near)} of {len(in_scope)} in-scope logs land within 15%. The {len(rtx)} RTX 3090 runs, whose 2-3 GiB of "
       f"slack after the weights is set mostly by the activation peak of a 20,000- or 29,000-token profiling pass, "
-      f"land within {max(abs(r.ratio - 1) for r in rtx):.0%}."
-      + "".join(f" {r.key} misses by {r.ratio - 1:+.0%}." for r in far))
+      f"land within {max(abs(r.ratio - 1) for r in rtx):.0%}. {high} of {len(in_scope)} are planned high: the "
+      f"reserve is short. The test rows' logs say where: vLLM 0.19 logs an activation peak of "
+      f"{logs['vllm-v019-llama31-8b-h100-tp1']['source'].split('GiB weight, ')[1].split(' GiB')[0]} GiB for "
+      f"Llama-3.1-8B at every TP, against this count's "
+      f"{planner.plan('llama-3.1-8b', 'h100-sxm', 1).reserve_bytes['activation peak'] / 2**30:.2f} GiB, and about "
+      f"2.1 GiB outside torch at TP2 and TP4 (the {len(tp_rows)} tensor-parallel test rows sit "
+      f"{min(r.ratio for r in tp_rows) - 1:+.0%} to {max(r.ratio for r in tp_rows) - 1:+.0%}).")
 
 # %% [markdown]
-# The L40S run's log is the "before" run of a pull request whose change the
-# quoted excerpt does not show, and nothing in the rule above accounts for the
-# memory it held back: it stays in the ledger as a miss. The SGLang row is
-# planned about an eighth high: SGLang measures the free memory after its
-# CUDA context and communicators are up, which the course's one constant for
-# the memory outside torch, taken from single-GPU vLLM logs, undercounts at
-# TP4.
+# What the misses have in common is the reserve, not the KV bytes a token
+# takes: the rows err high (the count above), and the logs that print their
+# breakdown show two terms larger than the course counts. The profiling
+# pass of recent vLLM also runs the sampler over its largest batch of
+# sequences, whose logits (a row of the vocabulary each, in fp32) outweigh the
+# MLP's activations for a small model with a large vocabulary; and NCCL's
+# buffers, outside torch, grow to about 2 GiB a GPU at TP2 and up. The SGLang
+# row's eighth is the second term too: SGLang measures the free memory after
+# its communicators are up. Neither term is in the rule above, and neither is
+# fitted to these rows: they are named here as what the next change to the
+# memory model must derive from the engines' code, after which the test rows
+# become validation rows.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Explore the planner

@@ -370,7 +370,9 @@ def decode_sweep(model, chip, n_chips=None, context=8192, batches=(1,), *, weigh
 
 def kv_logs() -> dict:
     """``data/engine_kv_logs.toml``: serving engines' start-up logs (the KV cache they sized for a model on a GPU),
-    each row with its source, split (``validation`` or ``out of scope``, with a reason) and what it logged."""
+    each row with its source, split (``test``: entered after the memory model's form was fixed, with the code's
+    count at entry in ``planned_at_entry``; ``validation``: seen while the form was chosen; ``out of scope``, with a
+    reason) and what it logged."""
     return _catalog.load("engine_kv_logs.toml")["rows"]
 
 
@@ -418,7 +420,7 @@ def kv_capacity_vs_logged(keys=None) -> list[KvVsLogged]:
     out = []
     for key in (sorted(rows) if keys is None else keys):
         e = rows[key]
-        d = Deployment(e["model"], _log_chip(e), int(e["gpus"]), tp=int(e.get("tp", 1)),
+        d = Deployment(e["model"], _log_chip(e), int(e["gpus"]), tp=int(e.get("tp", 1)), pp=int(e.get("pp", 1)),
                        weight_dtype=e.get("weight_dtype", "bf16"), kv_dtype=e.get("kv_dtype", "bf16"),
                        engine=e["engine"], gpu_memory_utilization=float(e["fraction"]),
                        max_num_batched_tokens=e.get("max_num_batched_tokens"))
