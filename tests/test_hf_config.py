@@ -164,9 +164,12 @@ def test_without_model_type_the_architecture_is_matched_exactly():
     cfg = _cfg("llama-3.1-8b")
     del cfg["model_type"]
     assert models.from_hf_config(cfg).total_params == 8_030_261_248        # LlamaForCausalLM, exactly
-    # Llama 4 Scout (109B total) and Qwen3-Next (80B) once matched "llama" and "qwen3" by substring
-    # and came back as 11.1B and 3.0B with only a warning
-    for arch in ("Llama4ForCausalLM", "NemotronHForCausalLM", "MyLlamaForCausalLM"):
+    # Llama 4 Scout (109B total) and Qwen3-Next (80B) once matched "llama" and "qwen3" by substring and came back
+    # as 11.1B and 3.0B with only a warning; both are read by their own class now, and the unknown ones refused
+    scout = _cfg("llama-4-scout-17b-16e")["text_config"]
+    del scout["model_type"]
+    assert models.from_hf_config(scout | {"architectures": ["Llama4ForCausalLM"]}).total_params == 107_769_861_120
+    for arch in ("FalconH1ForCausalLM", "NemotronHForCausalLM", "MyLlamaForCausalLM"):
         with pytest.raises(ValueError, match=f"'{arch}'.*no class this reader knows"):
             models.from_hf_config(cfg | {"architectures": [arch]})
 
@@ -296,8 +299,27 @@ def test_qwen3_next_reads_exactly_with_its_linear_layers_apart():
     assert m.state_flops_per_token == 36 * (7 * 32 * 128 * 128 + 2 * 8192 * 4)
 
 
-def test_chunked_attention_configs_are_refused_naming_what_is_missing():
-    # Llama 4 Scout (chunked local attention, NoPE layers, a dense MLP width of its own) is not yet a layer kind the
-    # course reads: the reader refuses it and says what it cannot read
-    with pytest.raises(ValueError, match="model_type 'llama4_text' is not one this reader understands"):
-        models.from_hf_config(_cfg("llama-4-scout-17b-16e"), warn=False)
+def test_llama_4_scout_reads_exactly_with_chunked_and_nope_layers():
+    # meta-llama/Llama-4-Scout-17B-16E-Instruct: 108,641,793,536 parameters in the checkpoint, of which 871,932,416 are
+    # the vision tower and projector: the language model is 107,769,861,120. By hand: attention q and o 5,120 x 5,120,
+    # k and v 5,120 x 1,024 (no bias, q/k L2 norms without weights); 16 routed experts and one shared expert of
+    # 3 x 5,120 x 8,192; a router 5,120 x 16; two norms; every one of the 48 layers MoE
+    with pytest.warns(UserWarning, match="vision_config and the projector are not counted"):
+        m = models.from_hf_config(_cfg("llama-4-scout-17b-16e"), name="llama-4-scout")
+    layer = 2 * 5120 * 5120 + 2 * 5120 * 1024 + 17 * 3 * 5120 * 8192 + 5120 * 16 + 2 * 5120
+    assert m.total_params == 48 * layer + 2 * 202048 * 5120 + 5120 == 108_641_793_536 - 871_932_416
+    assert round(m.active_params / 1e9) == 17                                         # "17B active"
+    # three layers in four attend within their 8,192-token chunk, the NoPE fourth to everything: a token at 20,000
+    # sees 20,000 positions in 12 layers and 20,000 - 16,384 = 3,616 in 36, and the cache must have room for a whole
+    # chunk in each of those
+    assert m.n_chunked_layers == 36 and m.attention_chunk == 8192
+    assert m.cached_positions(20_000) == 12 * 20_000 + 36 * 3_616
+    assert m.held_positions(20_000) == 12 * 20_000 + 36 * 8_192
+    assert m.kv_bytes_per_sequence(20_000) == (12 * 20_000 + 36 * 8_192) * 2 * 8 * 128 * 2
+    # prefill of 10,000 tokens: a chunked layer's tokens see sum_i (i mod 8,192) = 8,192 x 8,191 / 2 + 1,808 x 1,807 / 2
+    assert m.prefill_positions(10_000) == 12 * 10_000 * 9_999 // 2 + 36 * (8192 * 8191 // 2 + 1808 * 1807 // 2)
+    # Maverick interleaves dense layers of its own width between the MoE ones: refused, saying so
+    maverick = _cfg("llama-4-scout-17b-16e")
+    maverick["text_config"] = maverick["text_config"] | {"interleave_moe_layer_step": 2}
+    with pytest.raises(ValueError, match="interleave_moe_layer_step=2.*Maverick.*not expressible"):
+        models.from_hf_config(maverick, warn=False)

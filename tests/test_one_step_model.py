@@ -50,6 +50,8 @@ GRID = [
     ("kimi-k2", "fp8", "b200", 8, dict(tp=8, ep=8)),
     ("qwen3-next-80b-a3b", "bf16", "h200", 2, dict(tp=2)),
     ("qwen3-next-80b-a3b", "fp8", "h100-sxm", 4, dict(tp=1, dp=4, ep=4)),
+    ("llama-4-scout-17b-16e", "bf16", "h200", 2, dict(tp=2)),
+    ("llama-4-scout-17b-16e", "fp8", "h100-sxm", 4, dict(tp=4, ep=4)),
 ]
 IDS = [f"{m}-{c}x{n}-" + "-".join(f"{k}{v}" for k, v in pl.items()) for m, _, c, n, pl in GRID]
 
@@ -119,7 +121,8 @@ SATURATED = [("llama-3.1-8b", "fp8", "h100-sxm", 1, dict(tp=1), 1000, 200),
              ("deepseek-v3", "fp8", "h200", 8, dict(tp=8, ep=8), 1000, 200),
              ("gpt-oss-120b", "fp4", "h100-sxm", 4, dict(tp=4), 16000, 500),
              ("kimi-k2", "fp8", "b200", 8, dict(tp=8, ep=8), 16000, 500),
-             ("qwen3-next-80b-a3b", "bf16", "h200", 2, dict(tp=2), 4000, 300)]
+             ("qwen3-next-80b-a3b", "bf16", "h200", 2, dict(tp=2), 4000, 300),
+             ("llama-4-scout-17b-16e", "bf16", "h200", 2, dict(tp=2), 12000, 300)]
 
 
 @pytest.mark.parametrize("model,dtype,chip,n,pl,T,O", SATURATED, ids=[s[0] for s in SATURATED])
@@ -141,7 +144,8 @@ PARTIAL = [("llama-3.1-70b", "bf16", "h100-sxm", 16, dict(tp=8), 1000, 200, 0.03
            ("mixtral-8x7b", "bf16", "h100-sxm", 2, dict(tp=2), 1000, 200, 0.025),
            ("deepseek-v3", "fp8", "h200", 8, dict(tp=8, ep=8), 1000, 200, 0.050),
            ("gpt-oss-120b", "fp4", "h100-sxm", 4, dict(tp=4), 2000, 500, 0.012),
-           ("qwen3-next-80b-a3b", "bf16", "h200", 2, dict(tp=2), 4000, 300, 0.015)]
+           ("qwen3-next-80b-a3b", "bf16", "h200", 2, dict(tp=2), 4000, 300, 0.015),
+           ("llama-4-scout-17b-16e", "bf16", "h200", 2, dict(tp=2), 12000, 300, 0.020)]
 
 
 @pytest.mark.parametrize("model,dtype,chip,n,pl,T,O,target", PARTIAL, ids=[s[0] for s in PARTIAL])

@@ -48,6 +48,11 @@ glm4_moe               GLM-4.5: DeepSeek's MoE layout (``n_routed_experts``,
                        its MTP modules) on grouped-query attention: q/k/v biases when
                        ``attention_bias``, q/k norms when ``use_qk_norm``, and a routing
                        bias (GLM-4.5's router always has one)
+llama4_text            Llama 4 (``llama4`` reads it from ``text_config``): ``num_local_experts``
+                       routed experts of ``intermediate_size`` and one shared expert of that
+                       width in every layer (``interleave_moe_layer_step`` 1, Scout; Maverick's
+                       2 is refused), chunked attention (``attention_chunk_size``) in the
+                       rotary layers of ``no_rope_layers``, full attention in the NoPE ones
 gpt2                   ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default 4 d),
                        ``n_positions`` learned positions, LayerNorm, biases, tied head
 =====================  ==================================================================
@@ -88,7 +93,7 @@ scale_attn_weights scale_attn_by_inverse_layer_idx reorder_and_upcast_attn activ
 task_specific_params max_window_layers use_sliding_window
 no_rope_layers no_rope_layer_interval
 query_pre_attn_scalar rope_local_base_freq final_logit_softcapping attn_logit_softcapping hidden_activation
-cache_implementation partial_rotary_factor""".split())
+cache_implementation partial_rotary_factor attn_temperature_tuning floor_scale attn_scale""".split())
 # (NoPE layers, SmolLM3's no_rope_layers and Llama 4's interval, skip the rotary embedding: no weight, no cache byte.)
 
 
@@ -101,7 +106,8 @@ def _sizes_nothing(value) -> bool:
         return value == 0
     return isinstance(value, (list, tuple, dict, str)) and len(value) == 0
 
-_FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "deepseek_v2",
+_FAMILIES = ("llama", "llama4_text", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
+             "deepseek_v2",
              "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text", "glm4_moe")
 
 
@@ -128,8 +134,8 @@ def _load(path_or_dict) -> tuple[dict, str]:
 class _Reader:
     """Reads fields off a config and remembers which it used."""
 
-    def __init__(self, cfg: dict, where: str):
-        self.cfg, self.where, self.used = cfg, where, set()
+    def __init__(self, cfg: dict, where: str, family: str = ""):
+        self.cfg, self.where, self.used, self.family = cfg, where, set(), family or cfg.get("model_type")
 
     def has(self, key) -> bool:
         return self.cfg.get(key) is not None
@@ -143,7 +149,7 @@ class _Reader:
         self.used.add(key)
         if self.cfg.get(key) is None:
             raise ValueError(f"{self.where}: field {key!r} is required for model_type "
-                             f"{self.cfg.get('model_type')!r} and is missing")
+                             f"{self.family!r} and is missing")
         return self.cfg[key]
 
     def int(self, key, default=None):
@@ -156,7 +162,7 @@ class _Reader:
 # The class names ``transformers`` writes into a config's ``architectures`` for each family this reader
 # knows, matched exactly (a substring match once read Llama4ForCausalLM as Llama and Qwen3NextForCausalLM
 # as Qwen3, and returned 11.1B and 3.0B for models of 109B and 80B).
-_ARCHITECTURES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
+_ARCHITECTURES = {"LlamaForCausalLM": "llama", "Llama4ForCausalLM": "llama4_text", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
                   "Qwen2ForCausalLM": "qwen2", "Qwen2MoeForCausalLM": "qwen2_moe", "Qwen3ForCausalLM": "qwen3",
                   "Qwen3MoeForCausalLM": "qwen3_moe", "Qwen3NextForCausalLM": "qwen3_next",
                   "DeepseekV2ForCausalLM": "deepseek_v2",
@@ -213,7 +219,7 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
     cfg, where = _load(path_or_dict)
     cfg, multimodal = _language_model(cfg, where, warn)
     mt = _model_type(cfg, where)
-    r = _Reader(cfg, where)
+    r = _Reader(cfg, where, mt)
     r.used.update({"model_type", "architectures"})
     kw: dict = {}
     if mt == "gpt2":
@@ -247,6 +253,8 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
         _sliding(r, mt, kw)
         if mt in ("llama", "mistral", "qwen2", "qwen3", "gemma3_text"):
             kw["d_ff"] = r.int("intermediate_size")
+        elif mt == "llama4_text":
+            _llama4(r, kw)
         elif mt == "mixtral":
             kw.update(d_ff=0, n_experts=r.int("num_local_experts"), experts_per_token=r.int("num_experts_per_tok"),
                       d_ff_expert=r.int("intermediate_size"))
@@ -356,6 +364,32 @@ def _qwen_moe(r: _Reader, mt: str, kw: dict) -> None:
                                  f"moe_intermediate_size={kw['d_ff_expert']}; this schema counts shared experts "
                                  f"in units of the routed width")
             kw.update(n_shared_experts=shared // kw["d_ff_expert"], shared_expert_gate=True)
+
+
+def _llama4(r: _Reader, kw: dict) -> None:
+    """Llama 4's language model: routed experts of ``intermediate_size`` with one shared expert of the same width in
+    every ``interleave_moe_layer_step``-th layer (1: all, Scout), chunked local attention (``attention_chunk_size``)
+    in the layers with rotary positions and full attention in the NoPE ones (``no_rope_layers``: 1 rope, 0 NoPE),
+    q/k L2 norms without weights."""
+    n = kw["n_layers"]
+    step = r.int("interleave_moe_layer_step", 1)
+    if step != 1:
+        raise ValueError(f"{r.where}: interleave_moe_layer_step={step} (MoE every {step}th layer, dense layers of "
+                         f"intermediate_size_mlp between: Llama 4 Maverick) is not expressible yet; allowed: 1 "
+                         f"(Scout: every layer MoE)")
+    rope = r.get("no_rope_layers")
+    if rope is None:                                   # Llama4TextConfig: NoPE every no_rope_layer_interval-th
+        every = r.int("no_rope_layer_interval", 4)
+        rope = [int((i + 1) % every != 0) for i in range(n)]
+    if len(rope) != n or set(rope) - {0, 1}:
+        raise ValueError(f"{r.where}: no_rope_layers must list {n} entries of 0 (NoPE, full attention) or 1 "
+                         f"(rotary, chunked attention), got {len(rope)} entries")
+    chunk = r.int("attention_chunk_size", 0)
+    n_chunked = sum(rope) if chunk else 0
+    kw.update(d_ff=0, n_experts=r.int("num_local_experts"), experts_per_token=r.int("num_experts_per_tok"),
+              d_ff_expert=r.int("intermediate_size"), n_shared_experts=1, attention_chunk=chunk if n_chunked else 0,
+              n_chunked_layers=n_chunked)
+    r.used.update({"intermediate_size_mlp", "use_qk_norm", "moe_layers"})   # dense width: no dense layer at step 1
 
 
 def _gated_deltanet(r: _Reader, kw: dict) -> None:

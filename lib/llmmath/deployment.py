@@ -701,23 +701,25 @@ class Deployment:
 
 
 def _context_for_kv(m: models.Model, kv_bytes: float, b_kv: float) -> float:
-    """Largest context whose one-sequence K/V (all attention layers) is at most ``kv_bytes`` (inverts the K/V part of
-    kv_bytes_per_sequence)."""
+    """Largest context whose one-sequence K/V (all attention layers) is at most ``kv_bytes``: inverts
+    :meth:`~llmmath.models.Model.held_positions` (``n_full L + n_window min(L, w) + n_chunked min(L, c)``, piecewise
+    linear and rising), between its breakpoints ``w`` and ``c``."""
     if kv_bytes <= 0:
         return 0.0
     if math.isinf(kv_bytes):
         return math.inf
-    per_layer = m.kv_bytes_per_token_per_layer(b_kv)
-    positions = kv_bytes / per_layer                       # n_full L + n_win min(L, w)
-    if not m.n_window_layers:
-        return math.floor(positions / m.n_attention_layers)
-    w = m.sliding_window
-    if positions <= m.n_attention_layers * w:
-        return math.floor(positions / m.n_attention_layers)
-    if not m.n_full_attention_layers:
-        return math.inf                                    # every layer windowed: the cache stops growing
-    return math.floor((positions - m.n_window_layers * w) / m.n_full_attention_layers)
-
+    positions = kv_bytes / m.kv_bytes_per_token_per_layer(b_kv)
+    local = sorted([(m.sliding_window, m.n_window_layers)] * bool(m.n_window_layers)
+                   + [(m.attention_chunk, m.n_chunked_layers)] * bool(m.n_chunked_layers))
+    rising, start, used = m.n_attention_layers, 0.0, 0.0     # layers still growing; where the segment starts
+    for size, n in local + [(math.inf, 0)]:
+        if rising == 0:
+            return math.inf                                # every layer local: the cache stops growing
+        end = used + rising * (size - start)               # positions held at the segment's end
+        if positions <= end:
+            return float(math.floor(start + (positions - used) / rising + 1e-9))
+        used, start, rising = end, size, rising - n
+    return math.inf
 
 def placements(model, n_chips: int, pp: int = 1) -> list[Placement]:
     """Every one-replica placement of ``model`` on ``n_chips`` chips in ``pp`` stages (list of :class:`Placement`).

@@ -78,6 +78,8 @@ class StepModel:
         free = float(np.min(d.free_bytes_by_stage))
         self.kv_capacity_tokens = max(free, 0.0) / self.kv_bytes_per_token * pl.dp
         self.n_kv_layers, self.n_window_layers, self.window = m.n_attention_layers, m.n_window_layers, m.sliding_window
+        self.n_chunked_layers, self.chunk = m.n_chunked_layers, m.attention_chunk
+        self.local = m.has_local_layers                   # windowed or chunked layers: positions not n_kv_layers L
         # the fixed state a sequence keeps in the linear layers, in tokens of K/V on the same chip
         self.state_tokens = m.state_bytes_per_sequence() / pl.tp / self.kv_bytes_per_token
 
@@ -100,24 +102,23 @@ class StepModel:
         """Cached positions summed over layers for decoding sequences at ``contexts`` (tokens, an array):
         :meth:`~llmmath.models.Model.cached_positions`, summed (without windowed layers its form ``n_layers L``
         inline: the engine asks every step)."""
-        if self.n_window_layers:
+        if self.local:
             return float(np.sum(self.deployment.model.cached_positions(contexts)))
         return float(self.n_kv_layers * contexts.sum())
 
     def prefill_positions(self, done, chunk) -> float:
         """Earlier positions the prompt chunks of ``chunk`` tokens, after ``done`` already prefilled, attend to, summed
         over chunks and layers (:meth:`~llmmath.models.Model.prefill_positions`; arrays)."""
-        if self.n_window_layers:
+        if self.local:
             m = self.deployment.model
             return float(np.sum(m.prefill_positions(done + chunk) - m.prefill_positions(done)))
         return float(self.n_kv_layers * np.sum(chunk * done + chunk * (chunk - 1.0) / 2.0))   # full layers, inline
 
     def held_tokens(self, tokens):
         """KV one sequence of ``tokens`` written positions holds, in tokens of a full-attention cache (array):
-        :meth:`~llmmath.models.Model.cached_positions` over the attention layers (= L without windowed layers),
-        plus its linear layers' fixed state (:attr:`state_tokens`) once it has a token."""
-        held = (self.deployment.model.cached_positions(tokens) / self.n_kv_layers if self.n_window_layers
-                else tokens)
+        :meth:`~llmmath.models.Model.held_positions` over the attention layers (= L without windowed or chunked
+        layers), plus its linear layers' fixed state (:attr:`state_tokens`) once it has a token."""
+        held = self.deployment.model.held_positions(tokens) / self.n_kv_layers if self.local else tokens
         if self.state_tokens:
             held = held + np.where(np.asarray(tokens) > 0, self.state_tokens, 0.0)
         return held
@@ -268,7 +269,7 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
         pages = lambda x: sm.held_tokens(np.ceil(x / page_tokens) * page_tokens)  # noqa: E731
     else:
         pages = sm.held_tokens
-    if paged and not sm.n_window_layers and not sm.state_tokens:   # one sequence's pages, a plain float (hot path)
+    if paged and not sm.local and not sm.state_tokens:   # one sequence's pages, a plain float (the hot path)
         page_of = lambda x: math.ceil(x / page_tokens) * page_tokens  # noqa: E731
     else:
         page_of = lambda x: float(pages(x))  # noqa: E731
@@ -365,7 +366,7 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
                 fits = (not paged or run_idx.size == 1
                         or written + run_idx.size * (1 + slack) <= sm.kv_capacity_tokens
                         or float(pages(ins_r + gen + 1.0).sum()) <= sm.kv_capacity_tokens)
-            elif n_pf == 1 and not sm.n_window_layers:     # one prompt in flight (the common case): scalars
+            elif n_pf == 1 and not sm.local:               # one prompt in flight (the common case): scalars
                 decoding = None
                 o = int(left_pf.argmax())                  # the one sequence with prompt tokens left
                 chunk = min(float(left_pf[o]), float(max(budget - n_dec, 0)))
@@ -424,12 +425,16 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
             if paged:                                       # steps whose new tokens surely fit, at least the next one
                 room = sm.kv_capacity_tokens - written - n_dec * slack
                 k_fin = min(k_fin, max(1, int(room // n_dec)))
-            if sm.n_window_layers:                          # until a sequence's context passes the window
-                ctx = ins_r + gen
-                below = ctx < sm.window
-                if below.any():
-                    k_fin = min(k_fin, max(1, int(np.min(sm.window - ctx[below]))))
-                grow = (sm.n_kv_layers - sm.n_window_layers) * n_dec + sm.n_window_layers * int(below.sum())
+            if sm.local:                                    # windows and chunks: positions grow by a step's
+                ctx = ins_r + gen                           # tokens only between their breakpoints
+                grow = (sm.n_kv_layers - sm.n_window_layers) * n_dec
+                if sm.n_window_layers:                      # until a sequence's context passes the window
+                    below = ctx < sm.window
+                    if below.any():
+                        k_fin = min(k_fin, max(1, int(np.min(sm.window - ctx[below]))))
+                    grow += sm.n_window_layers * int(below.sum())
+                if sm.n_chunked_layers:                     # until a sequence's next token opens a new chunk
+                    k_fin = min(k_fin, max(1, int(np.min(sm.chunk - np.mod(ctx, sm.chunk)))))
                 kv_pos = sm.kv_positions(ctx)
             else:
                 grow, kv_pos = sm.n_kv_layers * n_dec, sm.n_kv_layers * written

@@ -50,7 +50,8 @@ _INT_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff
                "n_experts", "experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers",
                "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
                "sliding_window", "n_window_layers", "n_mtp_layers", "linear_key_heads", "linear_value_heads",
-               "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel")
+               "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel", "attention_chunk",
+               "n_chunked_layers")
 _POSITIVE_FIELDS = ("n_layers", "d_model", "n_heads", "head_dim", "vocab")
 
 
@@ -68,6 +69,9 @@ class Model:
     ``linear_key_head_dim`` and ``linear_value_head_dim``, a causal depthwise convolution of ``linear_conv_kernel``
     taps; they cache no K/V (:meth:`state_bytes_per_sequence` instead). ``attn_output_gate``: the attention layers'
     query projection also yields a sigmoid gate on their output (Qwen3-Next's gated attention: q_proj twice as wide).
+    ``attention_chunk`` (tokens) and ``n_chunked_layers``: that many attention layers attend only within the
+    ``attention_chunk``-token block their token falls in (Llama 4's chunked local attention: a token at position ``i``
+    sees the ``i mod c`` before it in its chunk) and hold at most one chunk of K/V.
     ``sliding_window`` (tokens) and ``n_window_layers``: that many of the attention layers attend
     only to the last ``sliding_window`` positions and cache only those (0: every layer
     attends to the whole context). ``shared_expert_gate``: a ``d x 1`` sigmoid gate on
@@ -117,6 +121,8 @@ class Model:
     linear_key_head_dim: int = 0
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 0
+    attention_chunk: int = 0
+    n_chunked_layers: int = 0
     published_total_params: float = 0
     published_active_params: float = 0
     source: str = ""
@@ -173,10 +179,17 @@ class Model:
         if not ids and any(getattr(self, f) for f in lin):
             raise ValueError(f"{key}: {', '.join(f for f in lin if getattr(self, f))} set but no linear_layer_ids: "
                              f"give the layers that are Gated DeltaNet, or set them to 0")
+        if bool(self.attention_chunk) != bool(self.n_chunked_layers):
+            raise ValueError(f"{key}: attention_chunk={self.attention_chunk} and n_chunked_layers="
+                             f"{self.n_chunked_layers} must be both 0 (no chunked layers) or a chunk >= 1 token with "
+                             f">= 1 chunked layers")
         if bool(self.sliding_window) != bool(self.n_window_layers) or self.n_window_layers > self.n_attention_layers:
             raise ValueError(f"{key}: sliding_window={self.sliding_window} and n_window_layers="
                              f"{self.n_window_layers} must be both 0 (no windowed layers) or a window >= 1 "
                              f"token with 1..{self.n_attention_layers} (the attention layers) windowed layers")
+        if self.n_window_layers + self.n_chunked_layers > self.n_attention_layers:
+            raise ValueError(f"{key}: n_window_layers={self.n_window_layers} and n_chunked_layers="
+                             f"{self.n_chunked_layers} together exceed the {self.n_attention_layers} attention layers")
         if self.shared_expert_gate and not self.n_shared_experts:
             raise ValueError(f"{key}: shared_expert_gate needs shared experts (n_shared_experts >= 1)")
         if self.norm not in ("rmsnorm", "layernorm"):
@@ -478,7 +491,7 @@ class Model:
         return result(per_pos * self.cached_positions(L))
 
     def cached_positions(self, context) -> float | np.ndarray:
-        """Positions a new token attends to, summed over layers: ``n_full L + n_window min(L, w)``.
+        """Positions a new token attends to, summed over layers: ``n_full L + n_window min(L, w) + n_chunked (L mod c)``.
 
         ``n_layers * L`` for a model without windowed or linear layers (a linear layer attends to no position: it
         reads its fixed state, :meth:`state_bytes_per_sequence`). Broadcasts over ``context`` (tokens, >= 0).
@@ -487,9 +500,30 @@ class Model:
             ValueError: negative or NaN context.
         """
         L = non_negative("context", context)
-        n_win = self.n_window_layers
+        n_win, n_chunk = self.n_window_layers, self.n_chunked_layers
         return result(self.n_full_attention_layers * L
-                      + (n_win * np.minimum(L, self.sliding_window) if n_win else 0.0))
+                      + (n_win * np.minimum(L, self.sliding_window) if n_win else 0.0)
+                      + (n_chunk * np.mod(L, self.attention_chunk) if n_chunk else 0.0))
+
+    def held_positions(self, context) -> float | np.ndarray:
+        """Positions of K/V one sequence must have room for once it has reached ``context`` tokens, summed over
+        layers: ``n_full L + n_window min(L, w) + n_chunked min(L, c)`` (a chunked layer holds up to a whole chunk
+        before it drops it, so the room is the most it held on the way, not the ``L mod c`` it holds at ``L``).
+        Equals :meth:`cached_positions` without chunked layers. Broadcasts over ``context`` (tokens, >= 0).
+
+        Raises:
+            ValueError: negative or NaN context.
+        """
+        L = non_negative("context", context)
+        held = self.n_full_attention_layers * L + (self.n_window_layers * np.minimum(L, self.sliding_window)
+                                                   if self.n_window_layers else 0.0)
+        return result(held + (self.n_chunked_layers * np.minimum(L, self.attention_chunk)
+                              if self.n_chunked_layers else 0.0))
+
+    @property
+    def has_local_layers(self) -> bool:
+        """Whether some attention layers see less than the whole context (windowed or chunked)."""
+        return bool(self.n_window_layers or self.n_chunked_layers)
 
     def causal_mean_positions(self, seq_len) -> float | np.ndarray:
         """Positions a token of a causally masked sequence of ``seq_len`` tokens attends to, averaged over its
@@ -505,13 +539,14 @@ class Model:
             ValueError: ``seq_len`` not above 0.
         """
         L = positive("seq_len", seq_len)
-        full, win = self._causal_positions(L)
-        return result(self.n_full_attention_layers * L / 2.0 + self.n_window_layers * (win / L + 0.5))
+        full, win, chunk = self._causal_positions(L)
+        return result(self.n_full_attention_layers * L / 2.0 + self.n_window_layers * (win / L + 0.5)
+                      + self.n_chunked_layers * (chunk / L + 0.5))
 
     @property
     def n_full_attention_layers(self) -> int:
-        """Layers that attend to (and cache) the whole context: all but the windowed and the linear ones."""
-        return self.n_attention_layers - self.n_window_layers
+        """Layers that attend to (and cache) the whole context: all but the windowed, chunked and linear ones."""
+        return self.n_attention_layers - self.n_window_layers - self.n_chunked_layers
 
     def state_bytes_per_sequence(self, dtype="bf16") -> float:
         """The fixed state one sequence keeps in the linear layers, whatever its length (bytes; 0 without them).
@@ -572,17 +607,23 @@ class Model:
         Raises:
             ValueError: negative or NaN ``prompt_tokens``.
         """
-        full, win = self._causal_positions(non_negative("prompt_tokens", prompt_tokens))
-        return result(self.n_full_attention_layers * full + self.n_window_layers * win)
+        full, win, chunk = self._causal_positions(non_negative("prompt_tokens", prompt_tokens))
+        return result(self.n_full_attention_layers * full + self.n_window_layers * win + self.n_chunked_layers * chunk)
 
     def _causal_positions(self, T):
-        """(full, windowed): earlier positions ``T`` causal tokens attend to in one full and one windowed layer,
-        ``sum_i i`` and ``sum_i min(i, w)`` over ``i = 0..T-1`` (0 for a model without windows)."""
+        """(full, windowed, chunked): earlier positions ``T`` causal tokens attend to in one full, one windowed and
+        one chunked layer: ``sum_i i``, ``sum_i min(i, w)`` and ``sum_i (i mod c)`` over ``i = 0..T-1``, the last
+        ``q c (c-1)/2 + r (r-1)/2`` for ``T = q c + r`` (0 for a model without that kind)."""
         full = T * np.maximum(T - 1.0, 0.0) / 2.0
-        if not self.n_window_layers:
-            return full, 0.0 * T
-        w = float(self.sliding_window)
-        return full, np.where(T - 1.0 <= w, full, w * (w + 1.0) / 2.0 + (T - 1.0 - w) * w)
+        win = chunk = 0.0 * T
+        if self.n_window_layers:
+            w = float(self.sliding_window)
+            win = np.where(T - 1.0 <= w, full, w * (w + 1.0) / 2.0 + (T - 1.0 - w) * w)
+        if self.n_chunked_layers:
+            c = float(self.attention_chunk)
+            q, r = np.floor(T / c), np.mod(T, c)
+            chunk = q * c * (c - 1.0) / 2.0 + r * np.maximum(r - 1.0, 0.0) / 2.0
+        return full, win, chunk
 
     @finite_result
     def flops_per_token(self, context=0) -> float | np.ndarray:
@@ -630,16 +671,16 @@ class Model:
         context plus the linear layers' fixed state (:meth:`state_bytes_per_sequence`, at ``state_dtype``; held
         once the sequence has a token).
 
-        K/V: ``(n_full L + n_window min(L, w)) * kv_bytes_per_token_per_layer``: a windowed
+        K/V: :meth:`held_positions` ``* kv_bytes_per_token_per_layer``: a windowed
         layer keeps only its last ``w`` positions (a ring buffer; gpt-oss: w = 128 in
-        18 of 36 layers). Equals ``L beta`` for a model without windows or linear layers. Broadcasts
+        18 of 36 layers), a chunked one at most a chunk. Equals ``L beta`` for a model without windows or linear layers. Broadcasts
         over ``context``.
 
         Raises:
             ValueError: negative or NaN context. KeyError: unknown dtype name.
         """
         L = non_negative("context", context)
-        kv = self.kv_bytes_per_token_per_layer(dtype) * self.cached_positions(L)
+        kv = self.kv_bytes_per_token_per_layer(dtype) * self.held_positions(L)
         if self.linear_layer_ids:
             kv = kv + np.where(L > 0, self.state_bytes_per_sequence(state_dtype), 0.0)
         return result(kv)

@@ -97,7 +97,8 @@ def train_flops(n_params, n_tokens, context=0, model=None, *, recompute: str = "
     non-absorbed training form) and ``3 A`` in all; a token attends to ``L/2`` positions on
     average when ``causal`` (a causal mask skips the upper triangle: the quadratic term halves; a sliding-window
     layer to the exact mean of its window, :meth:`~llmmath.models.Model.causal_mean_positions`),
-    to ``L`` when not (Megatron-LM's and Korthikanti et al.'s formulas count the full square).
+    to ``L`` when not (Megatron-LM's and Korthikanti et al.'s formulas count the full square). A model's linear
+    layers (Gated DeltaNet) add their state's FLOPs, :attr:`~llmmath.models.Model.state_flops_per_token`, in ``A``.
 
     ``recompute`` adds the work repeated in the backward pass (hardware FLOPs, not model FLOPs):
 
@@ -137,7 +138,7 @@ def train_flops(n_params, n_tokens, context=0, model=None, *, recompute: str = "
             seen = np.where(L > 0, m.causal_mean_positions(np.where(L > 0, L, 1.0)), 0.0)
         else:
             seen = m.cached_positions(L)
-        attn = per_pos * np.asarray(seen)
+        attn = per_pos * np.asarray(seen) + m.state_flops_per_token    # linear layers' state: context-free
         attention_passes = 3.0 if recompute == "none" else 4.0
         flops = flops + attention_passes * D * attn
     return result(flops)
