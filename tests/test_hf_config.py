@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -323,3 +324,30 @@ def test_llama_4_scout_reads_exactly_with_chunked_and_nope_layers():
     maverick["text_config"] = maverick["text_config"] | {"interleave_moe_layer_step": 2}
     with pytest.raises(ValueError, match="interleave_moe_layer_step=2.*Maverick.*not expressible"):
         models.from_hf_config(maverick, warn=False)
+
+
+@pytest.mark.parametrize("name,hand,published", [
+    # SmolLM3-3B: q and o 2,048 x 2,048, k and v 2,048 x 512, SwiGLU 3 x 2,048 x 11,008, two norms; a tied head
+    # (SmolLM3Config's default; the checkpoint has no lm_head tensor); its NoPE layers hold no weight
+    ("smollm3-3b", 36 * (2 * 2048 * 2048 + 2 * 2048 * 512 + 3 * 2048 * 11008 + 2 * 2048) + 128256 * 2048 + 2048,
+     3_075_098_624),
+    # Phi-4 (phi3): qkv_proj [7,680, 5,120] and gate_up_proj [35,840, 5,120] fused, the same weights as llama's
+    # separate ones; an untied head; sliding_window 16,384 = the context, so no window
+    ("phi-4", 40 * (2 * 5120 * 5120 + 2 * 5120 * 1280 + 3 * 5120 * 17920 + 2 * 5120) + 2 * 100352 * 5120 + 5120,
+     14_659_507_200),
+    # OLMoE-1B-7B-0924: 64 experts of 3 x 2,048 x 1,024 a layer, a router 2,048 x 64, and q/k RMSNorms of 2,048
+    # each: over the whole projection, not one head (Qwen3's would be 2 x 128)
+    ("olmoe-1b-7b", 16 * (4 * 2048 * 2048 + 2 * 2048 + 64 * 3 * 2048 * 1024 + 2048 * 64 + 2 * 2048)
+     + 2 * 50304 * 2048 + 2048, 6_919_161_856),
+    # Mistral-Small-3.1-24B: its language model (text_config, a mistral); the published 24,011,361,280 holds the
+    # Pixtral tower (403,305,472) and the projector (35,652,608) too
+    ("mistral-small-3.1-24b", 40 * (2 * 5120 * 4096 + 2 * 5120 * 1024 + 3 * 5120 * 32768 + 2 * 5120)
+     + 2 * 131072 * 5120 + 5120, 24_011_361_280 - 403_305_472 - 35_652_608),
+])
+def test_dense_and_moe_families_read_to_their_published_counts(name, hand, published):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                # the multimodal one says what it leaves out
+        m = models.from_hf_config(_cfg(name), name=name)
+    assert m.total_params == hand == published
+    assert not m.unmodelled_config_fields
+    assert m.n_window_layers == 0                      # Phi-4's window spans its whole context

@@ -52,6 +52,12 @@ GRID = [
     ("qwen3-next-80b-a3b", "fp8", "h100-sxm", 4, dict(tp=1, dp=4, ep=4)),
     ("llama-4-scout-17b-16e", "bf16", "h200", 2, dict(tp=2)),
     ("llama-4-scout-17b-16e", "fp8", "h100-sxm", 4, dict(tp=4, ep=4)),
+    ("gemma-3-27b", "bf16", "h100-sxm", 1, dict(tp=1)),
+    ("glm-4.5-air", "fp8", "h100-sxm", 2, dict(tp=2)),
+    ("smollm3-3b", "bf16", "a100-80gb", 1, dict(tp=1)),
+    ("phi-4", "bf16", "mi300x", 1, dict(tp=1)),
+    ("olmoe-1b-7b", "bf16", "h100-sxm", 2, dict(tp=1, dp=2, ep=2)),
+    ("mistral-small-3.1-24b", "fp8", "b200", 1, dict(tp=1)),
 ]
 IDS = [f"{m}-{c}x{n}-" + "-".join(f"{k}{v}" for k, v in pl.items()) for m, _, c, n, pl in GRID]
 

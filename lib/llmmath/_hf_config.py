@@ -53,6 +53,12 @@ llama4_text            Llama 4 (``llama4`` reads it from ``text_config``): ``num
                        width in every layer (``interleave_moe_layer_step`` 1, Scout; Maverick's
                        2 is refused), chunked attention (``attention_chunk_size``) in the
                        rotary layers of ``no_rope_layers``, full attention in the NoPE ones
+smollm3                SmolLM3: llama's layout, a tied head by default, NoPE layers
+                       (``no_rope_layers``: no weight, no cache byte)
+phi3                   Phi-3/Phi-4: llama's layout (q/k/v and gate/up fused in the checkpoint,
+                       the same weights); a ``sliding_window`` as long as the context is none
+olmoe                  OLMoE: ``num_experts`` of ``intermediate_size``, q/k RMSNorms over the
+                       whole projection (``n_h h`` and ``n_kv h`` weights)
 gpt2                   ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default 4 d),
                        ``n_positions`` learned positions, LayerNorm, biases, tied head
 =====================  ==================================================================
@@ -106,7 +112,8 @@ def _sizes_nothing(value) -> bool:
         return value == 0
     return isinstance(value, (list, tuple, dict, str)) and len(value) == 0
 
-_FAMILIES = ("llama", "llama4_text", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
+_FAMILIES = ("llama", "llama4_text", "smollm3", "phi3", "mistral", "mixtral", "olmoe", "qwen2", "qwen2_moe", "qwen3",
+             "qwen3_moe", "qwen3_next",
              "deepseek_v2",
              "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text", "glm4_moe")
 
@@ -162,7 +169,8 @@ class _Reader:
 # The class names ``transformers`` writes into a config's ``architectures`` for each family this reader
 # knows, matched exactly (a substring match once read Llama4ForCausalLM as Llama and Qwen3NextForCausalLM
 # as Qwen3, and returned 11.1B and 3.0B for models of 109B and 80B).
-_ARCHITECTURES = {"LlamaForCausalLM": "llama", "Llama4ForCausalLM": "llama4_text", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
+_ARCHITECTURES = {"LlamaForCausalLM": "llama", "Llama4ForCausalLM": "llama4_text", "SmolLM3ForCausalLM": "smollm3",
+                  "Phi3ForCausalLM": "phi3", "OlmoeForCausalLM": "olmoe", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
                   "Qwen2ForCausalLM": "qwen2", "Qwen2MoeForCausalLM": "qwen2_moe", "Qwen3ForCausalLM": "qwen3",
                   "Qwen3MoeForCausalLM": "qwen3_moe", "Qwen3NextForCausalLM": "qwen3_next",
                   "DeepseekV2ForCausalLM": "deepseek_v2",
@@ -233,11 +241,12 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
     else:
         d, nh = r.int("hidden_size"), r.int("num_attention_heads")
         gemma = mt == "gemma3_text"                     # Gemma3TextConfig's defaults: a tied head, 262,208 tokens
+        tied_default = gemma or mt == "smollm3"         # SmolLM3Config ties the head by default too
         kw.update(n_layers=r.int("num_hidden_layers"), d_model=d, n_heads=nh,
                   n_kv_heads=r.int("num_key_value_heads", nh),
                   vocab=r.int("vocab_size", 262208) if gemma else r.int("vocab_size"),
                   max_context=r.int("max_position_embeddings", 0),
-                  tied_embeddings=bool(r.get("tie_word_embeddings", gemma)))
+                  tied_embeddings=bool(r.get("tie_word_embeddings", tied_default)))
         kw["head_dim"] = r.int("head_dim", d // nh) if r.has("head_dim") else d // nh
         r.used.add("head_dim")
         kw["attn_bias"] = bool(r.get("attention_bias", False))
@@ -246,13 +255,20 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
             kw["qkv_bias"], kw["attn_bias"] = not kw["attn_bias"], kw["attn_bias"]
         if mt in ("qwen3", "qwen3_moe", "qwen3_next"):
             kw["qk_norm"] = True
+        if mt == "olmoe":                               # RMSNorms over the whole q and k projections
+            kw.update(qk_norm=True, qk_norm_full_width=True)
+            if r.get("clip_qkv") is not None:
+                r.used.add("clip_qkv")
         if mt == "qwen3_next":
             _gated_deltanet(r, kw)
         if gemma:
             kw.update(qk_norm=True, sandwich_norms=True)
         _sliding(r, mt, kw)
-        if mt in ("llama", "mistral", "qwen2", "qwen3", "gemma3_text"):
+        if mt in ("llama", "smollm3", "phi3", "mistral", "qwen2", "qwen3", "gemma3_text"):
             kw["d_ff"] = r.int("intermediate_size")
+        elif mt == "olmoe":
+            kw.update(d_ff=0, n_experts=r.int("num_experts"), experts_per_token=r.int("num_experts_per_tok"),
+                      d_ff_expert=r.int("intermediate_size"))
         elif mt == "llama4_text":
             _llama4(r, kw)
         elif mt == "mixtral":
@@ -338,7 +354,7 @@ def _sliding(r: _Reader, mt: str, kw: dict) -> None:
         n_global = kw["n_layers"] // pattern
         kw.update(sliding_window=int(window), n_window_layers=kw["n_layers"] - n_global)
         return
-    if mt in ("mistral", "llama", "mixtral") and int(window) < kw["max_context"]:
+    if mt in ("mistral", "llama", "mixtral", "phi3") and int(window) < kw["max_context"]:
         kw.update(sliding_window=int(window), n_window_layers=kw["n_layers"])
 
 

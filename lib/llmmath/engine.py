@@ -577,7 +577,9 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
 
     def run(sm_, arr, ins_, pf_, outs_, replicas, budget_):
         """Route requests round-robin (in arrival order) to ``replicas`` copies of ``sm_`` and run each."""
-        need = np.ceil((ins_ + outs_) / page) * page if paged else ins_ + outs_
+        # the room one request's cache takes, in full-cache tokens (windowed and chunked layers hold less; linear
+        # layers' state more)
+        need = sm_.held_tokens(np.ceil((ins_ + outs_) / page) * page if paged else ins_ + outs_)
         if np.any(need > sm_.kv_capacity_tokens):
             raise ValueError(f"a request needs {need.max():,.0f} tokens of KV, a replica holds "
                              f"{sm_.kv_capacity_tokens:,.0f}: use more chips or shorter requests")

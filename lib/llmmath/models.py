@@ -45,7 +45,7 @@ __all__ = ["Model", "get", "names", "catalog", "from_hf_config"]
 
 _STR_FIELDS = ("key", "name", "norm", "pos_embedding", "source", "published_total_source", "note")
 _BOOL_FIELDS = ("gated_mlp", "tied_embeddings", "qk_norm", "attn_bias", "qkv_bias", "mlp_bias", "attn_sinks",
-                "router_bias", "shared_expert_gate", "sandwich_norms", "attn_output_gate")
+                "router_bias", "shared_expert_gate", "sandwich_norms", "attn_output_gate", "qk_norm_full_width")
 _INT_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab", "max_context",
                "n_experts", "experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers",
                "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
@@ -69,6 +69,8 @@ class Model:
     ``linear_key_head_dim`` and ``linear_value_head_dim``, a causal depthwise convolution of ``linear_conv_kernel``
     taps; they cache no K/V (:meth:`state_bytes_per_sequence` instead). ``attn_output_gate``: the attention layers'
     query projection also yields a sigmoid gate on their output (Qwen3-Next's gated attention: q_proj twice as wide).
+    ``qk_norm_full_width``: the q/k RMSNorms span the whole projection (``n_h h`` and ``n_kv h`` weights: OLMoE,
+    MiniMax-M2), not one head (``h`` each: Qwen3, Gemma 3).
     ``attention_chunk`` (tokens) and ``n_chunked_layers``: that many attention layers attend only within the
     ``attention_chunk``-token block their token falls in (Llama 4's chunked local attention: a token at position ``i``
     sees the ``i mod c`` before it in its chunk) and hold at most one chunk of K/V.
@@ -115,6 +117,7 @@ class Model:
     shared_expert_gate: bool = False
     sandwich_norms: bool = False
     attn_output_gate: bool = False
+    qk_norm_full_width: bool = False
     linear_layer_ids: tuple = ()
     linear_key_heads: int = 0
     linear_value_heads: int = 0
@@ -190,6 +193,8 @@ class Model:
         if self.n_window_layers + self.n_chunked_layers > self.n_attention_layers:
             raise ValueError(f"{key}: n_window_layers={self.n_window_layers} and n_chunked_layers="
                              f"{self.n_chunked_layers} together exceed the {self.n_attention_layers} attention layers")
+        if self.qk_norm_full_width and not self.qk_norm:
+            raise ValueError(f"{key}: qk_norm_full_width needs qk_norm (q/k RMSNorms) to be True")
         if self.shared_expert_gate and not self.n_shared_experts:
             raise ValueError(f"{key}: shared_expert_gate needs shared experts (n_shared_experts >= 1)")
         if self.norm not in ("rmsnorm", "layernorm"):
@@ -287,7 +292,7 @@ class Model:
         elif self.qkv_bias:
             n += nh * h + 2 * nkv * h
         if self.qk_norm:
-            n += 2 * h
+            n += (nh + nkv) * h if self.qk_norm_full_width else 2 * h
         if self.attn_sinks:  # one learned sink logit per head (gpt-oss)
             n += nh
         return n

@@ -1,0 +1,74 @@
+"""Every architecture a user brings, through every door: each catalog model and each config fixture in
+``tests/hf_configs/`` is planned, predicted, simulated, trained for one step and searched for a training layout.
+
+The property is the contract of the entry points, not a number: each answers with finite, positive figures, or
+refuses with a ValueError that says what was wrong; search_layouts returns layouts or says why none fits. A new
+layer kind wired into one door and not another (a KV count that ignores linear or chunked layers, a training step
+that divides by a zero dense width) breaks it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llmmath import engine, models, planner, training_layout
+
+HERE = Path(__file__).resolve().parent / "hf_configs"
+
+
+# fixtures the reader still refuses, with what its message must name (none at present)
+REFUSED: dict[str, str] = {}
+
+
+def _fixture_models():
+    out = {}
+    for p in sorted(HERE.glob("*.json")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if p.stem in REFUSED:
+                with pytest.raises(ValueError, match=REFUSED[p.stem]):
+                    models.from_hf_config(p, name=p.stem)
+                continue
+            out[p.stem] = models.from_hf_config(p, name=p.stem)
+    return out
+
+
+FIXTURES = _fixture_models()
+ALL = {**{k: models.get(k) for k in models.names()}, **{k: m for k, m in FIXTURES.items() if k not in models.names()}}
+
+
+@pytest.mark.parametrize("key", sorted(ALL))
+def test_every_architecture_goes_through_every_door(key):
+    m = ALL[key]
+    wd = "bf16" if m.total_params * 2 < 0.8 * 8 * 141e9 else "fp8"
+    # serving: eight H200s hold every model here, in the widest tensor-parallel group its heads allow (Phi-4's 10 KV
+    # heads refuse TP8 and TP4, by the one placement rule)
+    for tp in (8, 4, 2, 1):
+        try:
+            p = planner.plan(m, "h200", 8, context=4096, tp=tp, weight_dtype=wd)
+            break
+        except ValueError as e:
+            assert f"tp={tp} must divide" in str(e), (key, str(e))
+    assert p.fits and p.max_batch >= 1 and math.isfinite(p.at_batch.tokens_per_s_per_chip), key
+    pr = planner.predict(m, "h200", 8, input_tokens=2000, output_tokens=200, tp=tp, weight_dtype=wd)
+    assert pr.batch >= 1 and pr.tokens_per_s_per_chip > 0, key
+    assert 0 < pr.ttft_s < 60 and 0 < pr.tpot_s < 10, key
+    r = engine.simulate(m, "h200", 8, requests_per_s=2.0, n_requests=40, input_tokens=2000, output_tokens=200, tp=tp,
+                        weight_dtype=wd, seed=1)
+    assert np.all(np.isfinite(r.finish_times_s)) and np.all(r.tpot_s > 0), key
+    # training: one step on 64 H100s, or a refusal that names the limit; the search says why when nothing fits
+    try:
+        s = training_layout.training_step(m, "h100-sxm", global_batch=256, seq_len=4096, tp=tp, pp=1, dp=64 // tp,
+                                          recompute="full")
+        assert math.isfinite(s.step_time_s) and s.step_time_s > 0, key
+    except ValueError as e:
+        assert len(str(e)) > 20, key
+    found = training_layout.search_layouts(m, "h100-sxm", 64, 256, 4096, pps=(1, 2, 4), cps=(1,),
+                                           micro_batches=(1,))
+    assert len(found) > 0 or found.why, key
