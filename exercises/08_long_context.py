@@ -10,7 +10,7 @@
 # # Chapter 8 — Exercises: long context
 # *Generated from `solutions/08_long_context.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
-# Six problems. Work each by hand, put your number in `answer`, run the cell.
+# Eight problems. Work each by hand, put your number in `answer`, run the cell.
 # Datasheet figures: H100 989.5 TFLOP/s bf16, 3.35 TB/s; H200 141 GB; B200
 # 2.25 PFLOP/s bf16, 8 TB/s; A100 2.039 TB/s (2020).
 
@@ -74,4 +74,26 @@ ok = check_answer("08.5", answer)
 # %%
 answer = ...  # times per year
 ok = check_answer("08.6", answer)
+
+# %% [markdown]
+# ### Problem 7 — a hybrid model's cache at a million tokens
+# Qwen3-Next-80B has 48 layers: 12 attend (2 KV heads of dimension 256), 36 are
+# Gated DeltaNet layers that each keep, per sequence, 32 state matrices of
+# 128 x 128 and the last 3 inputs of an 8,192-channel convolution. In bf16, how
+# many GB does one sequence of 1,048,576 tokens hold?
+
+# %%
+answer = ...  # GB (1e9 bytes)
+ok = check_answer("08.7", answer)
+
+# %% [markdown]
+# ### Problem 8 — how many million-token sequences fit with chunked attention
+# Llama 4 Scout (107,769,861,120 weights in bf16) has 48 layers with 8 KV heads of
+# dimension 128: 12 attend to the whole context, 36 only within 8,192-token chunks
+# (so they need room for one chunk). On 8 H200s (141 GB each), how many sequences
+# of 1,048,576 tokens fit beside the weights, pooling the HBM?
+
+# %%
+answer = ...  # sequences
+ok = check_answer("08.8", answer)
 

@@ -9,7 +9,7 @@
 # %% [markdown]
 # # Chapter 8 — Exercises: long context
 #
-# Six problems. Work each by hand, put your number in `answer`, run the cell.
+# Eight problems. Work each by hand, put your number in `answer`, run the cell.
 # Datasheet figures: H100 989.5 TFLOP/s bf16, 3.35 TB/s; H200 141 GB; B200
 # 2.25 PFLOP/s bf16, 8 TB/s; A100 2.039 TB/s (2020).
 
@@ -129,3 +129,47 @@ assert ok
 # %% [markdown] tags=["solution"]
 # **Worked answer.** $3.92^{1/4} = 1.41$ per year: a 10× longer context at the same cost per token waits about
 # $\ln 10 / \ln 1.41 = 6.7$ years for bandwidth alone.
+
+# %% [markdown]
+# ### Problem 7 — a hybrid model's cache at a million tokens
+# Qwen3-Next-80B has 48 layers: 12 attend (2 KV heads of dimension 256), 36 are
+# Gated DeltaNet layers that each keep, per sequence, 32 state matrices of
+# 128 x 128 and the last 3 inputs of an 8,192-channel convolution. In bf16, how
+# many GB does one sequence of 1,048,576 tokens hold?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # GB (1e9 bytes)
+kv = 12 * 2 * 256 * 2 * 2 * 1_048_576            # attention layers x KV heads x dim x (K, V) x bytes x tokens
+state = 36 * (32 * 128 * 128 + 8192 * 3) * 2      # the linear layers' fixed state
+answer = (kv + state) / 1e9
+# END SOLUTION
+ok = check_answer("08.7", answer)
+# BEGIN SOLUTION
+assert ok
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** $12 \times 2 \times 256 \times 2 \times 2 = 24{,}576$ bytes a token in the
+# attention layers: 25.77 GB at $2^{20}$ tokens, plus a 39.5 MB state that does not grow: 25.81 GB. Had all 48
+# layers attended, the cache would be 4× larger; the wall moves by the share of layers that still attend.
+
+# %% [markdown]
+# ### Problem 8 — how many million-token sequences fit with chunked attention
+# Llama 4 Scout (107,769,861,120 weights in bf16) has 48 layers with 8 KV heads of
+# dimension 128: 12 attend to the whole context, 36 only within 8,192-token chunks
+# (so they need room for one chunk). On 8 H200s (141 GB each), how many sequences
+# of 1,048,576 tokens fit beside the weights, pooling the HBM?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # sequences
+per_seq = (12 * 1_048_576 + 36 * 8192) * 8 * 128 * 2 * 2   # positions held x (K, V) x heads x dim x bytes
+answer = (8 * 141e9 - 2 * 107_769_861_120) // per_seq
+# END SOLUTION
+ok = check_answer("08.8", answer)
+# BEGIN SOLUTION
+assert ok
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** One sequence holds $(12 \times 2^{20} + 36 \times 8{,}192) \times 4{,}096$ bytes = 52.7 GB;
+# $912.5 / 52.7$ gives 17 whole sequences, against 4 if every layer held the whole context.

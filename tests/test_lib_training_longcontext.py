@@ -198,3 +198,24 @@ def test_causal_sliding_window_attention_counts_the_first_tokens_exactly():
     per_pos = 4 * 64 * 64                                   # q.k and p.v, 64 heads of 64, one position
     got = training.train_flops(0, 1, 2048, m512)            # 3 passes of attention for one token
     assert float(got) == pytest.approx(3 * per_pos * (18 * 1024 + 18 * exact), rel=1e-12)
+
+
+def test_architecture_wall_counts_each_layer_design_by_hand():
+    from llmmath import long_context
+    L = [131072, 1048576]
+    w = long_context.architecture_wall("qwen3-next-80b-a3b", "h200", L, 8)
+    # 12 attention layers x 2 KV heads x 256 x (K, V) x 2 bytes a token; 36 linear layers' fixed state
+    assert list(w.kv_bytes) == [12 * 2 * 256 * 2 * 2 * n for n in L]
+    assert w.state_bytes == 36 * (32 * 128 * 128 + 8192 * 3) * 2
+    assert list(w.full_attention_bytes) == [48 * 2 * 256 * 2 * 2 * n for n in L]
+    # the state is the K/V of 1,608 tokens in the 12 attention layers
+    assert w.cache_reduction[1] == pytest.approx(48 * 1048576 / (12 * (1048576 + 1608)), rel=1e-12)
+    assert np.all(w.batch >= 1) and np.all(np.isfinite(w.chip_s_per_token))
+    # the cost per token of one step at the batch: n_chips x step / batch, and it grows with the context
+    assert w.chip_s_per_token[0] == pytest.approx(8 * w.step_s[0] / w.batch[0])
+    assert w.chip_s_per_token[1] > 5 * w.chip_s_per_token[0]
+    # DeepSeek-V3 fp8 at 1M: no one-stage placement of 8 H200s holds one sequence's 73.7 GB latent
+    ds = long_context.architecture_wall("deepseek-v3", "h200", [1048576], 8, weight_dtype="fp8")
+    assert ds.batch[0] == 0 and ds.chip_s_per_token[0] == np.inf
+    with pytest.raises(ValueError, match="contexts"):
+        long_context.architecture_wall("llama-3.1-8b", "h200", [0, 1024])

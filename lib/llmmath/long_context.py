@@ -7,17 +7,23 @@
   from ``data/long_context_pricing.toml`` (its long-context tier applies above the threshold).
 * :func:`growth_per_year`: the annual growth factor of a quantity from (year, value) points,
   a least-squares line through ``log(value)``.
+* :func:`architecture_wall`: what one sequence's cache weighs at a context, apart (K/V that grows, a linear
+  layer's fixed state) and against the same layers all attending to everything, and the decode step at the largest
+  batch any placement holds (the one step model, :func:`llmmath.predict.step`): how far windowed, chunked, linear
+  and latent attention move the long-context wall.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+import dataclasses
+
 from . import _catalog, hardware, models, serving
 from ._validate import as_array, broadcast, finite_result, non_negative, positive, positive_int, result
 
 __all__ = ["best_batch_decode_cost", "api_price_usd_per_mtok", "growth_per_year", "attention_to_weight_flops",
-           "vendor_trend"]
+           "vendor_trend", "Wall", "architecture_wall"]
 
 
 @finite_result(allow_inf=True)
@@ -125,3 +131,63 @@ def vendor_trend(vendor: str) -> dict:
     out.update(keys=[c.key for c in chips], years=years.tolist(), growth=growth,
                balance=raw["flops"] / raw["bandwidth"])
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Wall:
+    """:func:`architecture_wall`'s answer, arrays over ``contexts`` (tokens).
+
+    ``kv_bytes``: the K/V one sequence holds (room for its windows and chunks, :meth:`Model.held_positions`);
+    ``state_bytes``: its linear layers' fixed state (a scalar); ``full_attention_bytes``: the K/V if every layer
+    attended to the whole context with the model's own heads (``n_layers L`` positions); ``batch``: the most
+    sequences any one-replica placement of the chips holds (:func:`llmmath.deployment.most_sequences`); ``step_s``:
+    that batch's decode step (:func:`llmmath.predict.step`); ``chip_s_per_token``: ``n_chips step_s / batch``
+    (``inf`` where not one sequence fits).
+    """
+
+    model: str
+    chip: str
+    n_chips: int
+    contexts: np.ndarray
+    kv_bytes: np.ndarray
+    state_bytes: float
+    full_attention_bytes: np.ndarray
+    batch: np.ndarray
+    step_s: np.ndarray
+    chip_s_per_token: np.ndarray
+
+    @property
+    def cache_reduction(self) -> np.ndarray:
+        """``full_attention_bytes / (kv_bytes + state_bytes)``: how many times less a sequence holds than if every
+        layer attended to everything (1 for a dense full-attention model)."""
+        return self.full_attention_bytes / (self.kv_bytes + self.state_bytes)
+
+
+def architecture_wall(model, chip, contexts, n_chips: int = 8, weight_dtype: str = "bf16",
+                      kv_dtype: str = "bf16") -> Wall:
+    """One sequence's cache and the decode cost per token at each of ``contexts`` (tokens, > 0) on ``n_chips`` of
+    ``chip``, at the largest batch any one-replica placement holds (datasheet HBM, as chapter 8's claim 34).
+
+    Qwen3-Next-80B at 1,048,576 tokens: K/V only in its 12 attention layers, 24,576 B a token (25.8 GB) beside a
+    39.5 MB state, where 48 attending layers would hold 4x as much.
+
+    Raises:
+        ValueError: a context not above 0, an impossible chip count. KeyError: unknown model, chip or dtype.
+    """
+    from . import deployment, predict
+
+    m = models.get(model)
+    L = np.atleast_1d(np.asarray(positive("contexts", contexts), dtype=float))
+    n = positive_int("n_chips", n_chips)
+    state = m.state_bytes_per_sequence()
+    kv = np.asarray(m.kv_bytes_per_sequence(L, kv_dtype), dtype=float) - state
+    full = m.n_layers * m.kv_bytes_per_token_per_layer(kv_dtype) * L
+    batch, step_s = np.zeros(L.size), np.full(L.size, np.inf)
+    for i, ctx in enumerate(L):
+        b, d = deployment.most_sequences(m, chip, n, int(ctx), weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+        if b >= 1:
+            B_r = b / d.replicas
+            batch[i] = b
+            step_s[i] = float(predict.step(d, B_r, B_r * float(m.cached_positions(ctx))).time_s)
+    cost = np.where(batch >= 1, n * step_s / np.maximum(batch, 1.0), np.inf)
+    return Wall(m.key, hardware.get(chip).key, n, L, kv, state, full, batch, step_s, cost)

@@ -554,27 +554,28 @@ def context_attention_flops_per_token(model, context, window=None, global_every:
     L = non_negative("context", context)
     g = positive_int("global_every", global_every)
     idx_flops = non_negative("indexer_flops_per_position", indexer_flops_per_position)
-    per_layer = np.asarray(m.attention_flops_per_token(1.0)) / m.n_layers
+    per_layer = np.asarray(m.attention_flops_per_token(1.0)) / m.n_attention_layers
+    n_attn = m.n_attention_layers                  # linear layers attend to no position
     if topk is not None:
         if window is not None or g != 1:
             raise ValueError("topk replaces window and global_every (every layer attends to its top-k): "
                              f"give topk alone, got window={window!r}, global_every={global_every!r}")
         k = at_least("topk", topk, 1, "token")
         L, k, idx_flops = broadcast(context=L, topk=k, indexer_flops_per_position=idx_flops)
-        seen = np.minimum(L, k) * m.n_layers
-        return result(per_layer * seen + idx_flops * L * m.n_layers)
+        seen = np.minimum(L, k) * n_attn
+        return result(per_layer * seen + idx_flops * L * n_attn)
     if np.any(idx_flops):
         raise ValueError("indexer_flops_per_position applies only with topk (the indexer picks the top-k); "
                          f"got {indexer_flops_per_position!r} without topk")
-    n_global = int(np.ceil(m.n_layers / g))
-    n_local = m.n_layers - n_global
+    n_global = int(np.ceil(n_attn / g))
+    n_local = n_attn - n_global
     if n_local and window is None:
         raise ValueError(f"global_every={g} leaves {n_local} local layers: give their window")
     if window is not None and not n_local:
         raise ValueError(f"window={window!r} would be ignored: global_every={g} makes every layer of {m.key} "
-                         f"global; allowed: global_every between 2 and {m.n_layers} with a window")
+                         f"global; allowed: global_every between 2 and {n_attn} with a window")
     if window is None:
-        return result(per_layer * m.n_layers * L)
+        return result(per_layer * n_attn * L)
     L, w = broadcast(context=L, window=at_least("window", window, 1, "token"))
     return result(per_layer * (n_global * L + n_local * np.minimum(L, w)))
 

@@ -9,7 +9,7 @@ from ..widgets import Explorer, explorer, kept, kept_line, log_axes, relabelled
 from . import register
 
 __all__ = ['prefill_decode_explorer', 'attention_crossover_explorer', 'long_context_explorer',
-           'hbm_trend_explorer', 'sparse_topk_explorer']
+           'hbm_trend_explorer', 'sparse_topk_explorer', 'wall_explorer']
 
 #: (model, chip, chips): two models on three chips, each on the chips its bf16 weights need.
 _CONFIGS = {
@@ -312,3 +312,73 @@ def sparse_topk_explorer() -> "Explorer":
 
 
 register('sparse_topk_explorer', sparse_topk_explorer)
+
+
+# --- beyond the interview: windowed, chunked, linear and latent attention against the wall --------------------------
+
+#: (model, weight dtype): one model of each layer design chapter 8's last section compares
+WALL_MODELS = {"llama-3.1-70b (full GQA)": ("llama-3.1-70b", "bf16"),
+               "gpt-oss-120b (half windowed)": ("gpt-oss-120b", "fp4"),
+               "llama-4-scout (3/4 chunked)": ("llama-4-scout-17b-16e", "bf16"),
+               "qwen3-next-80b (3/4 linear)": ("qwen3-next-80b-a3b", "bf16"),
+               "deepseek-v3 (MLA)": ("deepseek-v3", "fp8")}
+_WALL_CTX = np.array([4096, 16384, 65536, 131072, 262144, 524288, 1048576], dtype=float)
+
+
+def _wall(name, chip):
+    """:func:`llmmath.long_context.architecture_wall` over the explorer's contexts, kept per (model, chip)."""
+    from ... import long_context
+
+    key = ("wall", name, chip)
+    if key not in _WALL_CACHE:
+        model, wd = WALL_MODELS[name]
+        _WALL_CACHE[key] = long_context.architecture_wall(model, chip, _WALL_CTX, 8, weight_dtype=wd)
+    return _WALL_CACHE[key]
+
+
+_WALL_CACHE: dict = {}
+
+
+def _setup_wall(fig):
+    a1, a2 = fig.axes
+    log_axes(a1, (3e3, 1.2e6), (1e-2, 1e3), "context L (tokens)", "GB one sequence holds")
+    log_axes(a2, (3e3, 1.2e6), (1e-2, 1e3), "context L (tokens)", "chip-ms per token\nat the largest batch")
+    a1.set_title("solid: its cache; dashed: every layer attending", fontsize=9)
+    a2.set_title("decode cost on 8 chips (x: nothing fits)", fontsize=9)
+
+
+def _draw_wall(fig, name, chip, context):
+    a1, a2 = fig.axes
+    w = _wall(name, chip)
+    i = int(np.argmin(np.abs(_WALL_CTX - context)))
+    held = (w.kv_bytes + w.state_bytes) / 1e9
+    ok = w.batch >= 1
+    arts = [*a1.plot(_WALL_CTX, held, "C0-", lw=2), *a1.plot(_WALL_CTX, w.full_attention_bytes / 1e9, "C0--", lw=1),
+            *a1.plot([_WALL_CTX[i]], [held[i]], "o", color="C3", ms=8),
+            *a2.plot(_WALL_CTX[ok], 1e3 * w.chip_s_per_token[ok], "C1-", lw=2)]
+    if ok[i]:
+        arts += a2.plot([_WALL_CTX[i]], [1e3 * w.chip_s_per_token[i]], "o", color="C3", ms=8)
+        cost = (f"<b>{int(w.batch[i])}</b> sequences fit; <b>{1e3 * w.chip_s_per_token[i]:.3g} chip-ms</b> per token, "
+                f"{w.chip_s_per_token[i] / w.chip_s_per_token[0]:.1f}x its cost at {int(_WALL_CTX[0]):,}")
+    else:
+        arts += a2.plot([_WALL_CTX[i]], [1e-2 * 1.5], "x", color="0.4", ms=9)
+        cost = "<b style='color:#b00'>not one sequence fits in a one-stage placement</b>"
+    return arts, (f"{name} on 8 x {chip}, L = {int(_WALL_CTX[i]):,}: {held[i]:.3g} GB a sequence "
+                  f"({w.kv_bytes[i] / 1e9:.3g} GB of K/V, {w.state_bytes / 1e6:.3g} MB of fixed state), "
+                  f"{w.cache_reduction[i]:.2f}x less than every layer attending; {cost}")
+
+
+def wall_explorer(model: str = "qwen3-next-80b (3/4 linear)", chip: str = "h200") -> "Explorer":
+    """Chapter 8, beyond the interview: one sequence's cache and the decode cost per token against context for a
+    model of each layer design (:func:`llmmath.long_context.architecture_wall`) on 8 H100s, H200s or B200s."""
+    import ipywidgets as W
+
+    return explorer(_setup_wall, _draw_wall, {
+        "name": W.Dropdown(options=list(WALL_MODELS), value=model, description="model",
+                           layout=W.Layout(width="340px")),
+        "chip": W.Dropdown(options=["h100-sxm", "h200", "b200"], value=chip, description="chips"),
+        "context": W.SelectionSlider(options=[int(c) for c in _WALL_CTX], value=1048576, description="context L"),
+    }, ncols=2, width=4.6)
+
+
+register('wall_explorer', wall_explorer)
