@@ -351,3 +351,25 @@ def test_dense_and_moe_families_read_to_their_published_counts(name, hand, publi
     assert m.total_params == hand == published
     assert not m.unmodelled_config_fields
     assert m.n_window_layers == 0                      # Phi-4's window spans its whole context
+
+
+def test_minimax_m1_reads_exactly_with_its_lightning_layers_apart():
+    # MiniMax-M1 (MiniMax-AI/MiniMax-M1's config.json and index): 70 lightning-attention layers (qkv_proj [24,576,
+    # 6,144], output_gate [8,192, 6,144], norm [8,192], out_proj [6,144, 8,192]) and 10 softmax ones (q [8,192,
+    # 6,144], k and v [1,024, 6,144], o [6,144, 8,192]); 32 experts of 3 x 6,144 x 9,216 and a router [32, 6,144]
+    # in each of the 80; two norms a layer; embedding and head 200,064 x 6,144
+    m = models.from_hf_config(_cfg("minimax-m1-40k"), name="minimax-m1-40k")
+    lightning = 6144 * 24576 + 6144 * 8192 + 8192 + 8192 * 6144
+    softmax = 6144 * 8192 + 2 * 6144 * 1024 + 8192 * 6144
+    moe = 32 * 3 * 6144 * 9216 + 6144 * 32 + 2 * 6144
+    hand = 70 * lightning + 10 * softmax + 80 * moe + 2 * 200064 * 6144 + 6144
+    assert m.linear_kind == "lightning" and m.linear_params_per_layer == lightning == 251_666_432
+    assert m.total_params == hand == 456_089_655_296
+    # the index's byte total: every weight in bf16 but the 80 routers, kept in fp32 (two bytes more each)
+    assert 2 * m.total_params + 2 * 80 * 32 * 6144 == 912_210_767_872
+    # "45.9B activated": two experts of 32, without the embedding and the head
+    assert round((m.active_params - 2 * 200064 * 6144) / 1e8) == 459
+    # K/V only in the 10 softmax layers (8 KV heads of 128); each lightning layer keeps 64 heads' 128 x 128 state
+    assert m.kv_bytes_per_token() == 10 * 2 * 8 * 128 * 2 and m.attention_flops_per_token(1000) == 4 * 64 * 128 * 10 * 1000
+    assert m.state_bytes_per_sequence() == 70 * 64 * 128 * 128 * 2
+    assert m.state_flops_per_token == 70 * 5 * 64 * 128 * 128

@@ -58,6 +58,7 @@ GRID = [
     ("phi-4", "bf16", "mi300x", 1, dict(tp=1)),
     ("olmoe-1b-7b", "bf16", "h100-sxm", 2, dict(tp=1, dp=2, ep=2)),
     ("mistral-small-3.1-24b", "fp8", "b200", 1, dict(tp=1)),
+    ("minimax-m1-40k", "fp8", "h200", 8, dict(tp=8)),
 ]
 IDS = [f"{m}-{c}x{n}-" + "-".join(f"{k}{v}" for k, v in pl.items()) for m, _, c, n, pl in GRID]
 

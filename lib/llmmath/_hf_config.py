@@ -53,6 +53,10 @@ llama4_text            Llama 4 (``llama4`` reads it from ``text_config``): ``num
                        width in every layer (``interleave_moe_layer_step`` 1, Scout; Maverick's
                        2 is refused), chunked attention (``attention_chunk_size``) in the
                        rotary layers of ``no_rope_layers``, full attention in the NoPE ones
+minimax_m1             MiniMax-M1: lightning attention (a linear layer kind: qkv, an output
+                       gate, a norm; a fixed state per head) where ``attn_type_list`` is 0,
+                       softmax attention where it is 1, ``num_local_experts`` experts of
+                       ``intermediate_size`` in every layer
 smollm3                SmolLM3: llama's layout, a tied head by default, NoPE layers
                        (``no_rope_layers``: no weight, no cache byte)
 phi3                   Phi-3/Phi-4: llama's layout (q/k/v and gate/up fused in the checkpoint,
@@ -99,7 +103,9 @@ scale_attn_weights scale_attn_by_inverse_layer_idx reorder_and_upcast_attn activ
 task_specific_params max_window_layers use_sliding_window
 no_rope_layers no_rope_layer_interval
 query_pre_attn_scalar rope_local_base_freq final_logit_softcapping attn_logit_softcapping hidden_activation
-cache_implementation partial_rotary_factor attn_temperature_tuning floor_scale attn_scale""".split())
+cache_implementation partial_rotary_factor attn_temperature_tuning floor_scale attn_scale
+rotary_dim postnorm shared_moe_mode layernorm_full_attention_alpha layernorm_full_attention_beta
+layernorm_linear_attention_alpha layernorm_linear_attention_beta layernorm_mlp_alpha layernorm_mlp_beta""".split())
 # (NoPE layers, SmolLM3's no_rope_layers and Llama 4's interval, skip the rotary embedding: no weight, no cache byte.)
 
 
@@ -112,8 +118,8 @@ def _sizes_nothing(value) -> bool:
         return value == 0
     return isinstance(value, (list, tuple, dict, str)) and len(value) == 0
 
-_FAMILIES = ("llama", "llama4_text", "smollm3", "phi3", "mistral", "mixtral", "olmoe", "qwen2", "qwen2_moe", "qwen3",
-             "qwen3_moe", "qwen3_next",
+_FAMILIES = ("llama", "llama4_text", "smollm3", "phi3", "mistral", "mixtral", "minimax_m1", "olmoe", "qwen2",
+             "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
              "deepseek_v2",
              "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text", "glm4_moe")
 
@@ -170,7 +176,7 @@ class _Reader:
 # knows, matched exactly (a substring match once read Llama4ForCausalLM as Llama and Qwen3NextForCausalLM
 # as Qwen3, and returned 11.1B and 3.0B for models of 109B and 80B).
 _ARCHITECTURES = {"LlamaForCausalLM": "llama", "Llama4ForCausalLM": "llama4_text", "SmolLM3ForCausalLM": "smollm3",
-                  "Phi3ForCausalLM": "phi3", "OlmoeForCausalLM": "olmoe", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
+                  "Phi3ForCausalLM": "phi3", "OlmoeForCausalLM": "olmoe", "MiniMaxM1ForCausalLM": "minimax_m1", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
                   "Qwen2ForCausalLM": "qwen2", "Qwen2MoeForCausalLM": "qwen2_moe", "Qwen3ForCausalLM": "qwen3",
                   "Qwen3MoeForCausalLM": "qwen3_moe", "Qwen3NextForCausalLM": "qwen3_next",
                   "DeepseekV2ForCausalLM": "deepseek_v2",
@@ -271,6 +277,8 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
                       d_ff_expert=r.int("intermediate_size"))
         elif mt == "llama4_text":
             _llama4(r, kw)
+        elif mt == "minimax_m1":
+            _minimax_m1(r, kw)
         elif mt == "mixtral":
             kw.update(d_ff=0, n_experts=r.int("num_local_experts"), experts_per_token=r.int("num_experts_per_tok"),
                       d_ff_expert=r.int("intermediate_size"))
@@ -408,6 +416,24 @@ def _llama4(r: _Reader, kw: dict) -> None:
     r.used.update({"intermediate_size_mlp", "use_qk_norm", "moe_layers"})   # dense width: no dense layer at step 1
 
 
+def _minimax_m1(r: _Reader, kw: dict) -> None:
+    """MiniMax-M1: lightning attention (a linear layer kind) where ``attn_type_list`` holds 0, softmax attention
+    where it holds 1; ``num_local_experts`` experts of ``intermediate_size`` in every layer, a shared expert only
+    with ``shared_intermediate_size`` (0 in M1)."""
+    n = kw["n_layers"]
+    types = r.need("attn_type_list")
+    if len(types) != n or set(types) - {0, 1}:
+        raise ValueError(f"{r.where}: attn_type_list must list {n} entries of 0 (lightning) or 1 (softmax attention)")
+    if r.int("shared_intermediate_size", 0):
+        raise ValueError(f"{r.where}: shared_intermediate_size={r.int('shared_intermediate_size', 0)}: MiniMax's "
+                         f"shared expert is not expressible yet; allowed: 0 (MiniMax-M1)")
+    nh, hd = kw["n_heads"], kw["head_dim"]
+    kw.update(d_ff=0, n_experts=r.int("num_local_experts"), experts_per_token=r.int("num_experts_per_tok"),
+              d_ff_expert=r.int("intermediate_size"), linear_kind="lightning",
+              linear_layer_ids=tuple(i for i, t in enumerate(types) if t == 0), linear_key_heads=nh,
+              linear_value_heads=nh, linear_key_head_dim=hd, linear_value_head_dim=hd)
+
+
 def _gated_deltanet(r: _Reader, kw: dict) -> None:
     """Qwen3-Next: Gated DeltaNet layers with gated full attention every ``full_attention_interval``-th layer (or as
     ``layer_types`` lists them: ``linear_attention`` / ``full_attention``)."""
@@ -423,7 +449,8 @@ def _gated_deltanet(r: _Reader, kw: dict) -> None:
     else:
         every = r.int("full_attention_interval", 4)
         ids = tuple(i for i in range(n) if (i + 1) % every)
-    kw.update(linear_layer_ids=ids, attn_output_gate=True, linear_key_heads=r.int("linear_num_key_heads"),
+    kw.update(linear_layer_ids=ids, linear_kind="gated_deltanet", attn_output_gate=True,
+              linear_key_heads=r.int("linear_num_key_heads"),
               linear_value_heads=r.int("linear_num_value_heads"), linear_key_head_dim=r.int("linear_key_head_dim"),
               linear_value_head_dim=r.int("linear_value_head_dim"), linear_conv_kernel=r.int("linear_conv_kernel_dim"))
     r.used.add("full_attention_interval")

@@ -43,7 +43,7 @@ from .units import dtype_bytes
 
 __all__ = ["Model", "get", "names", "catalog", "from_hf_config"]
 
-_STR_FIELDS = ("key", "name", "norm", "pos_embedding", "source", "published_total_source", "note")
+_STR_FIELDS = ("key", "name", "norm", "pos_embedding", "source", "published_total_source", "note", "linear_kind")
 _BOOL_FIELDS = ("gated_mlp", "tied_embeddings", "qk_norm", "attn_bias", "qkv_bias", "mlp_bias", "attn_sinks",
                 "router_bias", "shared_expert_gate", "sandwich_norms", "attn_output_gate", "qk_norm_full_width")
 _INT_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab", "max_context",
@@ -64,10 +64,12 @@ class Model:
     ``sandwich_norms``: an RMSNorm after each block as well as before it (Gemma 2 and 3: four a layer).
     ``n_mtp_layers``: multi-token-prediction modules the checkpoint carries beside the model (DeepSeek-V3's one),
     counted apart (:attr:`mtp_params`, :attr:`checkpoint_params`): served without MTP they are not loaded.
-    ``linear_layer_ids``: the layers (0-based) whose token mixer is a Gated DeltaNet (linear attention with a fixed
-    state per sequence, Qwen3-Next) instead of attention: ``linear_key_heads`` and ``linear_value_heads`` heads of
-    ``linear_key_head_dim`` and ``linear_value_head_dim``, a causal depthwise convolution of ``linear_conv_kernel``
-    taps; they cache no K/V (:meth:`state_bytes_per_sequence` instead). ``attn_output_gate``: the attention layers'
+    ``linear_layer_ids``: the layers (0-based) whose token mixer is linear attention with a fixed state per sequence
+    instead of attention, of ``linear_kind`` ``"gated_deltanet"`` (Qwen3-Next: ``linear_key_heads`` and
+    ``linear_value_heads`` heads of ``linear_key_head_dim`` and ``linear_value_head_dim``, a causal depthwise
+    convolution of ``linear_conv_kernel`` taps) or ``"lightning"`` (MiniMax-M1: ``linear_value_heads`` heads of
+    ``linear_value_head_dim``, as many key heads of the same width, an output gate, no convolution); they cache no
+    K/V (:meth:`state_bytes_per_sequence` instead). ``attn_output_gate``: the attention layers'
     query projection also yields a sigmoid gate on their output (Qwen3-Next's gated attention: q_proj twice as wide).
     ``qk_norm_full_width``: the q/k RMSNorms span the whole projection (``n_h h`` and ``n_kv h`` weights: OLMoE,
     MiniMax-M2), not one head (``h`` each: Qwen3, Gemma 3).
@@ -119,6 +121,7 @@ class Model:
     attn_output_gate: bool = False
     qk_norm_full_width: bool = False
     linear_layer_ids: tuple = ()
+    linear_kind: str = ""
     linear_key_heads: int = 0
     linear_value_heads: int = 0
     linear_key_head_dim: int = 0
@@ -173,9 +176,19 @@ class Model:
         object.__setattr__(self, "linear_layer_ids", tuple(sorted(int(i) for i in ids)))
         lin = ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim",
                "linear_conv_kernel")
-        if ids and not all(getattr(self, f) >= 1 for f in lin):
-            raise ValueError(f"{key}: Gated DeltaNet layers ({len(ids)} linear_layer_ids) need "
-                             f"{', '.join(lin)} all >= 1, got {[getattr(self, f) for f in lin]}")
+        kinds = ("gated_deltanet", "lightning")
+        if bool(ids) != bool(self.linear_kind) or (ids and self.linear_kind not in kinds):
+            raise ValueError(f"{key}: linear_kind must be one of {kinds} with linear_layer_ids, and '' without; got "
+                             f"{self.linear_kind!r} with {len(ids)} linear layers")
+        need = lin if self.linear_kind == "gated_deltanet" else lin[:4]
+        if ids and not all(getattr(self, f) >= 1 for f in need):
+            raise ValueError(f"{key}: {self.linear_kind} layers ({len(ids)} linear_layer_ids) need "
+                             f"{', '.join(need)} all >= 1, got {[getattr(self, f) for f in need]}")
+        if self.linear_kind == "lightning" and (self.linear_conv_kernel
+                                                or self.linear_key_heads != self.linear_value_heads
+                                                or self.linear_key_head_dim != self.linear_value_head_dim):
+            raise ValueError(f"{key}: lightning attention has as many key as value heads, of one width, and no "
+                             f"convolution (linear_conv_kernel 0)")
         if ids and self.linear_value_heads % self.linear_key_heads:
             raise ValueError(f"{key}: linear_value_heads={self.linear_value_heads} must be a multiple of "
                              f"linear_key_heads={self.linear_key_heads} (each key head serves a group of value heads)")
@@ -309,11 +322,15 @@ class Model:
         ``in_proj_qkvz`` ``d x (2 n_k d_k + 2 n_v d_v)`` (queries, keys, values and the output gate z),
         ``in_proj_ba`` ``d x 2 n_v`` (the write strength beta and the decay's input per value head), the depthwise
         convolution ``conv_dim x kernel`` (no bias), ``dt_bias`` and ``A_log`` (``n_v`` each), the gated RMSNorm on a
-        head's output (``d_v``) and ``out_proj`` ``n_v d_v x d``. Qwen3-Next-80B: 33,718,464 a layer."""
+        head's output (``d_v``) and ``out_proj`` ``n_v d_v x d``. Qwen3-Next-80B: 33,718,464 a layer. Lightning
+        attention (MiniMax-M1): ``qkv_proj`` ``d x 3 n d_h``, ``output_gate`` ``d x n d_h``, an RMSNorm over
+        ``n d_h`` and ``out_proj`` ``n d_h x d``: 251,666,432 a layer."""
         if not self.linear_layer_ids:
             return 0
         d, nk, nv = self.d_model, self.linear_key_heads, self.linear_value_heads
         dk, dv = self.linear_key_head_dim, self.linear_value_head_dim
+        if self.linear_kind == "lightning":         # qkv_proj, output_gate, the RMSNorm over the heads, out_proj
+            return d * 3 * nv * dv + d * nv * dv + nv * dv + nv * dv * d
         return (d * (2 * nk * dk + 2 * nv * dv) + d * 2 * nv + self.linear_conv_dim * self.linear_conv_kernel
                 + 2 * nv + dv + nv * dv * d)
 
@@ -558,7 +575,7 @@ class Model:
 
         A Gated DeltaNet layer keeps, per value head, a ``d_k x d_v`` matrix (the recurrent state) and, for its
         causal convolution, the last ``kernel - 1`` inputs of its ``conv_dim`` channels (vLLM's
-        ``gated_delta_net_state_shape``): ``n_linear (n_v d_k d_v + conv_dim (kernel - 1))`` values at ``dtype``
+        ``gated_delta_net_state_shape``; a lightning layer the matrices alone, ``linear_attention_state_shape``): ``n_linear (n_v d_k d_v + conv_dim (kernel - 1))`` values at ``dtype``
         (vLLM's default: the model's dtype). Qwen3-Next-80B: 36 x (32 x 128 x 128 + 8,192 x 3) x 2 B = 39,518,208 B,
         the K/V of 1,608 tokens in its 12 attention layers.
 
@@ -575,9 +592,11 @@ class Model:
 
         Per value head the gated delta rule decays the ``d_k x d_v`` state (``d_k d_v``), reads it with the key
         (``2 d_k d_v``), writes the correction as an outer product (``2 d_k d_v``) and reads it with the query
-        (``2 d_k d_v``): ``7 d_k d_v``; the depthwise convolution adds ``2 conv_dim kernel``. Independent of the
-        context (the point of a linear layer)."""
-        per_layer = (7 * self.linear_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
+        (``2 d_k d_v``): ``7 d_k d_v``; the depthwise convolution adds ``2 conv_dim kernel``. Lightning attention
+        (MiniMax-M1) decays its state, adds ``k v^T`` and reads it with the query: ``5 d_h^2`` a head. Independent of
+        the context (the point of a linear layer)."""
+        rule = 7 if self.linear_kind == "gated_deltanet" else 5     # lightning: decay, write k v^T, read with q
+        per_layer = (rule * self.linear_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
                      + 2 * self.linear_conv_dim * self.linear_conv_kernel)
         return self.n_linear_layers * per_layer
 
