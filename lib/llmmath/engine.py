@@ -95,8 +95,10 @@ class StepModel:
         n = int(n_tokens + 0.5)
         if n >= len(self._times):
             self._extend(2 * n)
-        return (self._times[n] + kv_positions * self.kv_position_s + prefill_positions * self.prefill_position_s
-                + (n_tokens if sequences is None else sequences) * self.sequence_s)
+        t = self._times[n] + kv_positions * self.kv_position_s + prefill_positions * self.prefill_position_s
+        if self.sequence_s:                               # only a model with linear layers: the hot path skips it
+            t += (n_tokens if sequences is None else sequences) * self.sequence_s
+        return t
 
     def kv_positions(self, contexts) -> float:
         """Cached positions summed over layers for decoding sequences at ``contexts`` (tokens, an array):
@@ -274,7 +276,7 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
     else:
         page_of = lambda x: float(pages(x))  # noqa: E731
     cum_arrivals = np.concatenate([[0.0], np.cumsum(arrivals)]).tolist()
-    arrival_list = arrivals.tolist()
+    arrival_list, ins_list = arrivals.tolist(), ins.tolist()         # plain floats for the per-request reads
     need = pages(ins + outs)
     first = np.full(n, np.nan)
     finish = np.full(n, np.nan)
@@ -313,21 +315,21 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
         return float(pages(ins_r + gen + (extra if extra is not None else 0.0)).sum())
 
     while nxt < n or run_idx.size or front:
-        if run_idx.size == 0 and not front and arrivals[nxt] > t:
-            t = arrivals[nxt]                                       # idle until the next request
+        if run_idx.size == 0 and not front and arrival_list[nxt] > t:
+            t = arrival_list[nxt]                                   # idle until the next request
         # admit: preempted requests first, then arrivals in order, while their KV fits (and the batch is not full)
         step_extra_s, new = 0.0, []
-        waiting = bool(front) or (nxt < n and arrivals[nxt] <= t)
-        in_use = held(None, sm.kv_capacity_tokens - page_of(ins[front[0] if front else nxt])) if waiting else 0.0
+        waiting = bool(front) or (nxt < n and arrival_list[nxt] <= t)
+        in_use = held(None, sm.kv_capacity_tokens - page_of(ins_list[front[0] if front else nxt])) if waiting else 0.0
         exact = not paged
         while waiting and run_idx.size + len(new) < max_running:
             if front:
                 j = front[0]
-            elif nxt < n and arrivals[nxt] <= t:
+            elif nxt < n and arrival_list[nxt] <= t:
                 j = nxt
             else:
                 break
-            want = page_of(ins[j] + made[j]) if paged else float(need[j])
+            want = page_of(ins_list[j] + made[j]) if paged else float(need[j])
             if in_use + want > sm.kv_capacity_tokens and not exact:     # the bound said no: count the pages
                 in_use, exact = held() + float(pages(ins[new] + made[new]).sum()) if new else held(), True
             if in_use + want > sm.kv_capacity_tokens:
@@ -442,9 +444,9 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
             b = grow * sm.kv_position_s
             gap = None
             if not front and nxt < n and run_idx.size < max_running:
-                want = page_of(ins[nxt]) if paged else float(need[nxt])
+                want = page_of(ins_list[nxt]) if paged else float(need[nxt])
                 if held(None, sm.kv_capacity_tokens - want) + want <= sm.kv_capacity_tokens:
-                    gap = arrivals[nxt] - t
+                    gap = arrival_list[nxt] - t
             k = _steps_to(a, b, k_fin, gap)
             span = k * a + b * k * (k - 1) / 2.0 + step_extra_s
             steps += k
