@@ -72,3 +72,15 @@ def test_every_architecture_goes_through_every_door(key):
     found = training_layout.search_layouts(m, "h100-sxm", 64, 256, 4096, pps=(1, 2, 4), cps=(1,),
                                            micro_batches=(1,))
     assert len(found) > 0 or found.why, key
+
+
+def test_the_plan_reports_the_state_apart_from_the_cache_that_grows():
+    # Qwen3-Next at 32,768 tokens: 24,576 bytes of K/V a token in its 12 attention layers, and 36 Gated DeltaNet
+    # layers' state, 32 x 128 x 128 + 8,192 x 3 values each at 2 bytes, whatever the context
+    p = planner.plan("qwen3-next-80b-a3b", "h200", 2, context=32768, tp=2)
+    state = 36 * (32 * 128 * 128 + 8192 * 3) * 2
+    assert p.state_bytes_per_sequence == state
+    assert p.kv_bytes_per_sequence == 32768 * 24576 + state
+    assert "of fixed linear-layer state" in dict(p.rows())["KV cache per sequence (all chips)"]
+    d = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=32768)
+    assert d.state_bytes_per_sequence == 0 and "state" not in dict(d.rows())["KV cache per sequence (all chips)"]

@@ -319,11 +319,27 @@ def test_llama_4_scout_reads_exactly_with_chunked_and_nope_layers():
     assert m.kv_bytes_per_sequence(20_000) == (12 * 20_000 + 36 * 8_192) * 2 * 8 * 128 * 2
     # prefill of 10,000 tokens: a chunked layer's tokens see sum_i (i mod 8,192) = 8,192 x 8,191 / 2 + 1,808 x 1,807 / 2
     assert m.prefill_positions(10_000) == 12 * 10_000 * 9_999 // 2 + 36 * (8192 * 8191 // 2 + 1808 * 1807 // 2)
-    # Maverick interleaves dense layers of its own width between the MoE ones: refused, saying so
-    maverick = _cfg("llama-4-scout-17b-16e")
-    maverick["text_config"] = maverick["text_config"] | {"interleave_moe_layer_step": 2}
-    with pytest.raises(ValueError, match="interleave_moe_layer_step=2.*Maverick.*not expressible"):
-        models.from_hf_config(maverick, warn=False)
+    # a moe_layers list that breaks Llama4TextConfig's every-step-th rule is refused, saying so
+    odd = _cfg("llama-4-scout-17b-16e")
+    odd["text_config"] = odd["text_config"] | {"interleave_moe_layer_step": 2, "moe_layers": [0, 2]}
+    with pytest.raises(ValueError, match="moe_layers=.*only every step-th layer"):
+        models.from_hf_config(odd, warn=False)
+
+
+def test_llama_4_maverick_interleaves_dense_and_moe_layers():
+    # Maverick: 128 routed experts and a shared one (3 x 5,120 x 8,192 each) and a router 5,120 x 128 in layers
+    # 1, 3, ..., 47 (interleave_moe_layer_step 2); dense SwiGLU layers of 16,384 in 0, 2, ..., 46; no q/k norm weights
+    with pytest.warns(UserWarning, match="not counted"):
+        m = models.from_hf_config(_cfg("llama-4-maverick-17b-128e"), name="llama-4-maverick")
+    attn = 2 * 5120 * 5120 + 2 * 5120 * 1024
+    moe = 129 * 3 * 5120 * 8192 + 5120 * 128
+    dense = 3 * 5120 * 16384
+    hand = 48 * (attn + 2 * 5120) + 24 * moe + 24 * dense + 2 * 202048 * 5120 + 5120
+    assert m.n_moe_layers == 24 and [m.is_moe_layer(i) for i in range(4)] == [False, True, False, True]
+    assert m.total_params == hand == 400_711_848_960                       # the card: "400B total"
+    assert round(m.active_params / 1e9) == 17                              # "17B active"
+    # each pipeline stage holds its own mix: in two stages, 12 MoE layers each
+    assert list(m.stage_params(2)[0]) == [12, 12]
 
 
 @pytest.mark.parametrize("name,hand,published", [

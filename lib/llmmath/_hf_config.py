@@ -50,8 +50,9 @@ glm4_moe               GLM-4.5: DeepSeek's MoE layout (``n_routed_experts``,
                        bias (GLM-4.5's router always has one)
 llama4_text            Llama 4 (``llama4`` reads it from ``text_config``): ``num_local_experts``
                        routed experts of ``intermediate_size`` and one shared expert of that
-                       width in every layer (``interleave_moe_layer_step`` 1, Scout; Maverick's
-                       2 is refused), chunked attention (``attention_chunk_size``) in the
+                       width in every ``interleave_moe_layer_step``-th layer (1: Scout; 2:
+                       Maverick, dense ``intermediate_size_mlp`` layers between), chunked
+                       attention (``attention_chunk_size``) in the
                        rotary layers of ``no_rope_layers``, full attention in the NoPE ones
 minimax_m1             MiniMax-M1: lightning attention (a linear layer kind: qkv, an output
                        gate, a norm; a fixed state per head) where ``attn_type_list`` is 0,
@@ -392,15 +393,16 @@ def _qwen_moe(r: _Reader, mt: str, kw: dict) -> None:
 
 def _llama4(r: _Reader, kw: dict) -> None:
     """Llama 4's language model: routed experts of ``intermediate_size`` with one shared expert of the same width in
-    every ``interleave_moe_layer_step``-th layer (1: all, Scout), chunked local attention (``attention_chunk_size``)
+    every ``interleave_moe_layer_step``-th layer (1: all, Scout; 2: Maverick, dense layers of ``intermediate_size_mlp``
+    between), chunked local attention (``attention_chunk_size``)
     in the layers with rotary positions and full attention in the NoPE ones (``no_rope_layers``: 1 rope, 0 NoPE),
     q/k L2 norms without weights."""
     n = kw["n_layers"]
     step = r.int("interleave_moe_layer_step", 1)
-    if step != 1:
-        raise ValueError(f"{r.where}: interleave_moe_layer_step={step} (MoE every {step}th layer, dense layers of "
-                         f"intermediate_size_mlp between: Llama 4 Maverick) is not expressible yet; allowed: 1 "
-                         f"(Scout: every layer MoE)")
+    moe_layers = r.get("moe_layers")
+    if step < 1 or (moe_layers is not None and list(moe_layers) != list(range(step - 1, n, step))):
+        raise ValueError(f"{r.where}: moe_layers={moe_layers} with interleave_moe_layer_step={step}: only every "
+                         f"step-th layer from layer step - 1 (Llama4TextConfig's rule) is expressible")
     rope = r.get("no_rope_layers")
     if rope is None:                                   # Llama4TextConfig: NoPE every no_rope_layer_interval-th
         every = r.int("no_rope_layer_interval", 4)
@@ -410,10 +412,11 @@ def _llama4(r: _Reader, kw: dict) -> None:
                          f"(rotary, chunked attention), got {len(rope)} entries")
     chunk = r.int("attention_chunk_size", 0)
     n_chunked = sum(rope) if chunk else 0
-    kw.update(d_ff=0, n_experts=r.int("num_local_experts"), experts_per_token=r.int("num_experts_per_tok"),
-              d_ff_expert=r.int("intermediate_size"), n_shared_experts=1, attention_chunk=chunk if n_chunked else 0,
+    kw.update(d_ff=r.int("intermediate_size_mlp") if step > 1 else 0, n_experts=r.int("num_local_experts"),
+              experts_per_token=r.int("num_experts_per_tok"), d_ff_expert=r.int("intermediate_size"),
+              n_shared_experts=1, moe_layer_step=step, attention_chunk=chunk if n_chunked else 0,
               n_chunked_layers=n_chunked)
-    r.used.update({"intermediate_size_mlp", "use_qk_norm", "moe_layers"})   # dense width: no dense layer at step 1
+    r.used.update({"intermediate_size_mlp", "use_qk_norm", "moe_layers"})   # q/k L2 norms carry no weight
 
 
 def _minimax_m1(r: _Reader, kw: dict) -> None:

@@ -102,8 +102,8 @@ class StepModel:
 
     def kv_positions(self, contexts) -> float:
         """Cached positions summed over layers for decoding sequences at ``contexts`` (tokens, an array):
-        :meth:`~llmmath.models.Model.cached_positions`, summed (without windowed layers its form ``n_layers L``
-        inline: the engine asks every step)."""
+        :meth:`~llmmath.models.Model.cached_positions`, summed (without windowed or chunked layers its form
+        ``n_kv_layers L`` inline, the attention layers only: the engine asks every step)."""
         if self.local:
             return float(np.sum(self.deployment.model.cached_positions(contexts)))
         return float(self.n_kv_layers * contexts.sum())

@@ -51,7 +51,7 @@ _INT_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff
                "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
                "sliding_window", "n_window_layers", "n_mtp_layers", "linear_key_heads", "linear_value_heads",
                "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel", "attention_chunk",
-               "n_chunked_layers")
+               "n_chunked_layers", "moe_layer_step")
 _POSITIVE_FIELDS = ("n_layers", "d_model", "n_heads", "head_dim", "vocab")
 
 
@@ -73,6 +73,9 @@ class Model:
     query projection also yields a sigmoid gate on their output (Qwen3-Next's gated attention: q_proj twice as wide).
     ``qk_norm_full_width``: the q/k RMSNorms span the whole projection (``n_h h`` and ``n_kv h`` weights: OLMoE,
     MiniMax-M2), not one head (``h`` each: Qwen3, Gemma 3).
+    ``moe_layer_step``: after the ``n_dense_layers`` leading dense layers, every ``moe_layer_step``-th layer is MoE
+    (layer ``i`` when ``(i + 1) % step == 0``: Llama 4 Maverick's 2 puts experts in layers 1, 3, 5...) and the others
+    dense, of width ``d_ff``; 1 (default) makes them all MoE.
     ``attention_chunk`` (tokens) and ``n_chunked_layers``: that many attention layers attend only within the
     ``attention_chunk``-token block their token falls in (Llama 4's chunked local attention: a token at position ``i``
     sees the ``i mod c`` before it in its chunk) and hold at most one chunk of K/V.
@@ -107,6 +110,7 @@ class Model:
     n_shared_experts: int = 0
     d_ff_expert: int = 0
     n_dense_layers: int = 0
+    moe_layer_step: int = 1
     router_bias: bool = False
     q_lora_rank: int = 0
     kv_lora_rank: int = 0
@@ -226,18 +230,25 @@ class Model:
             if self.d_ff_expert < 1:
                 raise ValueError(f"{key}: d_ff_expert must be >= 1 in a mixture of experts "
                                  f"(n_experts={self.n_experts}), got {self.d_ff_expert}")
-            if self.n_dense_layers >= self.n_layers:
-                raise ValueError(f"{key}: n_dense_layers must be between 0 and n_layers - 1 = "
-                                 f"{self.n_layers - 1} (at least one MoE layer), got {self.n_dense_layers}")
+            if self.moe_layer_step < 1:
+                raise ValueError(f"{key}: moe_layer_step must be a whole number >= 1, got {self.moe_layer_step}")
+            if self.n_moe_layers < 1:
+                raise ValueError(f"{key}: n_dense_layers={self.n_dense_layers} and moe_layer_step="
+                                 f"{self.moe_layer_step} leave no MoE layer among {self.n_layers}: n_dense_layers must "
+                                 f"be between 0 and n_layers - 1 = {self.n_layers - 1} (at least one MoE layer)")
         else:
+            if self.moe_layer_step != 1:
+                raise ValueError(f"{key}: moe_layer_step must be 1 in a dense model (n_experts=0), "
+                                 f"got {self.moe_layer_step}")
             for f in ("experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers", "router_bias",
                       "shared_expert_gate"):
                 if getattr(self, f):
                     raise ValueError(f"{key}: {f} must be 0 (False) in a dense model (n_experts=0), "
                                      f"got {getattr(self, f)!r}; set n_experts for a mixture of experts")
-        if (not self.n_experts or self.n_dense_layers) and self.d_ff < 1:
+        if self.n_moe_layers < self.n_layers and self.d_ff < 1:
+            n_dense = self.n_layers - self.n_moe_layers
             raise ValueError(f"{key}: d_ff must be >= 1 (the dense MLP width"
-                             f"{'' if not self.n_experts else ' of the ' + str(self.n_dense_layers) + ' dense layers'})"
+                             f"{'' if not self.n_experts else ' of the ' + str(n_dense) + ' dense layers'})"
                              f", got {self.d_ff}")
         if self.is_mla:
             if self.qk_nope_head_dim + self.qk_rope_head_dim < 1 or self.v_head_dim < 1:
@@ -269,9 +280,17 @@ class Model:
             return "MHA"
         return "MQA" if self.n_kv_heads == 1 else "GQA"
 
+    def is_moe_layer(self, i: int) -> bool:
+        """Whether layer ``i`` (0-based) holds experts: past the leading dense layers, every ``moe_layer_step``-th."""
+        return self.is_moe and i >= self.n_dense_layers and (i + 1) % self.moe_layer_step == 0
+
     @property
     def n_moe_layers(self) -> int:
-        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+        if not self.is_moe:
+            return 0
+        if self.moe_layer_step == 1:
+            return self.n_layers - self.n_dense_layers
+        return sum(self.is_moe_layer(i) for i in range(self.n_layers))
 
     @property
     def n_linear_layers(self) -> int:
@@ -425,7 +444,7 @@ class Model:
         dense_layer = self._layer_params(self.mlp_params(self.d_ff))
         moe_layer = self._layer_params(self.n_shared_experts * self.expert_params + self.router_params_per_layer
                                        + (self.d_model if self.shared_expert_gate else 0)) if self.is_moe else 0
-        moe = np.array([sum(1 for i in layers if self.is_moe and i >= self.n_dense_layers) for layers in split])
+        moe = np.array([sum(1 for i in layers if self.is_moe_layer(i)) for layers in split])
         lin = set(self.linear_layer_ids)
         other = np.array([(len(layers) - k) * dense_layer + k * moe_layer
                           - sum(i in lin for i in layers) * self._linear_saving for layers, k in zip(split, moe)])

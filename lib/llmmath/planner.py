@@ -89,7 +89,8 @@ class Plan:
 
     Attributes (selection): ``fits`` (the weights fit and the chosen batch's KV cache fits),
     ``weights_fit``, ``weight_bytes_per_chip``, ``kv_bytes_per_chip`` (the chosen batch's cache
-    on each chip), ``kv_bytes_per_sequence`` (whole model), ``hbm_bytes_per_chip`` (the memory for weights and
+    on each chip), ``kv_bytes_per_sequence`` (whole model, the linear layers' fixed state included),
+    ``state_bytes_per_sequence`` (that state alone: 0 without linear layers), ``hbm_bytes_per_chip`` (the memory for weights and
     KV: by default an engine's, ``gpu_memory_utilization`` of the runtime's total less its reserve; with
     ``usable_hbm_fraction`` that share of the datasheet HBM), ``memory_view`` (``"vllm"``, ``"sglang"`` or
     ``"datasheet"``), ``reserve_bytes`` (what the engine holds before its KV cache, by kind), ``kv_cache_tokens``
@@ -127,6 +128,7 @@ class Plan:
     weight_bytes_per_chip: float
     kv_bytes_per_chip: float
     kv_bytes_per_sequence: float
+    state_bytes_per_sequence: float
     hbm_bytes_per_chip: float
     max_batch: float
     max_context_at_batch: float
@@ -199,7 +201,10 @@ class Plan:
                 ("context", f"{self.context:,.0f} tokens"),
                 ("usable HBM per chip", usable),
                 ("weights per chip", f"{w} of {u} usable"),
-                ("KV cache per sequence (all chips)", fmt_bytes(self.kv_bytes_per_sequence)),
+                ("KV cache per sequence (all chips)", fmt_bytes(self.kv_bytes_per_sequence) + (
+                    f" ({fmt_bytes(self.kv_bytes_per_sequence - self.state_bytes_per_sequence)} of K/V that grows with "
+                    f"the context, {fmt_bytes(self.state_bytes_per_sequence)} of fixed linear-layer state)"
+                    if self.state_bytes_per_sequence else "")),
                 ("fits", self._fits_text()),
                 ("KV cache tokens per replica (as the engine logs them)", f"{self.kv_cache_tokens:,.0f}"),
                 ("max batch at this context", f"{self.max_batch:,.0f}"),
@@ -332,7 +337,9 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
                 usable_hbm_fraction=d.usable_hbm_fraction, memory_view=d.memory_view,
                 reserve_bytes=dict(d.reserve_bytes), kv_cache_tokens=d.kv_cache_tokens, weights_fit=bool(weights_fit), fits=bool(weights_fit and at_batch.fits),
                 weight_bytes_per_chip=d.weight_bytes_per_chip, kv_bytes_per_chip=float(d.kv_bytes_per_chip(B, L)),
-                kv_bytes_per_sequence=float(m.kv_bytes_per_sequence(L, d.b_kv)), hbm_bytes_per_chip=d.usable_hbm_bytes,
+                kv_bytes_per_sequence=float(m.kv_bytes_per_sequence(L, d.b_kv)),
+                state_bytes_per_sequence=m.state_bytes_per_sequence() if L > 0 else 0.0,
+                hbm_bytes_per_chip=d.usable_hbm_bytes,
                 max_batch=max_batch,
                 max_context_at_batch=float(max_ctx), balance_batch=float(balance),
                 no_balance_reason=None if math.isfinite(balance) else NO_BALANCE, at_balance=at_balance,
