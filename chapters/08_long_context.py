@@ -29,7 +29,7 @@
 import numpy as np
 import matplotlib.pyplot as plt
 
-from llmmath import _catalog, attention, claims, deployment, hardware, kernels, long_context, measured, models, plots, serving, sparse_attention, explorers, widgets
+from llmmath import _catalog, claims, deployment, hardware, kernels, long_context, measured, models, plots, serving, sparse_attention, explorers, widgets
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Claim 32 (1:45:11) — prefill is compute-bound, decode memory-bound
@@ -497,7 +497,7 @@ assert v37.verdict == "holds if"
 
 # %%
 WALL = {"llama-3.1-70b": "bf16", "gpt-oss-120b": "fp4", "llama-4-scout-17b-16e": "bf16",
-        "qwen3-next-80b-a3b": "bf16", "deepseek-v3": "fp8"}
+        "qwen3-next-80b-a3b": "bf16", "deepseek-v3": "fp8", "deepseek-v3.2-exp": "fp8"}
 wall_ctx = [131072, 1048576]
 walls = {(m, c): long_context.architecture_wall(m, c, wall_ctx, 8, weight_dtype=wd)
          for m, wd in WALL.items() for c in ("h200", "b200")}
@@ -517,14 +517,13 @@ for m, wd in WALL.items():
     print(f"{m + ' (' + wd + ')':<28} {mm.n_full_attention_layers:>3}/{mm.n_layers:<4} {held[0]:>8.3g} {held[1]:>8.3g} "
           f"{h.cache_reduction[1]:>8.2f}x {int(h.batch[1]):>5} {ms(h.chip_s_per_token[0])} {ms(h.chip_s_per_token[1])} "
           + (f"{g:>5.1f}x" if np.isfinite(g) else f"{'-':>6}") + f" {ms(b.chip_s_per_token[0])} {ms(b.chip_s_per_token[1])}")
-ds = models.get("deepseek-v3")
-dsa = attention.PUBLISHED["DSA"]
+ds, ds32 = models.get("deepseek-v3"), models.get("deepseek-v3.2-exp")
 L1m = 1048576
-held_dsa = L1m * ds.n_layers * (ds.kv_bytes_per_token_per_layer() + dsa["index_key_bytes"])
-read_dsa = ds.n_layers * attention.indexer_topk_kv_bytes(L1m, dsa["index_topk"], ds.kv_bytes_per_token_per_layer(),
-                                                         dsa["index_key_bytes"])
+held_dsa = float(ds32.kv_bytes_per_sequence(L1m))
+read_dsa = (float(ds32.cached_positions(L1m)) * ds32.attended_bytes_per_position()
+            + float(ds32.index_positions(L1m)) * ds32.index_key_bytes)
 print(f"DeepSeek-V3.2 (DSA on DeepSeek-V3's MLA, bf16 latent) at 1M: holds {held_dsa / 1e9:.3g} GB a sequence, "
-      f"{held_dsa / ds.kv_bytes_per_sequence(L1m):.2f}x MLA's (every latent kept, and a {dsa['index_key_bytes']}-byte "
+      f"{held_dsa / ds.kv_bytes_per_sequence(L1m):.2f}x MLA's (every latent kept, and a {ds32.index_key_bytes}-byte "
       f"index key beside it); reads {read_dsa / 1e9:.3g} GB a step, "
       f"{ds.kv_bytes_per_sequence(L1m) / read_dsa:.1f}x less than MLA")
 
@@ -544,10 +543,9 @@ fig, ax = plots.new_axes(width=6.5, height=4)
 for i, m in enumerate(WALL):
     mm = models.get(m)
     ax.loglog(L_plot, np.asarray(mm.kv_bytes_per_sequence(L_plot)) / 1e9, f"C{i}-",
-              label=f"{m}: {mm.n_full_attention_layers} of {mm.n_layers} layers full")
-    ax.loglog(L_plot, mm.n_layers * mm.kv_bytes_per_token_per_layer() * L_plot / 1e9, f"C{i}:", lw=0.8)
-ax.loglog(L_plot, ds.n_layers * (ds.kv_bytes_per_token_per_layer() + dsa["index_key_bytes"]) * L_plot / 1e9, "k--",
-          lw=1, label="DeepSeek-V3.2 (DSA): latent + index keys")
+              label=(f"{m}: every latent and index key held" if mm.index_topk
+                     else f"{m}: {mm.n_full_attention_layers} of {mm.n_layers} layers full"))
+    ax.loglog(L_plot, mm.n_layers * mm.attended_bytes_per_position() * L_plot / 1e9, f"C{i}:", lw=0.8)
 ax.axhline(141 * 8 / 2, color="gray", lw=0.8)
 ax.text(4500, 141 * 8 / 2 * 1.15, "half of 8 H200s' HBM", fontsize=8, color="gray")
 ax.set_xlabel("context L (tokens)"); ax.set_ylabel("GB one sequence holds (bf16 K/V)")
@@ -587,6 +585,8 @@ assert oss.kv_bytes_per_sequence(L1m) == (18 * L1m + 18 * 128) * 8 * 64 * 2 * 2
 assert all(abs(moved[m] / (models.get(m).n_layers / models.get(m).n_full_attention_layers) - 1) < 0.03
            for m in ("gpt-oss-120b", "llama-4-scout-17b-16e", "qwen3-next-80b-a3b"))
 assert all(g >= 5 for g in growth.values()) and moved["llama-3.1-70b"] == 1.0
+# DSA holds more than every layer attending with its heads: each token keeps its index key too
+assert np.isclose(moved["deepseek-v3.2-exp"], 1152 / (1152 + 132), rtol=1e-12)
 # DSA at 1M, per layer: 2,048 latents of 1,152 bytes and 1M index keys of 132, against 1M latents; held: both
 assert np.isclose(read_dsa / ds.kv_bytes_per_sequence(L1m), 132 / 1152 + 2048 / L1m, rtol=1e-12)
 assert np.isclose(held_dsa / ds.kv_bytes_per_sequence(L1m), (1152 + 132) / 1152, rtol=1e-12)

@@ -389,3 +389,23 @@ def test_minimax_m1_reads_exactly_with_its_lightning_layers_apart():
     assert m.kv_bytes_per_token() == 10 * 2 * 8 * 128 * 2 and m.attention_flops_per_token(1000) == 4 * 64 * 128 * 10 * 1000
     assert m.state_bytes_per_sequence() == 70 * 64 * 128 * 128 * 2
     assert m.state_flops_per_token == 70 * 5 * 64 * 128 * 128
+
+
+def test_deepseek_v3_2_reads_its_sparse_attention_and_prices_it_per_step():
+    # DeepSeek-V3.2-Exp: DeepSeek-V3 plus a lightning indexer in every layer (and in the MTP layer): wq_b 64 x 128 from
+    # the 1,536-wide query latent, wk 7,168 -> 128, a LayerNorm of 128 with bias, weights_proj 7,168 -> 64
+    m = models.from_hf_config(_cfg("deepseek-v3.2-exp"), name="deepseek-v3.2-exp")
+    v3 = models.get("deepseek-v3")
+    index = 64 * 128 * 1536 + 7168 * 128 + 2 * 128 + 7168 * 64
+    assert m.total_params == v3.total_params + 61 * index
+    assert m.checkpoint_params == v3.checkpoint_params + 62 * index == 685_355_329_792     # the Hub's "685B"
+    # a token holds its latent (576 values, bf16 here) and its index key (128 fp8 values and one fp32 scale)
+    assert m.kv_bytes_per_token_per_layer() == 576 * 2 + 128 + 4
+    # attention reads the top 2,048 (fewer below), the indexer scores and reads every cached token
+    assert m.cached_positions(100_000) == 61 * 2048 and m.cached_positions(1000) == 61 * 1000
+    assert m.index_positions(100_000) == 61 * 100_000
+    assert m.prefill_positions(3000) == 61 * (2048 * 2049 // 2 + (3000 - 1 - 2048) * 2048)
+    from llmmath.deployment import Deployment
+    d = Deployment(m, "h200", 8, tp=8, ep=8, weight_dtype="fp8")
+    kv = d.decode_stages(8, 100_000).bytes_read["kv"][0]          # 8 sequences, one replica, the latent on every chip
+    assert kv == pytest.approx(8 * 61 * (2048 * 1152 + 100_000 * 132))

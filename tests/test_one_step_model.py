@@ -59,6 +59,7 @@ GRID = [
     ("olmoe-1b-7b", "bf16", "h100-sxm", 2, dict(tp=1, dp=2, ep=2)),
     ("mistral-small-3.1-24b", "fp8", "b200", 1, dict(tp=1)),
     ("minimax-m1-40k", "fp8", "h200", 8, dict(tp=8)),
+    ("deepseek-v3.2-exp", "fp8", "h200", 8, dict(tp=8, ep=8)),
 ]
 IDS = [f"{m}-{c}x{n}-" + "-".join(f"{k}{v}" for k, v in pl.items()) for m, _, c, n, pl in GRID]
 
@@ -129,7 +130,8 @@ SATURATED = [("llama-3.1-8b", "fp8", "h100-sxm", 1, dict(tp=1), 1000, 200),
              ("gpt-oss-120b", "fp4", "h100-sxm", 4, dict(tp=4), 16000, 500),
              ("kimi-k2", "fp8", "b200", 8, dict(tp=8, ep=8), 16000, 500),
              ("qwen3-next-80b-a3b", "bf16", "h200", 2, dict(tp=2), 4000, 300),
-             ("llama-4-scout-17b-16e", "bf16", "h200", 2, dict(tp=2), 12000, 300)]
+             ("llama-4-scout-17b-16e", "bf16", "h200", 2, dict(tp=2), 12000, 300),
+             ("deepseek-v3.2-exp", "fp8", "h200", 8, dict(tp=8, ep=8), 16000, 300)]
 
 
 @pytest.mark.parametrize("model,dtype,chip,n,pl,T,O", SATURATED, ids=[s[0] for s in SATURATED])

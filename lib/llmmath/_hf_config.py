@@ -27,13 +27,15 @@ qwen3_next
                        ``full_attention_interval``-th layer (or ``layer_types``); its MTP module is
                        not in the config, so not counted
 deepseek_v2/v3,        MLA (``q_lora_rank`` (null: a plain q projection), ``kv_lora_rank``,
-kimi_k2                ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``);
+kimi_k2, deepseek_v32  ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``);
                        ``n_routed_experts``, ``n_shared_experts``, ``moe_intermediate_size``,
                        ``first_k_dense_replace`` dense leading layers, ``moe_layer_freq`` 1;
                        a routing bias when ``topk_method`` is ``noaux_tc`` (V3, K2).
                        ``num_nextn_predict_layers`` -> n_mtp_layers: the MTP modules,
                        counted apart from the served model (``Model.mtp_params``,
-                       ``Model.checkpoint_params``), as in the published 671B
+                       ``Model.checkpoint_params``), as in the published 671B.
+                       deepseek_v32 (V3.2): DeepSeek Sparse Attention, a lightning indexer
+                       (``index_n_heads`` x ``index_head_dim``) and ``index_topk``
 gpt_oss                attention sinks, q/k/v/o biases, biased experts, a biased router;
                        ``layer_types`` (``sliding_attention`` / ``full_attention``) with
                        ``sliding_window``
@@ -106,7 +108,8 @@ no_rope_layers no_rope_layer_interval
 query_pre_attn_scalar rope_local_base_freq final_logit_softcapping attn_logit_softcapping hidden_activation
 cache_implementation partial_rotary_factor attn_temperature_tuning floor_scale attn_scale
 rotary_dim postnorm shared_moe_mode layernorm_full_attention_alpha layernorm_full_attention_beta
-layernorm_linear_attention_alpha layernorm_linear_attention_beta layernorm_mlp_alpha layernorm_mlp_beta""".split())
+layernorm_linear_attention_alpha layernorm_linear_attention_beta layernorm_mlp_alpha layernorm_mlp_beta
+indexer_rope_interleave""".split())
 # (NoPE layers, SmolLM3's no_rope_layers and Llama 4's interval, skip the rotary embedding: no weight, no cache byte.)
 
 
@@ -120,7 +123,7 @@ def _sizes_nothing(value) -> bool:
     return isinstance(value, (list, tuple, dict, str)) and len(value) == 0
 
 _FAMILIES = ("llama", "llama4_text", "smollm3", "phi3", "mistral", "mixtral", "minimax_m1", "olmoe", "qwen2",
-             "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
+             "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "deepseek_v32",
              "deepseek_v2",
              "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text", "glm4_moe")
 
@@ -177,7 +180,8 @@ class _Reader:
 # knows, matched exactly (a substring match once read Llama4ForCausalLM as Llama and Qwen3NextForCausalLM
 # as Qwen3, and returned 11.1B and 3.0B for models of 109B and 80B).
 _ARCHITECTURES = {"LlamaForCausalLM": "llama", "Llama4ForCausalLM": "llama4_text", "SmolLM3ForCausalLM": "smollm3",
-                  "Phi3ForCausalLM": "phi3", "OlmoeForCausalLM": "olmoe", "MiniMaxM1ForCausalLM": "minimax_m1", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
+                  "Phi3ForCausalLM": "phi3", "OlmoeForCausalLM": "olmoe", "MiniMaxM1ForCausalLM": "minimax_m1",
+                  "DeepseekV32ForCausalLM": "deepseek_v32", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
                   "Qwen2ForCausalLM": "qwen2", "Qwen2MoeForCausalLM": "qwen2_moe", "Qwen3ForCausalLM": "qwen3",
                   "Qwen3MoeForCausalLM": "qwen3_moe", "Qwen3NextForCausalLM": "qwen3_next",
                   "DeepseekV2ForCausalLM": "deepseek_v2",
@@ -285,8 +289,11 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
                       d_ff_expert=r.int("intermediate_size"))
         elif mt in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
             _qwen_moe(r, mt, kw)
-        elif mt in ("deepseek_v2", "deepseek_v3", "kimi_k2"):
+        elif mt in ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32"):
             _deepseek(r, kw)
+            if mt == "deepseek_v32":                    # DeepSeek Sparse Attention: the lightning indexer
+                kw.update(index_topk=r.int("index_topk"), index_heads=r.int("index_n_heads"),
+                          index_head_dim=r.int("index_head_dim"))
         elif mt == "glm4_moe":
             kw.update(qkv_bias=kw["attn_bias"], attn_bias=False, qk_norm=bool(r.get("use_qk_norm", False)),
                       d_ff=r.int("intermediate_size"), n_experts=r.int("n_routed_experts"),

@@ -585,7 +585,8 @@ class Deployment:
         return b_lo + (t - lo) * (b_hi - b_lo)
 
     def step_stages(self, tokens, kv_positions=0.0, prefill_positions=0.0, *, queries_per_position=1.0,
-                    routed_read="expected", sequences=None) -> StageStep:
+                    routed_read="expected", sequences=None, index_positions=0.0,
+                    index_prefill_positions=0.0) -> StageStep:
         """One micro-batch of one replica's step on a chip of each stage: what it reads and computes.
 
         The step's shape, per replica (scalars or arrays that broadcast):
@@ -599,7 +600,11 @@ class Deployment:
           (:meth:`~llmmath.models.Model.prefill_positions`), in the prefill (up-projected) form;
         * ``sequences``: sequences in the step (decoding ones and prompts being prefilled; default: ``tokens``, a
           decode step): each reads and writes its linear layers' fixed state once
-          (:meth:`~llmmath.models.Model.state_bytes_per_sequence`; nothing for a model without linear layers).
+          (:meth:`~llmmath.models.Model.state_bytes_per_sequence`; nothing for a model without linear layers);
+        * ``index_positions``, ``index_prefill_positions``: with DeepSeek Sparse Attention, the cached tokens its
+          indexer scores for the decoding sequences (each key read once) and for the prompt tokens, summed over
+          layers (:meth:`~llmmath.models.Model.index_positions`, :meth:`~llmmath.models.Model.index_prefill_positions`;
+          the indexer runs whole on every tensor-parallel chip).
 
         ``pp`` micro-batches of ``1/pp`` of each are in flight. ``routed_read``: ``"expected"`` (the busiest
         expert-parallel rank reads the experts its micro-batch is expected to touch, all of its dp groups' tokens
@@ -618,12 +623,17 @@ class Deployment:
             rows[0] = 1.0
         rows = col(rows) * np.minimum(mb / pl.dp, m.vocab) * m.d_model / pl.tp
         weights = (col(self._other_read) / pl.tp + routed_w + rows) * self.b_w
-        kv = P * col(share) * float(m.kv_bytes_per_token_per_layer(self.b_kv)) / (pl.dp * self.tp_kv)
+        kv = P * col(share) * float(m.attended_bytes_per_position(self.b_kv)) / (pl.dp * self.tp_kv)
         matmul = mb / pl.dp * 2.0 * col(self._other_matmul) / pl.tp
         routed_f = mb * 2.0 * m.experts_per_token * m.expert_params * col(self.stage_moe_layers) / pl.stage_chips
         per_pos = float(m.attention_flops_per_token(1.0)) / float(m.cached_positions(1.0))         # decode form
         per_pf = float(m.attention_flops_per_token(1.0, absorbed=False)) / float(m.cached_positions(1.0))
         attention = (float(queries_per_position) * P * per_pos + Q * per_pf) * col(share) / (pl.tp * pl.dp)
+        if m.index_topk:                       # DSA's indexer: every key read (decode) and scored, on each tp chip
+            I, Ipf = np.asarray(index_positions, dtype=float) / pl.pp, np.asarray(index_prefill_positions,
+                                                                                   dtype=float) / pl.pp
+            kv = kv + I * col(share) * m.index_key_bytes / (pl.dp * self.tp_kv)
+            attention = attention + (I + Ipf) * m.index_flops_per_position * col(share) / pl.dp
         if m.linear_layer_ids:                 # the linear layers: every token updates the state, every sequence
             lin = col(self.stage_linear_layers / m.n_linear_layers) / (pl.tp * pl.dp)   # reads and writes it once
             seqs = mb if sequences is None else np.asarray(sequences, dtype=float) / pl.pp
@@ -644,7 +654,9 @@ class Deployment:
         Arrays are stages x broadcast(batch, context).
         """
         B_r, L = np.broadcast_arrays(np.asarray(batch, dtype=float) / self.replicas, np.asarray(context, dtype=float))
-        return self.step_stages(B_r, B_r * np.asarray(self.model.cached_positions(L)), routed_read=routed_read)
+        m = self.model
+        return self.step_stages(B_r, B_r * np.asarray(m.cached_positions(L)), routed_read=routed_read,
+                                index_positions=B_r * np.asarray(m.index_positions(L)))
 
     def decode_step(self, batch, context, *, routed_read="expected"):
         """(compute_s, weight_s, kv_s) of a whole decode step on the busiest chip: ``pp`` micro-batches through

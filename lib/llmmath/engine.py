@@ -71,6 +71,14 @@ class StepModel:
                                    - one) / self._PROBE
         # a sequence's read and write of its linear layers' fixed state (0 for a model without them)
         self.sequence_s = (float(step(d, 1.0, eplb=eplb, sequences=self._PROBE).time_s) - one) / self._PROBE
+        # DSA's indexer: a cached token scored and its key read (decode), or scored (prefill); 0 without DSA
+        self.dsa = bool(m.index_topk)
+        self.index_position_s = self.index_prefill_position_s = 0.0
+        if self.dsa:
+            self.index_position_s = (float(step(d, 1.0, eplb=eplb, sequences=0.0,
+                                                index_positions=self._PROBE).time_s) - one) / self._PROBE
+            self.index_prefill_position_s = (float(step(d, 1.0, eplb=eplb, sequences=0.0,
+                                                        index_prefill_positions=self._PROBE).time_s) - one) / self._PROBE
         self._times: list = [0.0]                     # step seconds by whole tokens (index 0 unused), plain floats
         self._extend(1024)
         per_layer = float(m.kv_bytes_per_token_per_layer(d.b_kv))
@@ -78,6 +86,8 @@ class StepModel:
         free = float(np.min(d.free_bytes_by_stage))
         self.kv_capacity_tokens = max(free, 0.0) / self.kv_bytes_per_token * pl.dp
         self.n_kv_layers, self.n_window_layers, self.window = m.n_attention_layers, m.n_window_layers, m.sliding_window
+        if m.index_topk:                                  # attended positions: as a window of k in every layer
+            self.n_window_layers, self.window = m.n_attention_layers, m.index_topk
         self.n_chunked_layers, self.chunk = m.n_chunked_layers, m.attention_chunk
         self.local = m.has_local_layers                   # windowed or chunked layers: positions not n_kv_layers L
         # the fixed state a sequence keeps in the linear layers, in tokens of K/V on the same chip
@@ -89,15 +99,18 @@ class StepModel:
         self._times += np.asarray(step(self.deployment, tokens, eplb=self.eplb, sequences=0.0).time_s,
                                   dtype=float).tolist()
 
-    def time_s(self, n_tokens, kv_positions=0.0, prefill_positions=0.0, sequences=None) -> float:
+    def time_s(self, n_tokens, kv_positions=0.0, prefill_positions=0.0, sequences=None, index_positions=0.0,
+               index_prefill_positions=0.0) -> float:
         """The step time of :func:`llmmath.predict.step` for this shape (seconds); ``sequences`` in the step
-        (default ``n_tokens``: every token a decoding sequence's)."""
+        (default ``n_tokens``: every token a decoding sequence's); the indexer's positions with DSA."""
         n = int(n_tokens + 0.5)
         if n >= len(self._times):
             self._extend(2 * n)
         t = self._times[n] + kv_positions * self.kv_position_s + prefill_positions * self.prefill_position_s
         if self.sequence_s:                               # only a model with linear layers: the hot path skips it
             t += (n_tokens if sequences is None else sequences) * self.sequence_s
+        if self.dsa:
+            t += index_positions * self.index_position_s + index_prefill_positions * self.index_prefill_position_s
         return t
 
     def kv_positions(self, contexts) -> float:
@@ -440,8 +453,8 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
                 kv_pos = sm.kv_positions(ctx)
             else:
                 grow, kv_pos = sm.n_kv_layers * n_dec, sm.n_kv_layers * written
-            a = sm.time_s(n_dec, kv_pos)
-            b = grow * sm.kv_position_s
+            a = sm.time_s(n_dec, kv_pos, index_positions=sm.n_kv_layers * written if sm.dsa else 0.0)
+            b = grow * sm.kv_position_s + (sm.n_kv_layers * n_dec * sm.index_position_s if sm.dsa else 0.0)
             gap = None
             if not front and nxt < n and run_idx.size < max_running:
                 want = page_of(ins_list[nxt]) if paged else float(need[nxt])
@@ -454,8 +467,14 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
             written += k * run_idx.size
             done_now = k >= k_done
         else:
+            if sm.dsa:                                      # the indexer scores every earlier token, all layers
+                ix = sm.n_kv_layers * float((ins_r[decoding] + gen[decoding]).sum())
+                ix_pf = sm.n_kv_layers * float(np.sum(chunk * done_pf + chunk * (chunk - 1.0) / 2.0))
+            else:
+                ix = ix_pf = 0.0
             span = sm.time_s(n_dec + chunk.sum(), sm.kv_positions(ins_r[decoding] + gen[decoding]),
-                             sm.prefill_positions(done_pf, chunk), n_dec + int(np.count_nonzero(chunk))) + step_extra_s
+                             sm.prefill_positions(done_pf, chunk), n_dec + int(np.count_nonzero(chunk)), ix,
+                             ix_pf) + step_extra_s
             steps += 1
             # outcomes: decoders make a token; a prompt finished this step makes its next token (its first, unless
             # it was a preempted sequence's recompute)

@@ -139,7 +139,7 @@ class Wall:
 
     ``kv_bytes``: the K/V one sequence holds (room for its windows and chunks, :meth:`Model.held_positions`);
     ``state_bytes``: its linear layers' fixed state (a scalar); ``full_attention_bytes``: the K/V if every layer
-    attended to the whole context with the model's own heads (``n_layers L`` positions); ``batch``: the most
+    attended to the whole context with the model's own heads and no indexer (``n_layers L`` positions); ``batch``: the most
     sequences any one-replica placement of the chips holds (:func:`llmmath.deployment.most_sequences`); ``step_s``:
     that batch's decode step (:func:`llmmath.predict.step`); ``chip_s_per_token``: ``n_chips step_s / batch``
     (``inf`` where not one sequence fits).
@@ -181,7 +181,7 @@ def architecture_wall(model, chip, contexts, n_chips: int = 8, weight_dtype: str
     n = positive_int("n_chips", n_chips)
     state = m.state_bytes_per_sequence()
     kv = np.asarray(m.kv_bytes_per_sequence(L, kv_dtype), dtype=float) - state
-    full = m.n_layers * m.kv_bytes_per_token_per_layer(kv_dtype) * L
+    full = m.n_layers * m.attended_bytes_per_position(kv_dtype) * L
     batch, step_s = np.zeros(L.size), np.full(L.size, np.inf)
     for i, ctx in enumerate(L):
         b, d = deployment.most_sequences(m, chip, n, int(ctx), weight_dtype=weight_dtype, kv_dtype=kv_dtype)

@@ -51,7 +51,7 @@ _INT_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff
                "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
                "sliding_window", "n_window_layers", "n_mtp_layers", "linear_key_heads", "linear_value_heads",
                "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel", "attention_chunk",
-               "n_chunked_layers", "moe_layer_step")
+               "n_chunked_layers", "moe_layer_step", "index_topk", "index_heads", "index_head_dim")
 _POSITIVE_FIELDS = ("n_layers", "d_model", "n_heads", "head_dim", "vocab")
 
 
@@ -73,6 +73,10 @@ class Model:
     query projection also yields a sigmoid gate on their output (Qwen3-Next's gated attention: q_proj twice as wide).
     ``qk_norm_full_width``: the q/k RMSNorms span the whole projection (``n_h h`` and ``n_kv h`` weights: OLMoE,
     MiniMax-M2), not one head (``h`` each: Qwen3, Gemma 3).
+    ``index_topk``, ``index_heads``, ``index_head_dim``: DeepSeek Sparse Attention (DeepSeek-V3.2) on every attention
+    layer of an MLA model: a lightning indexer (``index_heads`` small heads of ``index_head_dim``) scores every
+    cached token from its own fp8 key cache (:attr:`index_key_bytes` a token and layer) and the attention reads only
+    the ``index_topk`` best; all zero for none.
     ``moe_layer_step``: after the ``n_dense_layers`` leading dense layers, every ``moe_layer_step``-th layer is MoE
     (layer ``i`` when ``(i + 1) % step == 0``: Llama 4 Maverick's 2 puts experts in layers 1, 3, 5...) and the others
     dense, of width ``d_ff``; 1 (default) makes them all MoE.
@@ -133,6 +137,9 @@ class Model:
     linear_conv_kernel: int = 0
     attention_chunk: int = 0
     n_chunked_layers: int = 0
+    index_topk: int = 0
+    index_heads: int = 0
+    index_head_dim: int = 0
     published_total_params: float = 0
     published_active_params: float = 0
     source: str = ""
@@ -199,6 +206,12 @@ class Model:
         if not ids and any(getattr(self, f) for f in lin):
             raise ValueError(f"{key}: {', '.join(f for f in lin if getattr(self, f))} set but no linear_layer_ids: "
                              f"give the layers that are Gated DeltaNet, or set them to 0")
+        dsa = (self.index_topk, self.index_heads, self.index_head_dim)
+        if any(dsa) and (not all(v >= 1 for v in dsa) or not self.is_mla or self.q_lora_rank < 1
+                         or self.n_window_layers or self.n_chunked_layers or self.linear_layer_ids):
+            raise ValueError(f"{key}: DeepSeek Sparse Attention (index_topk, index_heads, index_head_dim = {dsa}) needs "
+                             f"all three >= 1 on latent attention with a q_lora_rank (its indexer reads the low-rank "
+                             f"query) and no windowed, chunked or linear layers; or all three 0")
         if bool(self.attention_chunk) != bool(self.n_chunked_layers):
             raise ValueError(f"{key}: attention_chunk={self.attention_chunk} and n_chunked_layers="
                              f"{self.n_chunked_layers} must be both 0 (no chunked layers) or a chunk >= 1 token with "
@@ -317,7 +330,11 @@ class Model:
                 q = d * nh * qk
             kv = (d * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
                   + self.kv_lora_rank * nh * (self.qk_nope_head_dim + self.v_head_dim))
-            return q + kv + nh * self.v_head_dim * d
+            # DSA's lightning indexer: wq_b from the low-rank query, wk, a LayerNorm (weight and bias) on its key,
+            # and weights_proj, one weight per index head (DeepSeek-V3.2-Exp inference/model.py, Indexer)
+            ih, idim = self.index_heads, self.index_head_dim
+            index = ih * idim * self.q_lora_rank + d * idim + 2 * idim + d * ih
+            return q + kv + nh * self.v_head_dim * d + index
         n = d * nh * h * (2 if self.attn_output_gate else 1) + 2 * d * nkv * h + nh * h * d
         if self.attn_bias:
             n += nh * h + 2 * nkv * h + d
@@ -532,7 +549,9 @@ class Model:
         return result(per_pos * self.cached_positions(L))
 
     def cached_positions(self, context) -> float | np.ndarray:
-        """Positions a new token attends to, summed over layers: ``n_full L + n_window min(L, w) + n_chunked (L mod c)``.
+        """Positions a new token attends to, summed over layers: ``n_full L + n_window min(L, w) + n_chunked (L mod c)``
+        (``n_attention min(L, k)`` with DeepSeek Sparse Attention, whose indexer still scores all ``L``:
+        :meth:`index_positions`).
 
         ``n_layers * L`` for a model without windowed or linear layers (a linear layer attends to no position: it
         reads its fixed state, :meth:`state_bytes_per_sequence`). Broadcasts over ``context`` (tokens, >= 0).
@@ -541,6 +560,8 @@ class Model:
             ValueError: negative or NaN context.
         """
         L = non_negative("context", context)
+        if self.index_topk:                            # DSA: every attention layer reads its top-k positions
+            return result(self.n_attention_layers * np.minimum(L, self.index_topk))
         n_win, n_chunk = self.n_window_layers, self.n_chunked_layers
         return result(self.n_full_attention_layers * L
                       + (n_win * np.minimum(L, self.sliding_window) if n_win else 0.0)
@@ -563,8 +584,32 @@ class Model:
 
     @property
     def has_local_layers(self) -> bool:
-        """Whether some attention layers see less than the whole context (windowed or chunked)."""
-        return bool(self.n_window_layers or self.n_chunked_layers)
+        """Whether some attention layers see less than the whole context (windowed, chunked or top-k)."""
+        return bool(self.n_window_layers or self.n_chunked_layers or self.index_topk)
+
+    @property
+    def index_key_bytes(self) -> int:
+        """Bytes of DSA's index key cache for one token in one layer: ``index_head_dim`` fp8 values and one fp32
+        scale per 128 of them (DeepSeek-V3.2-Exp: 128 + 4 = 132); 0 without DSA."""
+        return self.index_head_dim + 4 * -(-self.index_head_dim // 128) if self.index_topk else 0
+
+    def index_positions(self, context) -> float | np.ndarray:
+        """Cached tokens DSA's indexer scores (and reads the key of) for one new token at ``context``, summed over
+        layers: ``n_attention L`` (0 without DSA). Broadcasts."""
+        L = non_negative("context", context)
+        return result(self.n_attention_layers * L * (1.0 if self.index_topk else 0.0))
+
+    def index_prefill_positions(self, prompt_tokens) -> float | np.ndarray:
+        """Earlier tokens the indexer scores while one prompt of ``prompt_tokens`` is prefilled, summed over tokens and
+        layers: ``n_attention T (T-1) / 2`` (0 without DSA). Broadcasts."""
+        T = non_negative("prompt_tokens", prompt_tokens)
+        return result(self.n_attention_layers * T * np.maximum(T - 1.0, 0.0) / 2.0 * (1.0 if self.index_topk else 0.0))
+
+    @property
+    def index_flops_per_position(self) -> int:
+        """FLOPs DSA's indexer spends on one cached token in one layer: ``2 index_heads index_head_dim`` (each head's
+        q.k; the ReLU and the head weights are a rounding). 0 without DSA."""
+        return 2 * self.index_heads * self.index_head_dim if self.index_topk else 0
 
     def causal_mean_positions(self, seq_len) -> float | np.ndarray:
         """Positions a token of a causally masked sequence of ``seq_len`` tokens attends to, averaged over its
@@ -581,6 +626,8 @@ class Model:
         """
         L = positive("seq_len", seq_len)
         full, win, chunk = self._causal_positions(L)
+        if self.index_topk:                            # top-k: as a window of k in every attention layer
+            return result(self.n_attention_layers * (win / L + 0.5))
         return result(self.n_full_attention_layers * L / 2.0 + self.n_window_layers * (win / L + 0.5)
                       + self.n_chunked_layers * (chunk / L + 0.5))
 
@@ -651,6 +698,8 @@ class Model:
             ValueError: negative or NaN ``prompt_tokens``.
         """
         full, win, chunk = self._causal_positions(non_negative("prompt_tokens", prompt_tokens))
+        if self.index_topk:                            # top-k: token i attends min(i, k), as a window of k
+            return result(self.n_attention_layers * win)
         return result(self.n_full_attention_layers * full + self.n_window_layers * win + self.n_chunked_layers * chunk)
 
     def _causal_positions(self, T):
@@ -659,8 +708,8 @@ class Model:
         ``q c (c-1)/2 + r (r-1)/2`` for ``T = q c + r`` (0 for a model without that kind)."""
         full = T * np.maximum(T - 1.0, 0.0) / 2.0
         win = chunk = 0.0 * T
-        if self.n_window_layers:
-            w = float(self.sliding_window)
+        if self.n_window_layers or self.index_topk:
+            w = float(self.sliding_window or self.index_topk)
             win = np.where(T - 1.0 <= w, full, w * (w + 1.0) / 2.0 + (T - 1.0 - w) * w)
         if self.n_chunked_layers:
             c = float(self.attention_chunk)
@@ -671,17 +720,23 @@ class Model:
     @finite_result
     def flops_per_token(self, context=0) -> float | np.ndarray:
         """Forward FLOPs of one token: ``2 * matmul_params_per_token`` + attention over ``context`` + the linear
-        layers' state (:attr:`state_flops_per_token`)."""
+        layers' state (:attr:`state_flops_per_token`) + DSA's indexer over ``context``."""
         return result(2.0 * self.matmul_params_per_token + self.attention_flops_per_token(context)
-                      + self.state_flops_per_token)
+                      + self.state_flops_per_token + self.index_flops_per_position * self.index_positions(context))
 
     def kv_bytes_per_token_per_layer(self, dtype="bf16") -> float:
         """KV-cache bytes one cached token takes in one layer (bytes).
 
         Standard attention: ``2 * n_kv_heads * head_dim * b_kv`` (K and V). MLA:
         ``(kv_lora_rank + qk_rope_head_dim) * b_kv`` (the cached latent and the
-        shared rope key; DeepSeek-V2 paper, Table 1). ``dtype``: a name or bytes per element.
+        shared rope key; DeepSeek-V2 paper, Table 1); with DSA, plus :attr:`index_key_bytes` (fp8 whatever ``dtype``).
+        ``dtype``: a name or bytes per element.
         """
+        return self.attended_bytes_per_position(dtype) + self.index_key_bytes
+
+    def attended_bytes_per_position(self, dtype="bf16") -> float:
+        """Bytes attention reads for one attended position in one layer: the K/V or the latent (without DSA's index
+        key, which :meth:`kv_bytes_per_token_per_layer` adds to what a token holds)."""
         b = dtype_bytes(dtype)
         if self.is_mla:
             return (self.kv_lora_rank + self.qk_rope_head_dim) * b

@@ -268,7 +268,7 @@ class Step:
 
 
 def step(d: Deployment, tokens, kv_positions=0.0, prefill_positions=0.0, *, queries_per_position=1.0, eplb=False,
-         overlap="none", sequences=None) -> Step:
+         overlap="none", sequences=None, index_positions=0.0, index_prefill_positions=0.0) -> Step:
     """The one step model: the time of one step of one replica of ``d``, term by term (the waterfall).
 
     Every entry point prices its steps here: :func:`predict` (a decode step, a prefill step, the mixed steps of
@@ -278,7 +278,8 @@ def step(d: Deployment, tokens, kv_positions=0.0, prefill_positions=0.0, *, quer
     prompt tokens alike), ``kv_positions`` the decoding sequences' cached positions summed over layers (each read
     once, attended by ``queries_per_position`` queries), ``prefill_positions`` the positions prompt tokens attend to,
     ``sequences`` the sequences in the step (default ``tokens``: a decode step), each reading and writing its linear
-    layers' fixed state once. Broadcasts over arrays.
+    layers' fixed state once, ``index_positions`` and ``index_prefill_positions`` the tokens DSA's indexer scores
+    (0 without DSA). Broadcasts over arrays.
 
     The terms, in order (step seconds after each; ``pp`` micro-batches through the busiest stage):
 
@@ -302,7 +303,8 @@ def step(d: Deployment, tokens, kv_positions=0.0, prefill_positions=0.0, *, quer
     n = np.asarray(positive("tokens", tokens), dtype=float)     # a mean over steps may hold a fraction of one
     sus = sustained(d.chip)
     st = d.step_stages(n, kv_positions, prefill_positions, queries_per_position=queries_per_position,
-                       sequences=sequences)
+                       sequences=sequences, index_positions=index_positions,
+                       index_prefill_positions=index_prefill_positions)
     pl = d.placement
     pp = pl.pp
     if pp == 1:
@@ -381,8 +383,11 @@ def prefill_chunks_s(d: Deployment, prompt_tokens: float, token_budget: int = 81
     budget = positive_int("token_budget", token_budget)
     starts = np.arange(0.0, T, budget)
     ends = np.minimum(starts + budget, T)
-    pos = d.model.prefill_positions(ends) - d.model.prefill_positions(starts)
-    return float(np.sum(step(d, ends - starts, 0.0, pos, eplb=eplb, overlap=overlap, sequences=1.0).time_s))
+    m = d.model
+    pos = m.prefill_positions(ends) - m.prefill_positions(starts)
+    idx = m.index_prefill_positions(ends) - m.index_prefill_positions(starts)
+    return float(np.sum(step(d, ends - starts, 0.0, pos, eplb=eplb, overlap=overlap, sequences=1.0,
+                             index_prefill_positions=idx).time_s))
 
 
 def _mixed_shapes(d: Deployment, B_r: float, T: float, O: float, L: float, budget: int) -> tuple[float, float, list]:
@@ -399,20 +404,21 @@ def _mixed_shapes(d: Deployment, B_r: float, T: float, O: float, L: float, budge
     step prefills.
     """
     m = d.model
-    pp_T = float(m.prefill_positions(T))
+    pp_T, ix_T = float(m.prefill_positions(T)), float(m.index_prefill_positions(T))
     if O <= 1:                                         # every request is a prefill and its one token
         prompts = budget / T
         return 0.0, prompts, [(1.0, dict(tokens=float(budget), kv_positions=0.0, prefill_positions=prompts * pp_T,
-                                         sequences=prompts))]
+                                         sequences=prompts, index_prefill_positions=prompts * ix_T))]
     n = min(B_r, budget / (1.0 + T / (O - 1.0)))
     r = n / (O - 1.0)
     c = min(budget - n, max(T, r * T))
     f = min(1.0, r * T / c)
-    kv = n * float(m.cached_positions(L))
+    kv, ix = n * float(m.cached_positions(L)), n * float(m.index_positions(L))
     chunks = max(1.0, r * T / f / T)                  # the prompts (or the one long prompt) a prefilling step holds
-    mix = [(f, dict(tokens=n + r * T / f, kv_positions=kv, prefill_positions=r * pp_T / f, sequences=n + chunks))]
+    mix = [(f, dict(tokens=n + r * T / f, kv_positions=kv, prefill_positions=r * pp_T / f, sequences=n + chunks,
+                    index_positions=ix, index_prefill_positions=r * ix_T / f))]
     if f < 1.0:
-        mix.append((1.0 - f, dict(tokens=n, kv_positions=kv, prefill_positions=0.0, sequences=n)))
+        mix.append((1.0 - f, dict(tokens=n, kv_positions=kv, prefill_positions=0.0, sequences=n, index_positions=ix)))
     return n, n + r, mix
 
 
@@ -490,7 +496,8 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
     ttft = prefill_chunks_s(d, T, budget, eplb=eplb, overlap=overlap)
     if phase == "prefill":             # steps full of prompts: input tokens/s per chip
         s = step(d, float(budget), 0.0, budget / T * float(d.model.prefill_positions(T)), eplb=eplb, overlap=overlap,
-                 sequences=max(1.0, budget / T))
+                 sequences=max(1.0, budget / T),
+                 index_prefill_positions=budget / T * float(d.model.index_prefill_positions(T)))
         fall, terms = _scalar_step(s)
         per_chip = budget / d.placement.chips_per_replica
         return Prediction(phase, B, per_chip / fall[-1][1], math.nan, [(k, per_chip / t) for k, t in fall], terms,
@@ -522,7 +529,8 @@ def _decode(d: Deployment, B: float, L: float, mtp_tokens, mtp_acceptance, overl
     """A decode step of ``B`` sequences over the deployment at context ``L``: (waterfall of tokens/s per chip,
     time per output token, terms)."""
     B_r = B / d.replicas
-    s = step(d, B_r, B_r * float(d.model.cached_positions(L)), eplb=eplb, overlap=overlap)
+    s = step(d, B_r, B_r * float(d.model.cached_positions(L)), eplb=eplb, overlap=overlap,
+             index_positions=B_r * float(d.model.index_positions(L)))
     fall_s, terms = _scalar_step(s)
     rate = lambda t: B_r / (t * d.placement.chips_per_replica)  # noqa: E731  tokens/s per chip at step time t
     fall = [(k, rate(t)) for k, t in fall_s]
@@ -536,7 +544,9 @@ def _decode(d: Deployment, B: float, L: float, mtp_tokens, mtp_acceptance, overl
     # (speculative.mtp_draft_fraction of the step's weight read) and one more layer's kernels (the MTP module is one
     # decoder layer of the model's last kind)
     verify_s = float(step(d, B_r * (k + 1), B_r * float(d.model.cached_positions(L)), queries_per_position=k + 1,
-                          eplb=eplb, overlap=overlap).time_s)
+                          eplb=eplb, overlap=overlap, sequences=B_r,
+                          index_positions=B_r * float(d.model.index_positions(L)),
+                          index_prefill_positions=B_r * k * float(d.model.index_positions(L))).time_s)
     layer_kernels = kernels_per_layer(d.model, d.placement.tp, d.placement.ep)[1]   # dense models: both equal
     draft_s = k * (speculative.mtp_draft_fraction(d.model, B_r) * terms["weights_s"]
                    + layer_kernels * calibrated()["per_kernel_s"])

@@ -321,7 +321,8 @@ WALL_MODELS = {"llama-3.1-70b (full GQA)": ("llama-3.1-70b", "bf16"),
                "gpt-oss-120b (half windowed)": ("gpt-oss-120b", "fp4"),
                "llama-4-scout (3/4 chunked)": ("llama-4-scout-17b-16e", "bf16"),
                "qwen3-next-80b (3/4 linear)": ("qwen3-next-80b-a3b", "bf16"),
-               "deepseek-v3 (MLA)": ("deepseek-v3", "fp8")}
+               "deepseek-v3 (MLA)": ("deepseek-v3", "fp8"),
+               "deepseek-v3.2 (MLA + DSA)": ("deepseek-v3.2-exp", "fp8")}
 _WALL_CTX = np.array([4096, 16384, 65536, 131072, 262144, 524288, 1048576], dtype=float)
 
 
