@@ -109,7 +109,7 @@ class StepModel:
         t = self._times[n] + kv_positions * self.kv_position_s + prefill_positions * self.prefill_position_s
         if self.sequence_s:                               # only a model with linear layers: the hot path skips it
             t += (n_tokens if sequences is None else sequences) * self.sequence_s
-        if self.dsa:
+        if index_positions or index_prefill_positions:    # only with DSA
             t += index_positions * self.index_position_s + index_prefill_positions * self.index_prefill_position_s
         return t
 
@@ -311,6 +311,7 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
         return (i0 - nxt) * (t1 - t0) + (i1 - i0) * t1 - (cum_arrivals[i1] - cum_arrivals[i0])
 
     slack = ((page_tokens - 1) if paged else 0.0) + sm.state_tokens   # per sequence beyond its tokens
+    dsa = sm.dsa
     outs_r = np.empty(0)
     # running totals kept step by step (whole numbers in floats: exact): the tokens the running set has written,
     # and how many of its sequences still have prompt tokens to prefill
@@ -453,8 +454,11 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
                 kv_pos = sm.kv_positions(ctx)
             else:
                 grow, kv_pos = sm.n_kv_layers * n_dec, sm.n_kv_layers * written
-            a = sm.time_s(n_dec, kv_pos, index_positions=sm.n_kv_layers * written if sm.dsa else 0.0)
-            b = grow * sm.kv_position_s + (sm.n_kv_layers * n_dec * sm.index_position_s if sm.dsa else 0.0)
+            a = sm.time_s(n_dec, kv_pos)
+            b = grow * sm.kv_position_s
+            if dsa:                                         # the indexer scores every cached token: all grow
+                a += sm.n_kv_layers * written * sm.index_position_s
+                b += sm.n_kv_layers * n_dec * sm.index_position_s
             gap = None
             if not front and nxt < n and run_idx.size < max_running:
                 want = page_of(ins_list[nxt]) if paged else float(need[nxt])
