@@ -84,3 +84,15 @@ def test_the_plan_reports_the_state_apart_from_the_cache_that_grows():
     assert "of fixed linear-layer state" in dict(p.rows())["KV cache per sequence (all chips)"]
     d = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=32768)
     assert d.state_bytes_per_sequence == 0 and "state" not in dict(d.rows())["KV cache per sequence (all chips)"]
+
+
+def test_the_placement_rule_for_linear_heads_names_what_is_allowed():
+    # a Gated DeltaNet layer's heads stay whole on a chip: 12 key and 24 value heads refuse TP8 though the 16
+    # attention heads would take it
+    import dataclasses
+    from llmmath.deployment import Deployment
+    m = dataclasses.replace(models.get("qwen3-next-80b-a3b"), key="gdn-12", linear_key_heads=12, linear_value_heads=24)
+    with pytest.raises(ValueError, match=r"tp=8 must divide gdn-12's linear layers' 12 key and 24 value heads .*"
+                                         r"allowed: \[1, 2, 4\]"):
+        Deployment(m, "h200", 8, tp=8)
+    assert Deployment(m, "h200", 8, tp=4).placement.tp == 4

@@ -129,6 +129,8 @@ def check_placement(model, placement: Placement, n_chips: int | None = None) -> 
     * ``ep > 1`` only for a model with routed experts, and ``ep`` divides the stage's ``tp x dp`` chips (the rest
       of the stage splits each expert). ``ep`` need not divide the experts: the first ``E mod ep`` ranks hold one
       more (vLLM's ``determine_expert_map`` spreads the remainder the same way).
+    * ``tp`` divides a linear layer's key and value heads (each chip keeps whole heads' state; vLLM's Gated DeltaNet
+      and lightning layers split their heads this way).
 
     Returns:
         the replicas ``n_chips / (pp tp dp)``, or None without ``n_chips``.
@@ -152,6 +154,10 @@ def check_placement(model, placement: Placement, n_chips: int | None = None) -> 
         ok = [t for t in _divisors(m.n_heads) if m.n_kv_heads % t == 0 or t % m.n_kv_heads == 0]
         raise ValueError(f"tp={pl.tp} must divide {m.key}'s {m.n_kv_heads} KV heads or be a multiple of them; "
                          f"allowed: {ok}")
+    if m.linear_layer_ids and (m.linear_key_heads % pl.tp or m.linear_value_heads % pl.tp):
+        ok = [t for t in _divisors(m.n_heads) if m.linear_key_heads % t == 0 and m.linear_value_heads % t == 0]
+        raise ValueError(f"tp={pl.tp} must divide {m.key}'s linear layers' {m.linear_key_heads} key and "
+                         f"{m.linear_value_heads} value heads (each chip keeps whole heads' state); allowed: {ok}")
     if pl.ep > 1 and not m.is_moe:
         raise ValueError(f"ep={pl.ep} but {m.key} is dense (no experts); allowed: ep=1")
     if pl.ep > pl.stage_chips:
