@@ -409,3 +409,20 @@ def test_deepseek_v3_2_reads_its_sparse_attention_and_prices_it_per_step():
     d = Deployment(m, "h200", 8, tp=8, ep=8, weight_dtype="fp8")
     kv = d.decode_stages(8, 100_000).bytes_read["kv"][0]          # 8 sequences, one replica, the latent on every chip
     assert kv == pytest.approx(8 * 61 * (2048 * 1152 + 100_000 * 132))
+
+
+def test_qwen3_5_reads_from_its_multimodal_config_with_an_fp32_state():
+    # Qwen3.5-35B-A3B's language model: Qwen3-Next's layers (in_proj_qkv [8192, 2048] and in_proj_z [4096, 2048] are
+    # Qwen3-Next's in_proj_qkvz split in two, in_proj_a and in_proj_b its in_proj_ba) in 40 layers, 256 experts of 512
+    # and a gated shared expert, a 248,320-token vocabulary; its recurrent state in fp32 (mamba_ssm_dtype)
+    with pytest.warns(UserWarning, match="not counted"):
+        m = models.from_hf_config(_cfg("qwen3.5-35b-a3b"), name="qwen3.5-35b-a3b")
+    gdn = 8192 * 2048 + 4096 * 2048 + 2 * 32 * 2048 + 8192 * 4 + 2 * 32 + 128 + 2048 * 4096
+    attn = 8192 * 2048 + 2 * 512 * 2048 + 2048 * 4096 + 2 * 256
+    moe = 256 * 3 * 2048 * 512 + 3 * 2048 * 512 + 2048 + 2048 * 256 + 2 * 2048
+    hand = 30 * gdn + 10 * attn + 40 * moe + 2 * 248320 * 2048 + 2048
+    assert m.total_params == hand
+    assert round(m.total_params / 1e8) == 347                 # the GGUF build's 34.7B (no vision tower, no MTP)
+    # 30 linear layers: 32 heads' 128 x 128 state in fp32, the convolution's 3 x 8,192 inputs in bf16
+    assert m.state_bytes_per_sequence() == 30 * (32 * 128 * 128 * 4 + 8192 * 3 * 2)
+    assert m.kv_bytes_per_token() == 10 * 2 * 256 * 2 * 2

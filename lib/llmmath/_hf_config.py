@@ -25,7 +25,10 @@ qwen3_next
                        ``linear_num_value_heads``, ``linear_key_head_dim``, ``linear_value_head_dim``,
                        ``linear_conv_kernel_dim``) with gated attention every
                        ``full_attention_interval``-th layer (or ``layer_types``); its MTP module is
-                       not in the config, so not counted
+                       not in the config, so not counted. qwen3_5_text / qwen3_5_moe_text
+                       (Qwen3.5, from the multimodal config's text_config): the same layers,
+                       the state in fp32 when ``mamba_ssm_dtype`` says so, its MTP layer
+                       (``mtp_num_hidden_layers``) not counted
 deepseek_v2/v3,        MLA (``q_lora_rank`` (null: a plain q projection), ``kv_lora_rank``,
 kimi_k2, deepseek_v32  ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``);
                        ``n_routed_experts``, ``n_shared_experts``, ``moe_intermediate_size``,
@@ -109,7 +112,7 @@ query_pre_attn_scalar rope_local_base_freq final_logit_softcapping attn_logit_so
 cache_implementation partial_rotary_factor attn_temperature_tuning floor_scale attn_scale
 rotary_dim postnorm shared_moe_mode layernorm_full_attention_alpha layernorm_full_attention_beta
 layernorm_linear_attention_alpha layernorm_linear_attention_beta layernorm_mlp_alpha layernorm_mlp_beta
-indexer_rope_interleave""".split())
+indexer_rope_interleave rope_parameters mtp_use_dedicated_embeddings""".split())
 # (NoPE layers, SmolLM3's no_rope_layers and Llama 4's interval, skip the rotary embedding: no weight, no cache byte.)
 
 
@@ -123,7 +126,7 @@ def _sizes_nothing(value) -> bool:
     return isinstance(value, (list, tuple, dict, str)) and len(value) == 0
 
 _FAMILIES = ("llama", "llama4_text", "smollm3", "phi3", "mistral", "mixtral", "minimax_m1", "olmoe", "qwen2",
-             "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "deepseek_v32",
+             "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v32",
              "deepseek_v2",
              "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text", "glm4_moe")
 
@@ -264,18 +267,23 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
         kw["mlp_bias"] = bool(r.get("mlp_bias", False))
         if mt in ("qwen2", "qwen2_moe"):
             kw["qkv_bias"], kw["attn_bias"] = not kw["attn_bias"], kw["attn_bias"]
-        if mt in ("qwen3", "qwen3_moe", "qwen3_next"):
+        qwen35 = mt in ("qwen3_5_text", "qwen3_5_moe_text")
+        if mt in ("qwen3", "qwen3_moe", "qwen3_next") or qwen35:
             kw["qk_norm"] = True
         if mt == "olmoe":                               # RMSNorms over the whole q and k projections
             kw.update(qk_norm=True, qk_norm_full_width=True)
             if r.get("clip_qkv") is not None:
                 r.used.add("clip_qkv")
-        if mt == "qwen3_next":
+        if mt == "qwen3_next" or qwen35:
             _gated_deltanet(r, kw)
+        if qwen35:                                    # Qwen3.5: the gate and the fp32 state said in the config
+            kw["attn_output_gate"] = bool(r.get("attn_output_gate", True))
+            kw["linear_state_fp32"] = r.get("mamba_ssm_dtype", "") == "float32"
+            r.used.add("mtp_num_hidden_layers")       # its MTP layer is not counted (it shares the embeddings)
         if gemma:
             kw.update(qk_norm=True, sandwich_norms=True)
         _sliding(r, mt, kw)
-        if mt in ("llama", "smollm3", "phi3", "mistral", "qwen2", "qwen3", "gemma3_text"):
+        if mt in ("llama", "smollm3", "phi3", "mistral", "qwen2", "qwen3", "gemma3_text", "qwen3_5_text"):
             kw["d_ff"] = r.int("intermediate_size")
         elif mt == "olmoe":
             kw.update(d_ff=0, n_experts=r.int("num_experts"), experts_per_token=r.int("num_experts_per_tok"),
@@ -287,7 +295,7 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
         elif mt == "mixtral":
             kw.update(d_ff=0, n_experts=r.int("num_local_experts"), experts_per_token=r.int("num_experts_per_tok"),
                       d_ff_expert=r.int("intermediate_size"))
-        elif mt in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
+        elif mt in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text"):
             _qwen_moe(r, mt, kw)
         elif mt in ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32"):
             _deepseek(r, kw)
@@ -343,6 +351,8 @@ def _default_name(cfg: dict, where: str, mt: str) -> str:
 
 def _sliding(r: _Reader, mt: str, kw: dict) -> None:
     """Windowed layers: gpt-oss's ``layer_types``, Mistral's window on every layer, Qwen's opt-in window."""
+    if mt in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"):   # layer_types: linear or full (_gated_deltanet)
+        return
     window = r.get("sliding_window")
     types = r.get("layer_types")
     if types is not None:
@@ -388,7 +398,7 @@ def _qwen_moe(r: _Reader, mt: str, kw: dict) -> None:
               d_ff_expert=r.int("moe_intermediate_size"), n_dense_layers=len(only),
               d_ff=r.int("intermediate_size") if only else 0)
     r.used.add("intermediate_size")  # the dense width, used only by mlp_only_layers
-    if mt in ("qwen2_moe", "qwen3_next"):
+    if mt in ("qwen2_moe", "qwen3_next", "qwen3_5_moe_text"):
         shared = r.int("shared_expert_intermediate_size", 0)
         if shared:
             if shared % kw["d_ff_expert"]:

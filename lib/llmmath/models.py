@@ -45,7 +45,8 @@ __all__ = ["Model", "get", "names", "catalog", "from_hf_config"]
 
 _STR_FIELDS = ("key", "name", "norm", "pos_embedding", "source", "published_total_source", "note", "linear_kind")
 _BOOL_FIELDS = ("gated_mlp", "tied_embeddings", "qk_norm", "attn_bias", "qkv_bias", "mlp_bias", "attn_sinks",
-                "router_bias", "shared_expert_gate", "sandwich_norms", "attn_output_gate", "qk_norm_full_width")
+                "router_bias", "shared_expert_gate", "sandwich_norms", "attn_output_gate", "qk_norm_full_width",
+                "linear_state_fp32")
 _INT_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab", "max_context",
                "n_experts", "experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers",
                "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
@@ -69,7 +70,8 @@ class Model:
     ``linear_value_heads`` heads of ``linear_key_head_dim`` and ``linear_value_head_dim``, a causal depthwise
     convolution of ``linear_conv_kernel`` taps) or ``"lightning"`` (MiniMax-M1: ``linear_value_heads`` heads of
     ``linear_value_head_dim``, as many key heads of the same width, an output gate, no convolution); they cache no
-    K/V (:meth:`state_bytes_per_sequence` instead). ``attn_output_gate``: the attention layers'
+    K/V (:meth:`state_bytes_per_sequence` instead; ``linear_state_fp32``: the recurrent state kept in fp32 whatever
+    the model's dtype, as Qwen3.5's ``mamba_ssm_dtype`` asks). ``attn_output_gate``: the attention layers'
     query projection also yields a sigmoid gate on their output (Qwen3-Next's gated attention: q_proj twice as wide).
     ``qk_norm_full_width``: the q/k RMSNorms span the whole projection (``n_h h`` and ``n_kv h`` weights: OLMoE,
     MiniMax-M2), not one head (``h`` each: Qwen3, Gemma 3).
@@ -130,6 +132,7 @@ class Model:
     qk_norm_full_width: bool = False
     linear_layer_ids: tuple = ()
     linear_kind: str = ""
+    linear_state_fp32: bool = False
     linear_key_heads: int = 0
     linear_value_heads: int = 0
     linear_key_head_dim: int = 0
@@ -648,9 +651,10 @@ class Model:
         Raises:
             KeyError: unknown dtype name.
         """
-        per_layer = (self.linear_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
-                     + self.linear_conv_dim * max(self.linear_conv_kernel - 1, 0))
-        return float(self.n_linear_layers * per_layer * dtype_bytes(dtype))
+        b = dtype_bytes(dtype)
+        recurrent = self.linear_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
+        conv = self.linear_conv_dim * max(self.linear_conv_kernel - 1, 0)
+        return float(self.n_linear_layers * (recurrent * (4.0 if self.linear_state_fp32 else b) + conv * b))
 
     @property
     def state_flops_per_token(self) -> int:
@@ -823,9 +827,11 @@ class Model:
 def from_hf_config(path_or_dict, name: str | None = None, warn: bool = True) -> Model:
     """A :class:`Model` from a Hugging Face ``config.json`` (a file path or an already-loaded dict).
 
-    Nothing is downloaded. Understood families (``model_type``): llama, mistral,
-    mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2,
-    gpt_oss and gpt2 (see :mod:`llmmath._hf_config` for the field mapping); a config
+    Nothing is downloaded. Understood families (``model_type``): llama, llama4_text, smollm3,
+    phi3, mistral, mixtral, minimax_m1, olmoe, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next,
+    qwen3_5_text, qwen3_5_moe_text, deepseek_v2, deepseek_v3, deepseek_v32, kimi_k2, gpt_oss,
+    gemma3_text, glm4_moe and gpt2, and a multimodal config's language model in its ``text_config``
+    (see :mod:`llmmath._hf_config` for the field mapping); a config
     without ``model_type`` is placed by its ``architectures`` class name, matched
     exactly. A field the reader does not model whose name says it sizes weights
     (experts, widths, heads, layers, a nested sub-model's config) is refused; any
