@@ -426,3 +426,20 @@ def test_qwen3_5_reads_from_its_multimodal_config_with_an_fp32_state():
     # 30 linear layers: 32 heads' 128 x 128 state in fp32, the convolution's 3 x 8,192 inputs in bf16
     assert m.state_bytes_per_sequence() == 30 * (32 * 128 * 128 * 4 + 8192 * 3 * 2)
     assert m.kv_bytes_per_token() == 10 * 2 * 256 * 2 * 2
+
+
+def test_an_mtp_module_that_shares_the_embeddings_counts_to_the_checkpoint():
+    # Qwen3-Next's checkpoint holds an MTP module its config does not describe: one gated-attention MoE layer, the
+    # projection of [hidden; embedding] (2 x 2,048 -> 2,048) and three norms, sharing the model's embedding and head.
+    # Given one, the count reaches the safetensors' 81,324,862,720 to the parameter
+    nxt = dataclasses.replace(models.get("qwen3-next-80b-a3b"), n_mtp_layers=1, mtp_own_embeddings=False)
+    layer = (8192 * 2048 + 2 * 512 * 2048 + 2048 * 4096 + 2 * 256) + (512 * 3 * 2048 * 512 + 3 * 2048 * 512 + 2048
+                                                                     + 2048 * 512) + 2 * 2048
+    assert nxt.mtp_params == layer + 2 * 2048 * 2048 + 3 * 2048 == 1_650_471_424
+    assert nxt.checkpoint_params == 81_324_862_720
+    # Qwen3.5 says so in its config (mtp_num_hidden_layers 1, mtp_use_dedicated_embeddings false)
+    with pytest.warns(UserWarning):
+        q35 = models.from_hf_config(_cfg("qwen3.5-35b-a3b"), name="qwen3.5-35b-a3b")
+    layer35 = (8192 * 2048 + 2 * 512 * 2048 + 2048 * 4096 + 2 * 256) + (256 * 3 * 2048 * 512 + 3 * 2048 * 512 + 2048
+                                                                       + 2048 * 256) + 2 * 2048
+    assert q35.n_mtp_layers == 1 and q35.mtp_params == layer35 + 2 * 2048 * 2048 + 3 * 2048

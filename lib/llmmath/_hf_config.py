@@ -27,8 +27,8 @@ qwen3_next
                        ``full_attention_interval``-th layer (or ``layer_types``); its MTP module is
                        not in the config, so not counted. qwen3_5_text / qwen3_5_moe_text
                        (Qwen3.5, from the multimodal config's text_config): the same layers,
-                       the state in fp32 when ``mamba_ssm_dtype`` says so, its MTP layer
-                       (``mtp_num_hidden_layers``) not counted
+                       the state in fp32 when ``mamba_ssm_dtype`` says so, its MTP layers
+                       (``mtp_num_hidden_layers``) counted apart, sharing the embedding and head
 deepseek_v2/v3,        MLA (``q_lora_rank`` (null: a plain q projection), ``kv_lora_rank``,
 kimi_k2, deepseek_v32  ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``);
                        ``n_routed_experts``, ``n_shared_experts``, ``moe_intermediate_size``,
@@ -112,7 +112,7 @@ query_pre_attn_scalar rope_local_base_freq final_logit_softcapping attn_logit_so
 cache_implementation partial_rotary_factor attn_temperature_tuning floor_scale attn_scale
 rotary_dim postnorm shared_moe_mode layernorm_full_attention_alpha layernorm_full_attention_beta
 layernorm_linear_attention_alpha layernorm_linear_attention_beta layernorm_mlp_alpha layernorm_mlp_beta
-indexer_rope_interleave rope_parameters mtp_use_dedicated_embeddings""".split())
+indexer_rope_interleave rope_parameters""".split())
 # (NoPE layers, SmolLM3's no_rope_layers and Llama 4's interval, skip the rotary embedding: no weight, no cache byte.)
 
 
@@ -279,7 +279,8 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
         if qwen35:                                    # Qwen3.5: the gate and the fp32 state said in the config
             kw["attn_output_gate"] = bool(r.get("attn_output_gate", True))
             kw["linear_state_fp32"] = r.get("mamba_ssm_dtype", "") == "float32"
-            r.used.add("mtp_num_hidden_layers")       # its MTP layer is not counted (it shares the embeddings)
+            kw["n_mtp_layers"] = r.int("mtp_num_hidden_layers", 0)     # counted apart, sharing the embeddings
+            kw["mtp_own_embeddings"] = bool(r.get("mtp_use_dedicated_embeddings", False))
         if gemma:
             kw.update(qk_norm=True, sandwich_norms=True)
         _sliding(r, mt, kw)

@@ -46,7 +46,7 @@ __all__ = ["Model", "get", "names", "catalog", "from_hf_config"]
 _STR_FIELDS = ("key", "name", "norm", "pos_embedding", "source", "published_total_source", "note", "linear_kind")
 _BOOL_FIELDS = ("gated_mlp", "tied_embeddings", "qk_norm", "attn_bias", "qkv_bias", "mlp_bias", "attn_sinks",
                 "router_bias", "shared_expert_gate", "sandwich_norms", "attn_output_gate", "qk_norm_full_width",
-                "linear_state_fp32")
+                "linear_state_fp32", "mtp_own_embeddings")
 _INT_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab", "max_context",
                "n_experts", "experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers",
                "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
@@ -64,7 +64,8 @@ class Model:
     MoE fields means a dense model; a zero ``kv_lora_rank`` means standard attention.
     ``sandwich_norms``: an RMSNorm after each block as well as before it (Gemma 2 and 3: four a layer).
     ``n_mtp_layers``: multi-token-prediction modules the checkpoint carries beside the model (DeepSeek-V3's one),
-    counted apart (:attr:`mtp_params`, :attr:`checkpoint_params`): served without MTP they are not loaded.
+    counted apart (:attr:`mtp_params`, :attr:`checkpoint_params`): served without MTP they are not loaded;
+    ``mtp_own_embeddings``: each keeps its own embedding and head (DeepSeek, GLM) or shares the model's (Qwen3.5).
     ``linear_layer_ids``: the layers (0-based) whose token mixer is linear attention with a fixed state per sequence
     instead of attention, of ``linear_kind`` ``"gated_deltanet"`` (Qwen3-Next: ``linear_key_heads`` and
     ``linear_value_heads`` heads of ``linear_key_head_dim`` and ``linear_value_head_dim``, a causal depthwise
@@ -133,6 +134,7 @@ class Model:
     linear_layer_ids: tuple = ()
     linear_kind: str = ""
     linear_state_fp32: bool = False
+    mtp_own_embeddings: bool = True
     linear_key_heads: int = 0
     linear_value_heads: int = 0
     linear_key_head_dim: int = 0
@@ -479,15 +481,16 @@ class Model:
         decoder layer of the model's last kind (MoE here), the projection of the concatenated hidden state and
         embedding (``2d x d``) with the two RMSNorms before it, and its own copies of the input embedding, the
         final norm and the output head. DeepSeek-V3: 13,463,426,304, so 671.0B + 13.5B = 684.5B, the checkpoint's
-        "685B" (the report: 671B main model, 14B MTP module). 0 for a model without MTP modules."""
+        "685B" (the report: 671B main model, 14B MTP module). Qwen3.5's shares the model's embedding and head
+        (``mtp_own_embeddings`` False): a layer, the projection and three norms. 0 for a model without MTP modules."""
         if not self.n_mtp_layers:
             return 0
         d = self.d_model
         last = self.mlp_params(self.d_ff) if not self.is_moe else (
             self.n_experts * self.expert_params + self.n_shared_experts * self.mlp_params(self.d_ff_expert)
-            + self.router_params_per_layer)
-        return (self._layer_params(last) + 2 * d * d + 2 * self._norm_params(d) + 2 * self.vocab * d
-                + self._norm_params(d))
+            + self.router_params_per_layer + (d if self.shared_expert_gate else 0))
+        own = 2 * self.vocab * d if self.mtp_own_embeddings else 0
+        return self._layer_params(last) + 2 * d * d + 3 * self._norm_params(d) + own
 
     @property
     def checkpoint_params(self) -> int:
