@@ -48,3 +48,13 @@ def test_the_ledger_names_only_registered_explorers_and_unknown_claims_are_refus
             widgets.explorer_for(min(NO_EXPLORER_YET))
     with pytest.raises(KeyError, match="no explorer called"):
         explorers.get("nonexistent_explorer")
+
+
+def test_the_wall_explorer_answers_each_control():
+    # chapter 8's explorer beyond the interview's claims: every control moves the picture or the text
+    ex = explorers.wall_explorer()
+    for name, control in ex.controls.items():
+        before = (ex.image.value, ex.text.value)
+        control.value = widgets.other_value(control)
+        assert (ex.image.value, ex.text.value) != before, name
+        assert "Error" not in ex.text.value and "as much" in ex.text.value, (name, ex.text.value)

@@ -511,7 +511,7 @@ class Deployment:
         """
         m, pl = self.model, self.placement
         seq = np.asarray(m.kv_bytes_per_sequence(context, self.b_kv), dtype=float)
-        state = np.where(np.asarray(context) > 0, m.state_bytes_per_sequence(), 0.0)
+        state = np.asarray(m.held_state_bytes(context), dtype=float)
         share = (self.stage_attention_layers + self._mtp_kv_layers) / m.n_attention_layers
         kv = np.multiply.outer(share, seq - state) / (pl.dp * self.tp_kv)
         if not m.linear_layer_ids:

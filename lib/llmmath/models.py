@@ -785,10 +785,17 @@ class Model:
             ValueError: negative or NaN context. KeyError: unknown dtype name.
         """
         L = non_negative("context", context)
-        kv = self.kv_bytes_per_token_per_layer(dtype) * self.held_positions(L)
-        if self.linear_layer_ids:
-            kv = kv + np.where(L > 0, self.state_bytes_per_sequence(state_dtype), 0.0)
-        return result(kv)
+        return result(self.kv_bytes_per_token_per_layer(dtype) * self.held_positions(L)
+                      + self.held_state_bytes(L, state_dtype))
+
+    def held_state_bytes(self, context, dtype="bf16") -> float | np.ndarray:
+        """The linear layers' fixed state a sequence at ``context`` tokens holds: all of
+        :meth:`state_bytes_per_sequence` once it has a token, nothing before (0 without linear layers).
+        Broadcasts over ``context``."""
+        L = non_negative("context", context)
+        if not self.linear_layer_ids:
+            return result(0.0 * L)
+        return result(np.where(L > 0, self.state_bytes_per_sequence(dtype), 0.0))
 
     @finite_result
     def expected_params_read(self, batch) -> float | np.ndarray:

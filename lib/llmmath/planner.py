@@ -338,7 +338,7 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
                 reserve_bytes=dict(d.reserve_bytes), kv_cache_tokens=d.kv_cache_tokens, weights_fit=bool(weights_fit), fits=bool(weights_fit and at_batch.fits),
                 weight_bytes_per_chip=d.weight_bytes_per_chip, kv_bytes_per_chip=float(d.kv_bytes_per_chip(B, L)),
                 kv_bytes_per_sequence=float(m.kv_bytes_per_sequence(L, d.b_kv)),
-                state_bytes_per_sequence=m.state_bytes_per_sequence() if L > 0 else 0.0,
+                state_bytes_per_sequence=float(m.held_state_bytes(L)),
                 hbm_bytes_per_chip=d.usable_hbm_bytes,
                 max_batch=max_batch,
                 max_context_at_batch=float(max_ctx), balance_batch=float(balance),

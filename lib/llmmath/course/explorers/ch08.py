@@ -3,6 +3,8 @@ top-k sparsity (see :mod:`llmmath.course.explorers`)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..widgets import Explorer, explorer, kept, kept_line, log_axes, relabelled
@@ -326,18 +328,13 @@ WALL_MODELS = {"llama-3.1-70b (full GQA)": ("llama-3.1-70b", "bf16"),
 _WALL_CTX = np.array([4096, 16384, 65536, 131072, 262144, 524288, 1048576], dtype=float)
 
 
+@lru_cache(maxsize=None)
 def _wall(name, chip):
     """:func:`llmmath.long_context.architecture_wall` over the explorer's contexts, kept per (model, chip)."""
     from ... import long_context
 
-    key = ("wall", name, chip)
-    if key not in _WALL_CACHE:
-        model, wd = WALL_MODELS[name]
-        _WALL_CACHE[key] = long_context.architecture_wall(model, chip, _WALL_CTX, 8, weight_dtype=wd)
-    return _WALL_CACHE[key]
-
-
-_WALL_CACHE: dict = {}
+    model, wd = WALL_MODELS[name]
+    return long_context.architecture_wall(model, chip, _WALL_CTX, 8, weight_dtype=wd)
 
 
 def _setup_wall(fig):
@@ -366,7 +363,7 @@ def _draw_wall(fig, name, chip, context):
         cost = "<b style='color:#b00'>not one sequence fits in a one-stage placement</b>"
     return arts, (f"{name} on 8 x {chip}, L = {int(_WALL_CTX[i]):,}: {held[i]:.3g} GB a sequence "
                   f"({w.kv_bytes[i] / 1e9:.3g} GB of K/V, {w.state_bytes / 1e6:.3g} MB of fixed state), "
-                  f"{w.cache_reduction[i]:.2f}x less than every layer attending; {cost}")
+                  f"every layer attending would hold {w.cache_reduction[i]:.2f}x as much; {cost}")
 
 
 def wall_explorer(model: str = "qwen3-next-80b (3/4 linear)", chip: str = "h200") -> "Explorer":
