@@ -229,14 +229,24 @@ print(f"gpt-oss-120b with MXFP4-sized weights (0.53125 B: 4 bits + one 8-bit sca
 # estimates the graphs' memory and takes it out too.) SGLang takes the memory outside torch
 # first and then `mem_fraction_static` of the rest for weights and KV.
 #
-# The activation peak is counted from the layer, not fitted: inside a SwiGLU
-# MLP the input, the residual and the output ($3d$ values a token) are alive
-# beside the gate-up product and the activation ($3 d_{ff}/\text{TP}$), at
-# 2 bytes each. For Llama-3.1-8B on one H100, by hand:
+# The activation peak is counted from the code, not fitted. The profiling
+# pass runs the model over the token budget, then samples one token for each
+# of its dummy requests (`max_num_seqs`: 1,024 on an H100, 256 on an A100 or a
+# smaller GPU), and keeps the larger of two peaks. In the forward pass, inside
+# a SwiGLU MLP, the input, the residual and the output ($3d$ values a token)
+# are alive beside the gate-up product and the activation
+# ($3 d_{ff}/\text{TP}$), at 2 bytes each. In the sampling step every request
+# holds a row of the whole vocabulary four times: the head's bf16 logits,
+# their fp32 copy, the probabilities and the random draw's noise, 14 bytes an
+# entry on every tensor-parallel GPU, beside the forward pass's output. For a
+# small model with a large vocabulary the sampling step is the larger. For
+# Llama-3.1-8B on one H100, by hand:
 
 # %%
-runtime, util, budget = 85_045_477_376, 0.9, 8192                     # CUDA's total for an H100 80GB
-act = budget * (3 * 4096 + 3 * 14336) * 2                              # the profiling pass's MLP peak
+runtime, util, budget, seqs = 85_045_477_376, 0.9, 8192, 1024          # CUDA's total for an H100 80GB
+forward = budget * (3 * 4096 + 3 * 14336) * 2                          # the profiling pass's MLP peak
+sampling = 14 * seqs * 128_256 + budget * 4096 * 2                     # 1,024 rows of the vocabulary, the output
+act = max(forward, sampling)
 outside = 0.25 * 2**30                                                 # the median of three vLLM logs (data file)
 weights = 2 * 8_030_261_248
 kv_free = runtime * util - act - outside - weights
@@ -244,6 +254,7 @@ block = 16 * 32 * 2 * 8 * 128 * 2                                      # 16 toke
 pe = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192)           # the default: the engine view
 pd = planner.plan("llama-3.1-8b", "h100-sxm", 1, context=8192, **DATASHEET)
 assert pe.kv_cache_tokens == kv_free // block * 16 and pe.reserve_bytes["activation peak"] == act
+print(f"activation peak: forward pass {forward / 2**30:.2f} GiB, sampling step {sampling / 2**30:.2f} GiB")
 print(f"vLLM's view: {runtime / 2**30:.2f} GiB x {util} - activations {act / 2**30:.2f} GiB - outside torch "
       f"{outside / 2**30:.2f} GiB - weights {weights / 2**30:.2f} GiB = {kv_free / 2**30:.2f} GiB of KV = "
       f"{pe.kv_cache_tokens:,.0f} tokens; {pe.max_batch:.0f} sequences of 8k (the datasheet view: {pd.max_batch:.0f})")

@@ -59,13 +59,13 @@ import math
 import numpy as np
 
 from . import _catalog, hardware, models
-from ._validate import finite_result, in_range, positive, positive_int, result, scalar, whole
+from ._validate import finite_result, in_range, non_negative, positive, positive_int, result, scalar, whole
 from .hardware import default_compute_dtype
 from .units import dtype_bytes, dtype_label
 
 __all__ = ["Placement", "check_placement", "Deployment", "StageStep", "expected_busiest_chip_experts", "chip_and_count",
            "placements", "most_sequences", "GPU_MEMORY_UTILIZATION", "runtime_memory_bytes", "default_token_budget",
-           "activation_peak_bytes", "engine_memory"]
+           "default_max_num_seqs", "activation_peak_bytes", "engine_memory"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,28 +318,47 @@ def default_token_budget(chip) -> int:
     return int(k["max_num_batched_tokens_large"])
 
 
-def activation_peak_bytes(model, tokens, placement: Placement = Placement()) -> float:
-    """The peak bytes of live activations on one chip while a replica runs a forward pass over ``tokens`` tokens
-    (an engine's profiling pass at its token budget): the larger of a dense and an MoE layer's MLP.
+def default_max_num_seqs(chip, tokens) -> int:
+    """vLLM's default ``max_num_seqs`` for its OpenAI server on ``chip`` (EngineArgs.get_batch_defaults): 1,024 on a
+    GPU with at least 70 GiB that is not an A100, else 256 (and on a chip without a runtime figure, 1,024), never
+    more than the token budget ``tokens``. Raises ValueError for ``tokens`` below 1."""
+    k, c = engine_memory(), hardware.get(chip)
+    small = c.runtime_memory_bytes and (c.runtime_memory_bytes < k["large_gpu_bytes"] or c.key.startswith("a100"))
+    return min(int(k["max_num_seqs_small" if small else "max_num_seqs_large"]), positive_int("tokens", tokens))
 
-    Per token of the chip's attention group (``tokens / dp``): the input, the residual and the output
-    (``3 d_model``) beside a SwiGLU MLP's gate-up product and activation (``3 d_ff / tp``); an MoE layer's fused
-    kernel holds those three intermediates for each of the ``k`` experts a token picks, spread over the stage's
-    ``tp dp`` chips. Two bytes a value. Llama-3.1-8B, 20,000 tokens, one GPU: 20,000 x (3 x 4,096 + 3 x 14,336) x 2 =
-    2.21e9 B = 2.06 GiB (vLLM logged 2.07 GiB on an RTX 3090, issue 10517).
+
+def activation_peak_bytes(model, tokens, placement: Placement = Placement(), sequences=None) -> float:
+    """The peak bytes of live activations on one chip while a replica runs an engine's profiling pass: a forward
+    pass over ``tokens`` tokens (its token budget), then one sampling step for ``sequences`` dummy requests (default
+    0: the forward pass alone). The two run one after the other, so the peak is the larger.
+
+    The forward pass, per token of the chip's attention group (``tokens / dp``): the input, the residual and the
+    output (``3 d_model``) beside a SwiGLU MLP's gate-up product and activation (``3 d_ff / tp``); an MoE layer's
+    fused kernel holds those three intermediates for each of the ``k`` experts a token picks, spread over the
+    stage's ``tp dp`` chips. Two bytes a value. Llama-3.1-8B, 20,000 tokens, one GPU: 20,000 x (3 x 4,096 +
+    3 x 14,336) x 2 = 2.21e9 B = 2.06 GiB (vLLM logged 2.07 GiB on an RTX 3090, issue 10517).
+
+    The sampling step, on every tensor-parallel chip (the head's shards are gathered into the whole vocabulary):
+    14 bytes per request and vocabulary entry (bf16 logits, their fp32 copy, the probabilities and the random
+    sample's exponential noise; ``engine_constants.toml`` [memory] counts them from vLLM's sampler), beside the
+    forward pass's output, ``tokens / dp x d_model x 2`` B. Llama-3.1-8B, vLLM's 1,024 requests on an H100:
+    14 x 1,024 x 128,256 + 8,192 x 4,096 x 2 = 1.91e9 B = 1.77 GiB, above the forward pass's 0.84 GiB.
 
     Raises:
-        ValueError: ``tokens`` below 1. KeyError: unknown model.
+        ValueError: ``tokens`` below 1, ``sequences`` below 0. KeyError: unknown model.
     """
     m = models.get(model)
     N = float(positive("tokens", scalar("tokens", tokens)))
-    b = float(engine_memory()["activation_bytes"])
+    S = 0.0 if sequences is None else float(non_negative("sequences", scalar("sequences", sequences)))
+    k = engine_memory()
+    b = float(k["activation_bytes"])
     pl = placement
     per_group = N / pl.dp
     dense = per_group * (3 * m.d_model + (3 * m.d_ff / pl.tp if m.d_ff and m.n_moe_layers < m.n_layers else 0.0))
     moe = (per_group * 3 * m.d_model + N * m.experts_per_token * 3 * m.d_ff_expert / pl.stage_chips
            if m.is_moe else 0.0)
-    return max(dense, moe) * b
+    sampler = (per_group * m.d_model * b + S / pl.dp * m.vocab * float(k["sampler_bytes_per_logit"])) if S else 0.0
+    return max(max(dense, moe) * b, sampler)
 
 
 # ---------------------------------------------------------------------------
@@ -395,6 +414,10 @@ class Deployment:
             attention each rank schedules its own steps, as SGLang's and vLLM's DP ranks do), and the size of each
             rank's profiling pass (default
             :func:`default_token_budget`: vLLM's 8,192 on a GPU with at least 70 GiB, 2,048 on an A100 or a smaller GPU).
+        max_num_seqs: vLLM's request limit per dp rank, here only as the dummy requests its profiling pass samples
+            (the reserve; default :func:`default_max_num_seqs`: 1,024 on an H100, 256 on an A100 or a smaller GPU,
+            at most the token budget). The batch a step holds is each entry point's own limit (the engine's
+            ``max_running``).
 
     Raises:
         ValueError: a placement that breaks a rule of :func:`check_placement`, a fraction outside (0, 1], both
@@ -404,7 +427,8 @@ class Deployment:
 
     def __init__(self, model, chip, n_chips=None, *, tp=1, ep=1, dp=1, pp=1, weight_dtype="bf16",
                  kv_dtype="bf16", activation_dtype="bf16", compute_dtype=None, usable_hbm_fraction=None,
-                 gpu_memory_utilization=None, engine="vllm", max_num_batched_tokens=None, mtp=False):
+                 gpu_memory_utilization=None, engine="vllm", max_num_batched_tokens=None, mtp=False,
+                 max_num_seqs=None):
         m = models.get(model)
         c, n = chip_and_count(chip, n_chips)
         pl = Placement(positive_int("tp", tp), positive_int("ep", ep), positive_int("dp", dp), positive_int("pp", pp))
@@ -417,6 +441,8 @@ class Deployment:
         self.max_num_batched_tokens = (default_token_budget(c) if max_num_batched_tokens is None
                                        else positive_int("max_num_batched_tokens", max_num_batched_tokens))
         self.replica_token_budget = self.max_num_batched_tokens * pl.dp     # every dp rank's budget, one step
+        self.max_num_seqs = (default_max_num_seqs(c, self.max_num_batched_tokens) if max_num_seqs is None
+                             else positive_int("max_num_seqs", max_num_seqs))
         self.reserve_bytes = {}
         if usable_hbm_fraction is not None:                      # the datasheet view
             self.memory_view = "datasheet"
@@ -431,7 +457,8 @@ class Deployment:
             total = runtime_memory_bytes(c)
             other = float(engine_memory()["non_torch_bytes"])
             if engine == "vllm":
-                self.reserve_bytes = {"activation peak": activation_peak_bytes(m, self.replica_token_budget, pl),
+                self.reserve_bytes = {"activation peak": activation_peak_bytes(m, self.replica_token_budget, pl,
+                                                                           self.max_num_seqs * pl.dp),
                                       "outside torch": other}
                 usable_bytes = total * util - sum(self.reserve_bytes.values())
             else:

@@ -273,7 +273,8 @@ def _balance_batch(d: Deployment, L: float) -> float:
 
 def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="bf16", kv_dtype="bf16",
          compute_dtype=None, tp=1, ep=1, dp=1, pp=1, prompt_tokens=None, usd_per_chip_hour=None,
-         usable_hbm_fraction=None, gpu_memory_utilization=None, engine="vllm", max_num_batched_tokens=None) -> Plan:
+         usable_hbm_fraction=None, gpu_memory_utilization=None, engine="vllm", max_num_batched_tokens=None,
+         max_num_seqs=None) -> Plan:
     """A roofline serving plan for ``model`` on ``n_chips`` of ``chip`` (see the module docstring).
 
     Args:
@@ -290,7 +291,7 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
         prompt_tokens: prompt length for the time to first token (default ``context``).
         usd_per_chip_hour: a rental price you supply (the catalog holds no prices); without it the
             plan's price and dollars per million output tokens are None.
-        usable_hbm_fraction, gpu_memory_utilization, engine, max_num_batched_tokens: the memory view, as
+        usable_hbm_fraction, gpu_memory_utilization, engine, max_num_batched_tokens, max_num_seqs: the memory view, as
             :class:`~llmmath.deployment.Deployment`: by default the memory an engine gives its KV cache (vLLM's,
             ``gpu_memory_utilization`` 0.9 of the runtime's total less its reserve); ``usable_hbm_fraction=1.0``
             for the roofline's most optimistic capacity, all of the datasheet HBM.
@@ -311,7 +312,7 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
     d = Deployment(model, chip, n_chips, tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                    compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction,
                    gpu_memory_utilization=gpu_memory_utilization, engine=engine,
-                   max_num_batched_tokens=max_num_batched_tokens)
+                   max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs)
     m, c, n, pl, replicas = d.model, d.chip, d.n_chips, d.placement, d.replicas
 
     weights_fit = d.weights_fit
@@ -430,7 +431,7 @@ def kv_capacity_vs_logged(keys=None) -> list[KvVsLogged]:
         d = Deployment(e["model"], _log_chip(e), int(e["gpus"]), tp=int(e.get("tp", 1)), pp=int(e.get("pp", 1)),
                        weight_dtype=e.get("weight_dtype", "bf16"), kv_dtype=e.get("kv_dtype", "bf16"),
                        engine=e["engine"], gpu_memory_utilization=float(e["fraction"]),
-                       max_num_batched_tokens=e.get("max_num_batched_tokens"))
+                       max_num_batched_tokens=e.get("max_num_batched_tokens"), max_num_seqs=e.get("max_num_seqs"))
         if "logged_kv_tokens" in e:
             out.append(KvVsLogged(key, e["split"], e["engine"], "tokens", float(e["logged_kv_tokens"]),
                                   d.kv_cache_tokens, d))
