@@ -270,11 +270,17 @@ print(f"vLLM's view: {runtime / 2**30:.2f} GiB x {util} - activations {act / 2**
 # fraction, the token budget, and the KV cache the engine logged. Each row is
 # planned again here with the same inputs, and each is reported in its split:
 # **validation** rows were seen while the memory model's form was chosen;
-# **test** rows (vLLM 0.19 start-ups on H100s, from one to four GPUs, tensor and
-# pipeline parallel, bf16 and fp8) entered after it was fixed, each with the
-# count the code gave when it entered; rows from engine releases that counted
-# memory another way, or that ran a KV connector with buffers of its own, are
-# shown apart with their reasons.
+# **test** rows entered after it was fixed, each with the count the code gave
+# when it entered; rows from engine releases that counted memory another way,
+# that ran a KV connector with buffers of its own, or that loaded a vision
+# encoder the catalog's language model lacks are shown apart with their
+# reasons. The history is part of the result: eleven vLLM 0.19 start-ups on
+# one to four H100s entered as test rows and all came out planned high; their
+# logs printed an activation peak more than twice this chapter's count, which
+# led to the sampling step above, derived from vLLM's sampler code; judged on
+# it, they are validation rows now. The test rows are the next start-ups of
+# the same runs, chosen by a rule written before their counts were computed
+# (the data file states it).
 
 # %%
 kv_rows = planner.kv_capacity_vs_logged()
@@ -299,8 +305,9 @@ for sp, rows in by_split.items():
 print("outside 15%: " + ("; ".join(f"{r.key} ({r.split}) at {r.ratio:.3f}" for r in far) or "none"))
 
 # %% [markdown]
-# The check asks two things: a median miss under 10% on the validation rows,
-# and no in-scope row off by 30% or more. The 30% was set after the
+# The check asks three things: a median miss under 10% on the validation rows,
+# no in-scope row off by 30% or more, and no test row's count moved since it
+# entered. The 30% was set after the
 # validation rows were seen, so it guards against slips, not for fidelity: the
 # goal, every row within 15%, is printed above and not asserted. A slip in the
 # reserve trips it (the cell computes one: a profiling pass with no activation
@@ -328,7 +335,7 @@ assert log["vllm-i10517-llama31-8b-rtx3090-20k"].logged == 1952 * 16      # "# G
 assert log["vllm-i10517-llama31-8b-rtx3090-29k"].logged == 1478 * 16      # "# GPU blocks: 1478"
 assert log["sglang-i21348-qwen3-235b-fp8-h100-tp4"].logged == 367_404     # "#tokens: 367404"
 assert log["vllm-pr10511-llama3-8b-h100"].logged == 53.29                 # "KV Cache is 53.29GiB"
-assert len(valid) >= 4 and len(test) >= 6 and np.median(err) < 0.10
+assert len(valid) >= 10 and len(test) >= 3 and np.median(err) < 0.10
 assert all(0.85 < r.ratio < 1.30 for r in in_scope)
 assert all(r.planned == logs[r.key]["planned_at_entry"] for r in test), "a test row's count moved: judge it, then " \
     "mark it validation"
@@ -336,31 +343,29 @@ assert not 0.85 < slip_act < 1.30                                         # the 
 
 # %%
 rtx = [r for r in valid if r.key.startswith("vllm-i10517")]
-tp_rows = [r for r in test if r.deployment.placement.tp > 1]
+tp_rows = [r for r in in_scope if r.engine == "vllm" and r.deployment.placement.tp > 1]
 high = sum(r.ratio > 1 for r in in_scope)
+v019 = logs["vllm-v019-llama31-8b-h100-tp1"]["source"]
 print(f"{len(near)} of {len(in_scope)} in-scope logs land within 15%. The {len(rtx)} RTX 3090 runs, whose 2-3 GiB of "
       f"slack after the weights is set mostly by the activation peak of a 20,000- or 29,000-token profiling pass, "
-      f"land within {max(abs(r.ratio - 1) for r in rtx):.0%}. {high} of {len(in_scope)} are planned high: the "
-      f"reserve is short. The test rows' logs say where: vLLM 0.19 logs an activation peak of "
-      f"{logs['vllm-v019-llama31-8b-h100-tp1']['source'].split('GiB weight, ')[1].split(' GiB')[0]} GiB for "
-      f"Llama-3.1-8B at every TP, against this count's "
-      f"{planner.plan('llama-3.1-8b', 'h100-sxm', 1).reserve_bytes['activation peak'] / 2**30:.2f} GiB, and about "
-      f"2.1 GiB outside torch at TP2 and TP4 (the {len(tp_rows)} tensor-parallel test rows sit "
-      f"{min(r.ratio for r in tp_rows) - 1:+.0%} to {max(r.ratio for r in tp_rows) - 1:+.0%}).")
+      f"land within {max(abs(r.ratio - 1) for r in rtx):.0%}. vLLM 0.19 logs an activation peak of "
+      f"{v019.split('GiB weight, ')[1].split(' GiB')[0]} GiB for Llama-3.1-8B on one H100, against this count's "
+      f"{planner.plan('llama-3.1-8b', 'h100-sxm', 1).reserve_bytes['activation peak'] / 2**30:.2f} GiB. "
+      f"{high} of {len(in_scope)} are still planned high; the {len(tp_rows)} tensor-parallel vLLM rows sit "
+      f"{min(r.ratio for r in tp_rows) - 1:+.0%} to {max(r.ratio for r in tp_rows) - 1:+.0%}.")
 
 # %% [markdown]
-# What the misses have in common is the reserve, not the KV bytes a token
-# takes: the rows err high (the count above), and the logs that print their
-# breakdown show two terms larger than the course counts. The profiling
-# pass of recent vLLM also runs the sampler over its largest batch of
-# sequences, whose logits (a row of the vocabulary each, in fp32) outweigh the
-# MLP's activations for a small model with a large vocabulary; and NCCL's
-# buffers, outside torch, grow to about 2 GiB a GPU at TP2 and up. The SGLang
-# row's eighth is the second term too: SGLang measures the free memory after
-# its communicators are up. Neither term is in the rule above, and neither is
-# fitted to these rows: they are named here as what the next change to the
-# memory model must derive from the engines' code, after which the test rows
-# become validation rows.
+# What the remaining misses have in common is the memory outside torch: the
+# tensor-parallel rows err high, and their logs show NCCL's buffers growing to
+# about 2 GiB a GPU at TP2 and up, where the course keeps the single-GPU
+# median of 0.25 GiB. The SGLang row's eighth is the same term: SGLang
+# measures the free memory after its communicators are up. It is not fitted
+# to these rows: it is named here as what the next change to the memory model
+# must derive from NCCL's code (its buffers per peer and channel), after which
+# the test rows become validation rows. The multimodal rows shown apart miss
+# by their vision encoder's weights and profiling; the Gemma 3 and Llama 4
+# rows also by how vLLM lays out the cache of a model whose layers mix windowed
+# or chunked attention with global attention, which this count does not follow.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Explore the planner
