@@ -96,7 +96,10 @@ ok = check_answer("11.7", answer)
 # GPU, a profiling pass over 8,192 tokens, 0.25 GiB outside torch. The model:
 # 70,553,706,496 parameters; 80 layers, d 8,192, MLP 28,672, 8 KV heads of 128.
 # How many tokens of KV cache does it log ("GPU KV cache size"), in blocks of
-# 16 tokens? (The activation peak: 8,192 tokens × (3 d + 3 × MLP / TP) × 2 bytes.)
+# 16 tokens? (The activation peak is the larger of the forward pass, 8,192
+# tokens × (3 d + 3 × MLP / TP) × 2 bytes, and the sampling step for vLLM's
+# 1,024 dummy requests: 14 bytes for each request and each of the 128,256
+# vocabulary entries, beside the forward pass's output, 8,192 × d × 2 bytes.)
 
 # %%
 answer = ...  # tokens

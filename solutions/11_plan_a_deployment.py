@@ -179,12 +179,17 @@ assert abs(ceiling / (1979e12 / (2 * (68_976_648_192 - 32000 * 8192)) / 2) - 1) 
 # GPU, a profiling pass over 8,192 tokens, 0.25 GiB outside torch. The model:
 # 70,553,706,496 parameters; 80 layers, d 8,192, MLP 28,672, 8 KV heads of 128.
 # How many tokens of KV cache does it log ("GPU KV cache size"), in blocks of
-# 16 tokens? (The activation peak: 8,192 tokens × (3 d + 3 × MLP / TP) × 2 bytes.)
+# 16 tokens? (The activation peak is the larger of the forward pass, 8,192
+# tokens × (3 d + 3 × MLP / TP) × 2 bytes, and the sampling step for vLLM's
+# 1,024 dummy requests: 14 bytes for each request and each of the 128,256
+# vocabulary entries, beside the forward pass's output, 8,192 × d × 2 bytes.)
 
 # %%
 # BEGIN SOLUTION stub: answer = ...  # tokens
 per_gpu = 85_045_477_376 * 0.9
-activations = 8192 * (3 * 8192 + 3 * 28672 / 4) * 2
+forward = 8192 * (3 * 8192 + 3 * 28672 / 4) * 2
+sampling = 14 * 1024 * 128_256 + 8192 * 8192 * 2
+activations = max(forward, sampling)
 outside_torch = 0.25 * 2**30
 weights = 70_553_706_496 * 2 / 4
 block = 16 * 80 * 2 * (8 // 4) * 128 * 2                 # 16 tokens, every layer, K and V, 2 KV heads a GPU
@@ -198,9 +203,10 @@ assert planner.plan("llama-3.1-70b", "h100-sxm", 4, tp=4).kv_cache_tokens == ans
 
 # %% [markdown] tags=["solution"]
 # **Worked answer.** Each GPU: 0.9 × 85.05 GB = 76.54 GB; less the
-# profiling pass's activations (0.75 GB), 0.27 GB outside torch and its
-# quarter of the weights (35.28 GB) leaves 40.24 GB. A token's cache on one
-# GPU is 80 layers × K and V × 2 KV heads × 128 × 2 bytes = 81,920 bytes, a
-# block of 16 is 1.31 MB: 30,701 blocks, 491,216 tokens: 59 whole sequences of 8k
-# at once. Counting the datasheet's 80e9 bytes instead gives 11% fewer; the
+# profiling pass's activation peak (the sampling step's 1.97 GB: the forward
+# pass's MLP needs only 0.75 GB at TP4, while every GPU samples the whole
+# vocabulary), 0.27 GB outside torch and its quarter of the weights
+# (35.28 GB) leaves 39.02 GB. A token's cache on one GPU is 80 layers × K and
+# V × 2 KV heads × 128 × 2 bytes = 81,920 bytes, a block of 16 is 1.31 MB:
+# 29,771 blocks, 476,336 tokens: 58 whole sequences of 8k at once. Counting the datasheet's 80e9 bytes instead gives 11% fewer; the
 # whole KV cache on every GPU instead of a quarter, four times fewer.
