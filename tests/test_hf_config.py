@@ -369,6 +369,28 @@ def test_dense_and_moe_families_read_to_their_published_counts(name, hand, publi
     assert m.n_window_layers == 0                      # Phi-4's window spans its whole context
 
 
+def test_hunyuan_a13b_reads_to_its_published_80b_with_13b_active():
+    # Tencent's config.json (models/config.json of its repository), layer by layer from modeling_hunyuan.py: q and o
+    # 4,096 x 4,096, k and v 4,096 x 1,024 (8 KV heads of 128), per-head q/k RMSNorms (128 each), two RMSNorms; 64
+    # routed experts and one shared (use_mixed_mlp_moe), each a SwiGLU 3 x 4,096 x 3,072, and a router 4,096 x 64;
+    # a tied table of 128,167 x 4,096 and a final norm
+    m = models.from_hf_config(_cfg("hunyuan-a13b"), name="hunyuan-a13b")
+    attn = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 2 * 128 + 2 * 4096
+    expert = 3 * 4096 * 3072
+    hand = 32 * (attn + 65 * expert + 4096 * 64) + 128167 * 4096 + 4096
+    assert m.total_params == hand == 80_393_183_232
+    # the report gives round figures only: "80 billion total", "13 billion active" (8 routed + 1 shared of 65)
+    assert abs(m.total_params / 80e9 - 1) < 0.005
+    active = 32 * (attn + 9 * expert + 4096 * 64) + 128167 * 4096 + 4096
+    assert m.active_params == active and round(active / 1e9) == 13
+    assert not m.unmodelled_config_fields and m.tied_embeddings and m.n_dense_layers == 0
+    # per-layer lists that differ, and cross-layer attention, are refused with what is allowed
+    with pytest.raises(ValueError, match="moe_topk=.*one value for every layer"):
+        models.from_hf_config(_cfg("hunyuan-a13b") | {"moe_topk": [8] * 31 + [4]})
+    with pytest.raises(ValueError, match="use_cla=True: cross-layer attention"):
+        models.from_hf_config(_cfg("hunyuan-a13b") | {"use_cla": True})
+
+
 def test_minimax_m1_reads_exactly_with_its_lightning_layers_apart():
     # MiniMax-M1 (MiniMax-AI/MiniMax-M1's config.json and index): 70 lightning-attention layers (qkv_proj [24,576,
     # 6,144], output_gate [8,192, 6,144], norm [8,192], out_proj [6,144, 8,192]) and 10 softmax ones (q [8,192,

@@ -69,6 +69,12 @@ phi3                   Phi-3/Phi-4: llama's layout (q/k/v and gate/up fused in t
                        the same weights); a ``sliding_window`` as long as the context is none
 olmoe                  OLMoE: ``num_experts`` of ``intermediate_size``, q/k RMSNorms over the
                        whole projection (``n_h h`` and ``n_kv h`` weights)
+hunyuan,               Hunyuan-A13B: ``num_experts`` routed experts (``moe_topk``) and
+hunyuan_v1_moe         ``num_shared_expert`` shared ones, all of ``intermediate_size``
+                       (per-layer lists must hold one value), a router without bias, per-head
+                       q/k RMSNorms (``use_qk_norm``), ``attention_head_dim``, a tied head;
+                       cross-layer attention (``use_cla``), MLA, a classification head or a
+                       vision tower refused
 gpt2                   ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default 4 d),
                        ``n_positions`` learned positions, LayerNorm, biases, tied head
 =====================  ==================================================================
@@ -112,7 +118,9 @@ query_pre_attn_scalar rope_local_base_freq final_logit_softcapping attn_logit_so
 cache_implementation partial_rotary_factor attn_temperature_tuning floor_scale attn_scale
 rotary_dim postnorm shared_moe_mode layernorm_full_attention_alpha layernorm_full_attention_beta
 layernorm_linear_attention_alpha layernorm_linear_attention_beta layernorm_mlp_alpha layernorm_mlp_beta
-indexer_rope_interleave rope_parameters""".split())
+indexer_rope_interleave rope_parameters
+eod_token_id sep_token_id mask_init_id pad_id im_start_id im_end_id im_newline_id image_token_id text_start_id
+text_end_id video_start_id video_end_id pool_type use_rotary_pos_emb""".split())
 # (NoPE layers, SmolLM3's no_rope_layers and Llama 4's interval, skip the rotary embedding: no weight, no cache byte.)
 
 
@@ -128,7 +136,7 @@ def _sizes_nothing(value) -> bool:
 _FAMILIES = ("llama", "llama4_text", "smollm3", "phi3", "mistral", "mixtral", "minimax_m1", "olmoe", "qwen2",
              "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v32",
              "deepseek_v2",
-             "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text", "glm4_moe")
+             "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text", "glm4_moe", "hunyuan", "hunyuan_v1_moe")
 
 
 def _load(path_or_dict) -> tuple[dict, str]:
@@ -189,7 +197,8 @@ _ARCHITECTURES = {"LlamaForCausalLM": "llama", "Llama4ForCausalLM": "llama4_text
                   "Qwen3MoeForCausalLM": "qwen3_moe", "Qwen3NextForCausalLM": "qwen3_next",
                   "DeepseekV2ForCausalLM": "deepseek_v2",
                   "Gemma3ForCausalLM": "gemma3_text", "Glm4MoeForCausalLM": "glm4_moe",
-                  "DeepseekV3ForCausalLM": "deepseek_v3", "GptOssForCausalLM": "gpt_oss", "GPT2LMHeadModel": "gpt2"}
+                  "DeepseekV3ForCausalLM": "deepseek_v3", "GptOssForCausalLM": "gpt_oss", "GPT2LMHeadModel": "gpt2",
+                  "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe"}
 
 # Parts of a field's name that say it sizes weights (experts, widths, heads, layers, a nested sub-model's
 # config): such a field left unread would leave parameters out of the count, so the reader refuses it.
@@ -309,6 +318,8 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
                       experts_per_token=r.int("num_experts_per_tok"), n_shared_experts=r.int("n_shared_experts", 0),
                       d_ff_expert=r.int("moe_intermediate_size"), n_dense_layers=r.int("first_k_dense_replace", 0),
                       router_bias=True, n_mtp_layers=r.int("num_nextn_predict_layers", 0))
+        elif mt in ("hunyuan", "hunyuan_v1_moe"):
+            _hunyuan(r, kw)
         elif mt == "gpt_oss":
             k = r.int("num_experts_per_tok") if r.has("num_experts_per_tok") else r.int("experts_per_token")
             r.used.update({"num_experts_per_tok", "experts_per_token"})
@@ -435,6 +446,60 @@ def _llama4(r: _Reader, kw: dict) -> None:
               n_shared_experts=1, moe_layer_step=step, attention_chunk=chunk if n_chunked else 0,
               n_chunked_layers=n_chunked)
     r.used.update({"intermediate_size_mlp", "use_qk_norm", "moe_layers"})   # q/k L2 norms carry no weight
+
+
+def _one_value(r: _Reader, key: str, n_layers: int, default=None) -> int:
+    """A per-layer list that must hold one value (Hunyuan writes ``moe_topk`` and the expert widths once a layer), or
+    a plain number."""
+    v = r.get(key, default)
+    if isinstance(v, list):
+        if len(v) != n_layers or len(set(v)) != 1:
+            raise ValueError(f"{r.where}: {key}={v}: a value a layer that differs between layers (or a list of "
+                             f"{len(v)} for {n_layers} layers) is not expressible; allowed: one value for every layer")
+        v = v[0]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+        raise ValueError(f"{r.where}: field {key!r} must be a whole number or a list of one, got {v!r}")
+    return int(v)
+
+
+def _hunyuan(r: _Reader, kw: dict) -> None:
+    """Hunyuan-A13B (Tencent's ``hunyuan`` config, ``hunyuan_v1_moe`` in transformers; modeling_hunyuan.py):
+    grouped-query attention of ``attention_head_dim``, per-head q/k RMSNorms when ``use_qk_norm``; ``num_experts``
+    routed experts (``moe_topk`` a token) of ``intermediate_size`` beside ``num_shared_expert`` shared ones of that
+    width when ``use_mixed_mlp_moe`` (HunYuanMLP with is_shared_mlp); a router ``d x E`` (HunYuanTopKGate's ``wg``,
+    stored in fp32: counted as parameters, its bytes as the model's dtype); ``moe_layer_num_skipped`` leading dense
+    layers. Cross-layer attention (``use_cla``, K/V shared by
+    ``cla_share_factor`` layers) and MLA are refused; the classification head (``dense_list``) and the vision fields
+    count only when a classification head or a vision tower is configured, and are refused then."""
+    n = kw["n_layers"]
+    if r.has("attention_head_dim"):
+        kw["head_dim"] = r.int("attention_head_dim")
+    for flag, what in (("use_cla", "cross-layer attention (K/V shared between cla_share_factor layers)"),
+                       ("use_mla", "multi-head latent attention"), ("add_classification_head", "a classification head"),
+                       ("vit_type", "a vision tower"), ("vit_path", "a vision tower")):
+        if r.get(flag):
+            raise ValueError(f"{r.where}: {flag}={r.cfg[flag]!r}: {what} is not modelled for Hunyuan; allowed: "
+                             f"false or null")
+    # fields that size nothing without cross-layer attention, a classification head or a vision tower
+    r.used.update({"cla_share_factor", "dense_list", "class_num", "num_media_embeds", "kv_lora_rank", "q_lora_rank",
+                   "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "org_vocab_size"}
+                  | {k for k in r.cfg if k.startswith(("vit_", "anyres_"))})
+    if r.has("org_vocab_size") and r.int("org_vocab_size") != kw["vocab"]:
+        raise ValueError(f"{r.where}: org_vocab_size={r.cfg['org_vocab_size']} differs from vocab_size="
+                         f"{kw['vocab']}; allowed: equal (one embedding table)")
+    kw["qk_norm"] = bool(r.get("use_qk_norm", False))
+    if r.get("norm_type", "rms") != "rms":
+        raise ValueError(f"{r.where}: norm_type={r.cfg['norm_type']!r}: allowed: 'rms' (Hunyuan-A13B's RMSNorm)")
+    width = r.int("intermediate_size")
+    expert = _one_value(r, "moe_intermediate_size", n, width)
+    if expert != width:
+        raise ValueError(f"{r.where}: moe_intermediate_size={expert} differs from intermediate_size={width}: "
+                         f"HunYuanMLP sizes routed and shared experts by intermediate_size; allowed: equal")
+    shared = _one_value(r, "num_shared_expert", n, 1) if r.get("use_mixed_mlp_moe", False) else 0
+    r.used.add("num_shared_expert")
+    dense = r.int("moe_layer_num_skipped", 0)
+    kw.update(n_experts=r.int("num_experts"), experts_per_token=_one_value(r, "moe_topk", n),
+              d_ff_expert=expert, n_shared_experts=shared, n_dense_layers=dense, d_ff=width if dense else 0)
 
 
 def _minimax_m1(r: _Reader, kw: dict) -> None:
