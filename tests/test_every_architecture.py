@@ -92,7 +92,13 @@ def test_the_placement_rule_for_linear_heads_names_what_is_allowed():
     import dataclasses
     from llmmath.deployment import Deployment
     m = dataclasses.replace(models.get("qwen3-next-80b-a3b"), key="gdn-12", linear_key_heads=12, linear_value_heads=24)
-    with pytest.raises(ValueError, match=r"tp=8 must divide gdn-12's linear layers' 12 key and 24 value heads .*"
-                                         r"allowed: \[1, 2, 4\]"):
+    with pytest.raises(ValueError, match=r"tp=8 must divide gdn-12's linear layers' 12 key heads \(groups\) and its "
+                                         r"24 value heads .*allowed: \[1, 2, 4\]"):
         Deployment(m, "h200", 8, tp=8)
     assert Deployment(m, "h200", 8, tp=4).placement.tp == 4
+    # a Mamba-2 mixer's B/C groups may be fewer than the chips (each keeps a copy: vLLM's MambaMixer2), its heads not
+    m2 = dataclasses.replace(m, key="m2-1", linear_kind="mamba2", linear_key_heads=1, linear_value_heads=24,
+                             attn_output_gate=False)
+    assert Deployment(m2, "h200", 8, tp=8).placement.tp == 8
+    with pytest.raises(ValueError, match=r"1 key heads \(groups\) or be a multiple of them and its 20 value heads .*allowed: \[1, 2, 4\]"):
+        Deployment(dataclasses.replace(m2, linear_value_heads=20), "h200", 16, tp=16)

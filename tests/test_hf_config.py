@@ -170,8 +170,12 @@ def test_without_model_type_the_architecture_is_matched_exactly():
     scout = _cfg("llama-4-scout-17b-16e")["text_config"]
     del scout["model_type"]
     assert models.from_hf_config(scout | {"architectures": ["Llama4ForCausalLM"]}).total_params == 107_769_861_120
-    for arch in ("FalconH1ForCausalLM", "NemotronHForCausalLM", "MyLlamaForCausalLM"):
+    for arch in ("MiniMaxM2ForCausalLM", "Ernie4_5_MoeForCausalLM", "MyLlamaForCausalLM"):
         with pytest.raises(ValueError, match=f"'{arch}'.*no class this reader knows"):
+            models.from_hf_config(cfg | {"architectures": [arch]})
+    # a hybrid's class places it in its family, which then asks for its own fields
+    for arch, field in (("FalconH1ForCausalLM", "mamba_n_heads"), ("NemotronHForCausalLM", "hybrid_override_pattern")):
+        with pytest.raises(ValueError, match=f"field '{field}' is required"):
             models.from_hf_config(cfg | {"architectures": [arch]})
 
 
@@ -389,6 +393,71 @@ def test_hunyuan_a13b_reads_to_its_published_80b_with_13b_active():
         models.from_hf_config(_cfg("hunyuan-a13b") | {"moe_topk": [8] * 31 + [4]})
     with pytest.raises(ValueError, match="use_cla=True: cross-layer attention"):
         models.from_hf_config(_cfg("hunyuan-a13b") | {"use_cla": True})
+
+
+def test_nemotron_h_reads_its_blocks_as_mamba2_attention_and_mlp_layers():
+    # Nemotron-H-56B: 118 blocks, 54 Mamba-2 (M), 10 attention (*), 54 squared-ReLU MLPs (-), one RMSNorm each.
+    # A mixer and the MLP after it are one layer: 64 layers, 10 of them (each 'M' right before a '*') with no MLP.
+    m = models.from_hf_config(_cfg("nemotron-h-56b"), name="nemotron-h-56b")
+    assert (m.n_layers, m.n_linear_layers, m.n_attention_layers, len(m.mlp_free_layer_ids)) == (64, 54, 10, 10)
+    # NemotronHMamba2Mixer: 256 heads of 64 (16,384 channels), 8 groups of 256 state channels, a 4-tap convolution
+    # with a bias over x, B and C (16,384 + 2 x 8 x 256 = 20,480 channels), dt_bias, A_log, D, a gated RMSNorm
+    inner, conv = 256 * 64, 256 * 64 + 2 * 8 * 256
+    mamba = 8192 * (2 * inner + 2 * 8 * 256 + 256) + conv * 4 + conv + 3 * 256 + inner + inner * 8192
+    attn = 2 * 8192 * (64 * 128) + 2 * 8192 * (8 * 128)             # q, o; k, v (no bias)
+    mlp = 2 * 8192 * 32768                                           # up and down, no gate
+    hand = 54 * mamba + 10 * attn + 54 * mlp + 118 * 8192 + 2 * 131072 * 8192 + 8192
+    assert m.linear_params_per_layer == mamba
+    assert m.total_params == hand == 56_324_350_464 == m.active_params
+    # the card says "56B" (two figures): this count is 0.58% above it; no finer published figure was found
+    assert round(m.total_params / 1e9) == 56
+    # its cache: 10 attention layers of 8 KV heads of 128, and a fixed state of 54 x (256 x 64 x 256 + 20,480 x 3)
+    assert m.kv_bytes_per_token("bf16") == 10 * 2 * 8 * 128 * 2
+    assert m.state_bytes_per_sequence() == 54 * (256 * 64 * 256 + conv * 3) * 2
+    # an MLP block with no mixer before it, and MoE blocks, are refused by name
+    with pytest.raises(ValueError, match="block 2 is an MLP with no mixer before it"):
+        models.from_hf_config(_cfg("nemotron-h-56b") | {"hybrid_override_pattern": "M--" + "M-" * 57 + "*"})
+    with pytest.raises(ValueError, match="'E' \\(MoE\\) blocks are not read"):
+        models.from_hf_config(_cfg("nemotron-h-56b") | {"hybrid_override_pattern": "ME" * 59})
+
+
+def test_falcon_h1_runs_attention_and_mamba2_side_by_side_in_every_layer():
+    # Falcon-H1-0.5B: 36 layers, each attention (8 heads, 2 KV heads, of 64) beside a Mamba-2 mixer (24 heads of 64,
+    # one group of 128 state channels, a 4-tap convolution with a bias, no gated norm: mamba_rms_norm false), then a
+    # SwiGLU MLP of 2,048; two RMSNorms a layer; an untied head over 32,784 tokens
+    m = models.from_hf_config(_cfg("falcon-h1-0.5b"), name="falcon-h1-0.5b")
+    assert m.n_attention_layers == m.n_linear_layers == m.n_layers == 36 and m.linear_in_parallel
+    conv = 1536 + 2 * 128
+    mamba = 1024 * (2 * 1536 + 2 * 128 + 24) + conv * 4 + conv + 3 * 24 + 1536 * 1024
+    attn = 2 * 1024 * 512 + 2 * 1024 * 128
+    hand = 36 * (attn + mamba + 3 * 1024 * 2048 + 2 * 1024) + 2 * 32784 * 1024 + 1024
+    assert m.total_params == hand == 521_411_104                    # the "0.5B" of its name: no finer figure found
+    # every layer caches K/V and keeps a state
+    assert m.kv_bytes_per_token("bf16") == 36 * 2 * 2 * 64 * 2
+    assert m.state_bytes_per_sequence() == 36 * (24 * 128 * 64 + conv * 3) * 2
+    with pytest.raises(ValueError, match="attn_layer_indices=.*attention in some layers only"):
+        models.from_hf_config(_cfg("falcon-h1-0.5b") | {"attn_layer_indices": [0, 4]})
+
+
+def test_jamba_reads_mamba1_layers_attention_every_eighth_and_experts_every_second():
+    # Jamba-1.5-Mini: 32 layers; attention in layers 4, 12, 20, 28 (offset 4, period 8), Mamba-1 in the other 28;
+    # 16 experts (top 2) of 14,336 in the odd layers (offset 1, period 2), dense SwiGLU MLPs of 14,336 in the even
+    m = models.from_hf_config(_cfg("jamba-1.5-mini"), name="jamba-1.5-mini")
+    assert [i for i in range(32) if i not in m.linear_layer_ids] == [4, 12, 20, 28] and m.n_moe_layers == 16
+    # JambaMambaMixer: 8,192 channels, state 16, step rank 256, 4-tap convolution with a bias, RMSNorms on dt, B, C
+    I, N, R = 8192, 16, 256
+    mamba = 4096 * 2 * I + I * 4 + I + I * (R + 2 * N) + R * I + I + I * N + I + I * 4096 + R + 2 * N
+    attn = 2 * 4096 * 4096 + 2 * 4096 * 1024
+    mlp = 3 * 4096 * 14336
+    hand = (28 * mamba + 4 * attn + 16 * mlp + 16 * (16 * mlp + 4096 * 16) + 32 * 2 * 4096
+            + 2 * 65536 * 4096 + 4096)
+    assert m.total_params == hand == 51_570_323_328
+    # published: "52B total, 12B active" (AI21; the paper) -- two figures; the hub's safetensors count, 51.6B
+    assert round(m.total_params / 1e8) == 516 and round(m.active_params / 1e9) == 12
+    # the paper's headline: 4 GB of KV cache at 256K tokens (4 attention layers of 8 KV heads of 128, bf16)
+    assert m.kv_bytes_per_sequence(262144) - m.state_bytes_per_sequence() == 4 * 2 * 8 * 128 * 2 * 262144
+    assert m.kv_bytes_per_sequence(262144) - m.state_bytes_per_sequence() == 4 * 2**30
+    assert m.state_bytes_per_sequence() == 28 * (I * N + I * 3) * 2
 
 
 def test_minimax_m1_reads_exactly_with_its_lightning_layers_apart():

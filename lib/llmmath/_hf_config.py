@@ -75,6 +75,17 @@ hunyuan_v1_moe         ``num_shared_expert`` shared ones, all of ``intermediate_
                        q/k RMSNorms (``use_qk_norm``), ``attention_head_dim``, a tied head;
                        cross-layer attention (``use_cla``), MLA, a classification head or a
                        vision tower refused
+nemotron_h             Nemotron-H: ``hybrid_override_pattern`` blocks (Mamba-2 ``M``, attention
+                       ``*``, squared-ReLU MLP ``-``), a mixer and the MLP after it one layer;
+                       Mamba-2 of ``mamba_num_heads`` x ``mamba_head_dim``, ``n_groups`` x
+                       ``ssm_state_size``, ``conv_kernel``; MoE blocks (``E``) refused
+falcon_h1              Falcon-H1: attention and a Mamba-2 mixer side by side in every layer
+                       (``mamba_d_ssm``, ``mamba_n_heads``, ``mamba_n_groups``, ``mamba_d_state``,
+                       ``mamba_d_conv``), a SwiGLU MLP; the multipliers hold no weight
+jamba                  Jamba: attention every ``attn_layer_period``-th layer (from its offset),
+                       Mamba-1 mixers between (``mamba_expand``, ``mamba_d_state``,
+                       ``mamba_dt_rank``, ``mamba_d_conv``), experts in every
+                       ``expert_layer_period``-th layer
 gpt2                   ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default 4 d),
                        ``n_positions`` learned positions, LayerNorm, biases, tied head
 =====================  ==================================================================
@@ -120,7 +131,11 @@ rotary_dim postnorm shared_moe_mode layernorm_full_attention_alpha layernorm_ful
 layernorm_linear_attention_alpha layernorm_linear_attention_beta layernorm_mlp_alpha layernorm_mlp_beta
 indexer_rope_interleave rope_parameters
 eod_token_id sep_token_id mask_init_id pad_id im_start_id im_end_id im_newline_id image_token_id text_start_id
-text_end_id video_start_id video_end_id pool_type use_rotary_pos_emb""".split())
+text_end_id video_start_id video_end_id pool_type use_rotary_pos_emb
+chunk_size time_step_floor time_step_limit time_step_max time_step_min time_step_rank rescale_prenorm_residual
+residual_in_fp32 use_mamba_kernels hidden_dropout mamba_hidden_act num_logits_to_keep
+attention_in_multiplier attention_out_multiplier embedding_multiplier key_multiplier lm_head_multiplier
+mlp_multipliers ssm_in_multiplier ssm_multipliers ssm_out_multiplier mamba_chunk_size mamba_norm_before_gate""".split())
 # (NoPE layers, SmolLM3's no_rope_layers and Llama 4's interval, skip the rotary embedding: no weight, no cache byte.)
 
 
@@ -136,7 +151,8 @@ def _sizes_nothing(value) -> bool:
 _FAMILIES = ("llama", "llama4_text", "smollm3", "phi3", "mistral", "mixtral", "minimax_m1", "olmoe", "qwen2",
              "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v32",
              "deepseek_v2",
-             "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text", "glm4_moe", "hunyuan", "hunyuan_v1_moe")
+             "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text", "glm4_moe", "hunyuan", "hunyuan_v1_moe",
+             "nemotron_h", "falcon_h1", "jamba")
 
 
 def _load(path_or_dict) -> tuple[dict, str]:
@@ -198,7 +214,8 @@ _ARCHITECTURES = {"LlamaForCausalLM": "llama", "Llama4ForCausalLM": "llama4_text
                   "DeepseekV2ForCausalLM": "deepseek_v2",
                   "Gemma3ForCausalLM": "gemma3_text", "Glm4MoeForCausalLM": "glm4_moe",
                   "DeepseekV3ForCausalLM": "deepseek_v3", "GptOssForCausalLM": "gpt_oss", "GPT2LMHeadModel": "gpt2",
-                  "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe"}
+                  "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe", "NemotronHForCausalLM": "nemotron_h",
+                  "FalconH1ForCausalLM": "falcon_h1", "JambaForCausalLM": "jamba"}
 
 # Parts of a field's name that say it sizes weights (experts, widths, heads, layers, a nested sub-model's
 # config): such a field left unread would leave parameters out of the count, so the reader refuses it.
@@ -320,6 +337,12 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
                       router_bias=True, n_mtp_layers=r.int("num_nextn_predict_layers", 0))
         elif mt in ("hunyuan", "hunyuan_v1_moe"):
             _hunyuan(r, kw)
+        elif mt == "nemotron_h":
+            _nemotron_h(r, kw)
+        elif mt == "falcon_h1":
+            _falcon_h1(r, kw)
+        elif mt == "jamba":
+            _jamba(r, kw)
         elif mt == "gpt_oss":
             k = r.int("num_experts_per_tok") if r.has("num_experts_per_tok") else r.int("experts_per_token")
             r.used.update({"num_experts_per_tok", "experts_per_token"})
@@ -500,6 +523,110 @@ def _hunyuan(r: _Reader, kw: dict) -> None:
     dense = r.int("moe_layer_num_skipped", 0)
     kw.update(n_experts=r.int("num_experts"), experts_per_token=_one_value(r, "moe_topk", n),
               d_ff_expert=expert, n_shared_experts=shared, n_dense_layers=dense, d_ff=width if dense else 0)
+
+
+def _nemotron_h(r: _Reader, kw: dict) -> None:
+    """Nemotron-H (transformers' NemotronHForCausalLM): a stack of blocks, each one RMSNorm and one of a Mamba-2 mixer
+    (``M``), attention (``*``) or a squared-ReLU MLP (``-``), as ``hybrid_override_pattern`` spells them. A mixer
+    and the MLP block after it read as one layer; a mixer followed by another mixer is a layer without MLP
+    (``Model.mlp_free_layer_ids``), so the counts are exact. The Mamba-2 mixer (NemotronHMamba2Mixer):
+    ``mamba_num_heads`` heads of ``mamba_head_dim`` (its width, whatever ``expand`` says), ``n_groups`` groups of
+    ``ssm_state_size``, a convolution of ``conv_kernel`` taps with a bias when ``use_conv_bias``, a gated RMSNorm.
+    Refused: MoE blocks (``E``), an MLP block with no mixer before it, biased Mamba projections."""
+    pattern = r.need("hybrid_override_pattern")
+    n_blocks = r.int("num_hidden_layers")
+    if not isinstance(pattern, str) or len(pattern) != n_blocks or set(pattern) - set("M*-"):
+        raise ValueError(f"{r.where}: hybrid_override_pattern must spell {n_blocks} blocks (num_hidden_layers) from "
+                         f"'M' (Mamba-2), '*' (attention) and '-' (MLP), got {pattern!r}"
+                         + (": 'E' (MoE) blocks are not read" if isinstance(pattern, str) and "E" in pattern else ""))
+    layers: list[list[str]] = []          # [mixer, has an MLP]
+    for i, c in enumerate(pattern):
+        if c in "M*":
+            layers.append([c, False])
+        elif not layers or layers[-1][1]:
+            raise ValueError(f"{r.where}: hybrid_override_pattern block {i} is an MLP with no mixer before it "
+                             f"({pattern[max(i - 2, 0):i + 1]!r}); allowed: each '-' right after an 'M' or '*'")
+        else:
+            layers[-1][1] = True
+    if r.get("use_bias", False) or r.get("mamba_proj_bias", False):
+        raise ValueError(f"{r.where}: biased Mamba-2 projections (use_bias / mamba_proj_bias) are not modelled; "
+                         f"allowed: false")
+    if r.has("n_groups") and r.has("mamba_n_groups"):
+        raise ValueError(f"{r.where}: give n_groups or mamba_n_groups, not both")
+    groups = r.int("n_groups") if r.has("n_groups") else r.int("mamba_n_groups")
+    r.used.update({"n_groups", "mamba_n_groups", "expand", "mlp_hidden_act"})
+    if r.has("attention_head_dim"):
+        kw["head_dim"] = r.int("attention_head_dim")
+    kw.update(n_layers=len(layers), d_ff=r.int("intermediate_size"), gated_mlp=False,
+              linear_layer_ids=tuple(i for i, (c, _) in enumerate(layers) if c == "M"), linear_kind="mamba2",
+              mlp_free_layer_ids=tuple(i for i, (_, mlp) in enumerate(layers) if not mlp),
+              linear_value_heads=r.int("mamba_num_heads"), linear_value_head_dim=r.int("mamba_head_dim"),
+              linear_key_heads=groups, linear_key_head_dim=r.int("ssm_state_size"),
+              linear_conv_kernel=r.int("conv_kernel"), linear_conv_bias=bool(r.get("use_conv_bias", True)))
+
+
+def _falcon_h1(r: _Reader, kw: dict) -> None:
+    """Falcon-H1 (transformers' FalconH1ForCausalLM): every layer runs attention and a Mamba-2 mixer side by side on
+    one normed input (``Model.linear_in_parallel``), then a SwiGLU MLP of ``intermediate_size``. The mixer
+    (FalconH1Mixer): ``mamba_d_ssm`` channels (default ``mamba_expand x hidden_size``) in ``mamba_n_heads`` heads,
+    ``mamba_n_groups`` groups of ``mamba_d_state``, a convolution of ``mamba_d_conv`` taps (a bias when
+    ``mamba_conv_bias``), a gated RMSNorm only when ``mamba_rms_norm``. The multipliers scale activations and hold
+    no weight. Refused: attention in only some layers (``attn_layer_indices``), layers without MLP
+    (``mamba_use_mlp`` false), biased projections (``mamba_proj_bias``, ``projectors_bias``)."""
+    d = kw["d_model"]
+    for flag, bad, what in (("attn_layer_indices", lambda v: v, "attention in some layers only"),
+                            ("mamba_use_mlp", lambda v: v is False, "layers without an MLP"),
+                            ("mamba_proj_bias", lambda v: v, "a biased Mamba input projection"),
+                            ("projectors_bias", lambda v: v, "biased projections")):
+        if bad(r.cfg.get(flag)):
+            raise ValueError(f"{r.where}: {flag}={r.cfg[flag]!r}: {what} is not modelled for Falcon-H1")
+        r.used.add(flag)
+    heads = r.int("mamba_n_heads")
+    inner = r.int("mamba_d_ssm") if r.has("mamba_d_ssm") else r.int("mamba_expand", 2) * d
+    r.used.add("mamba_expand")
+    if inner % heads:
+        raise ValueError(f"{r.where}: mamba_d_ssm={inner} is not a whole number of mamba_n_heads={heads} heads")
+    if r.has("mamba_d_head") and r.cfg["mamba_d_head"] != "auto" and r.int("mamba_d_head") != inner // heads:
+        raise ValueError(f"{r.where}: mamba_d_head={r.cfg['mamba_d_head']} x mamba_n_heads={heads} must equal "
+                         f"mamba_d_ssm={inner}")
+    r.used.add("mamba_d_head")
+    kw.update(d_ff=r.int("intermediate_size"), linear_layer_ids=tuple(range(kw["n_layers"])), linear_kind="mamba2",
+              linear_in_parallel=True, linear_value_heads=heads, linear_value_head_dim=inner // heads,
+              linear_key_heads=r.int("mamba_n_groups", 1), linear_key_head_dim=r.int("mamba_d_state"),
+              linear_conv_kernel=r.int("mamba_d_conv", 4), linear_conv_bias=bool(r.get("mamba_conv_bias", True)),
+              linear_out_norm=bool(r.get("mamba_rms_norm", False)))
+
+
+def _jamba(r: _Reader, kw: dict) -> None:
+    """Jamba (transformers' JambaForCausalLM): attention in layers ``i`` with ``i % attn_layer_period ==
+    attn_layer_offset``, a Mamba-1 mixer (JambaMambaMixer) in the others: ``mamba_expand x hidden_size`` channels,
+    ``mamba_d_state`` state, a step of rank ``mamba_dt_rank`` (``"auto"``: ``ceil(hidden_size / 16)``), a convolution
+    of ``mamba_d_conv`` taps (a bias when ``mamba_conv_bias``), RMSNorms on the step, B and C; ``num_experts`` experts
+    (top ``num_experts_per_tok``) of ``intermediate_size`` in every ``expert_layer_period``-th layer from
+    ``expert_layer_offset``, which must be the period's last layer (Jamba's 1 of 2), dense MLPs of that width between.
+    Refused: biased Mamba projections (``mamba_proj_bias``)."""
+    n, d = kw["n_layers"], kw["d_model"]
+    period, offset = r.int("attn_layer_period", 8), r.int("attn_layer_offset", 4)
+    e_period, e_offset = r.int("expert_layer_period", 2), r.int("expert_layer_offset", 1)
+    if not 0 <= offset < period:
+        raise ValueError(f"{r.where}: attn_layer_offset={offset} must be in 0..attn_layer_period - 1 = {period - 1}")
+    if r.get("mamba_proj_bias", False):
+        raise ValueError(f"{r.where}: mamba_proj_bias=true: a biased Mamba projection is not modelled; allowed: false")
+    experts = r.int("num_experts", 1)
+    if experts > 1 and e_offset != e_period - 1:
+        raise ValueError(f"{r.where}: expert_layer_offset={e_offset} with expert_layer_period={e_period}: experts must "
+                         f"sit in the period's last layer (offset = period - 1, Jamba's 1 of 2) to be expressed")
+    rank = r.get("mamba_dt_rank", "auto")
+    rank = -(-d // 16) if rank == "auto" else r.int("mamba_dt_rank")
+    width = r.int("intermediate_size")
+    kw.update(d_ff=width, linear_layer_ids=tuple(i for i in range(n) if i % period != offset), linear_kind="mamba1",
+              linear_value_heads=r.int("mamba_expand", 2) * d, linear_value_head_dim=1, linear_key_heads=1,
+              linear_key_head_dim=r.int("mamba_d_state", 16), linear_conv_kernel=r.int("mamba_d_conv", 4),
+              linear_dt_rank=rank, linear_conv_bias=bool(r.get("mamba_conv_bias", True)))
+    if experts > 1:
+        kw.update(n_experts=experts, experts_per_token=r.int("num_experts_per_tok"), d_ff_expert=width,
+                  moe_layer_step=e_period)
+    r.used.update({"num_experts_per_tok", "mamba_dt_rank"})
 
 
 def _minimax_m1(r: _Reader, kw: dict) -> None:

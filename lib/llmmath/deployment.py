@@ -154,10 +154,16 @@ def check_placement(model, placement: Placement, n_chips: int | None = None) -> 
         ok = [t for t in _divisors(m.n_heads) if m.n_kv_heads % t == 0 or t % m.n_kv_heads == 0]
         raise ValueError(f"tp={pl.tp} must divide {m.key}'s {m.n_kv_heads} KV heads or be a multiple of them; "
                          f"allowed: {ok}")
-    if m.linear_layer_ids and (m.linear_key_heads % pl.tp or m.linear_value_heads % pl.tp):
-        ok = [t for t in _divisors(m.n_heads) if m.linear_key_heads % t == 0 and m.linear_value_heads % t == 0]
-        raise ValueError(f"tp={pl.tp} must divide {m.key}'s linear layers' {m.linear_key_heads} key and "
-                         f"{m.linear_value_heads} value heads (each chip keeps whole heads' state); allowed: {ok}")
+    if m.linear_layer_ids:
+        # a Mamba mixer's B/C groups may be fewer than the chips: each chip then keeps a copy of its group (vLLM's
+        # MambaMixer2 replicates them when tp is a multiple of n_groups; Mamba-1 has one); other key heads split whole
+        def keys_ok(t):
+            return m.linear_key_heads % t == 0 or (m.linear_kind in ("mamba2", "mamba1") and t % m.linear_key_heads == 0)
+        if not keys_ok(pl.tp) or m.linear_value_heads % pl.tp:
+            ok = [t for t in _divisors(m.n_heads) if keys_ok(t) and m.linear_value_heads % t == 0]
+            raise ValueError(f"tp={pl.tp} must divide {m.key}'s linear layers' {m.linear_key_heads} key heads "
+                             f"(groups){' or be a multiple of them' if m.linear_kind in ('mamba2', 'mamba1') else ''} and its "
+                             f"{m.linear_value_heads} value heads (each chip keeps whole heads' state); allowed: {ok}")
     if pl.ep > 1 and not m.is_moe:
         raise ValueError(f"ep={pl.ep} but {m.key} is dense (no experts); allowed: ep=1")
     if pl.ep > pl.stage_chips:
@@ -476,9 +482,9 @@ class Deployment:
         # per stage: MoE layers, every other parameter held, layers
         self.stage_moe_layers, self.stage_other_params = m.stage_params(pl.pp)
         self.stage_layers = np.array([len(r) for r in m.stage_layers(pl.pp)])
-        lin = set(m.linear_layer_ids)                     # linear (fixed-state) layers cache no K/V
+        lin, att = set(m.linear_layer_ids), set(m.attention_layer_ids)   # linear layers keep a state, not K/V
         self.stage_linear_layers = np.array([sum(i in lin for i in r) for r in m.stage_layers(pl.pp)])
-        self.stage_attention_layers = self.stage_layers - self.stage_linear_layers
+        self.stage_attention_layers = np.array([sum(i in att for i in r) for r in m.stage_layers(pl.pp)])
         # multi-token prediction served: the model's MTP modules on the last stage, their weights (an MoE layer's
         # routed experts spread as the others') and their layer's KV (memory only: predict prices the draft)
         self.mtp_layers = m.n_mtp_layers if mtp else 0

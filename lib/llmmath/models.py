@@ -46,13 +46,13 @@ __all__ = ["Model", "get", "names", "catalog", "from_hf_config"]
 _STR_FIELDS = ("key", "name", "norm", "pos_embedding", "source", "published_total_source", "note", "linear_kind")
 _BOOL_FIELDS = ("gated_mlp", "tied_embeddings", "qk_norm", "attn_bias", "qkv_bias", "mlp_bias", "attn_sinks",
                 "router_bias", "shared_expert_gate", "sandwich_norms", "attn_output_gate", "qk_norm_full_width",
-                "linear_state_fp32", "mtp_own_embeddings")
+                "linear_state_fp32", "mtp_own_embeddings", "linear_conv_bias", "linear_out_norm", "linear_in_parallel")
 _INT_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab", "max_context",
                "n_experts", "experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers",
                "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
                "sliding_window", "n_window_layers", "n_mtp_layers", "linear_key_heads", "linear_value_heads",
                "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel", "attention_chunk",
-               "n_chunked_layers", "moe_layer_step", "index_topk", "index_heads", "index_head_dim")
+               "n_chunked_layers", "moe_layer_step", "index_topk", "index_heads", "index_head_dim", "linear_dt_rank")
 _POSITIVE_FIELDS = ("n_layers", "d_model", "n_heads", "head_dim", "vocab")
 
 
@@ -72,7 +72,16 @@ class Model:
     convolution of ``linear_conv_kernel`` taps) or ``"lightning"`` (MiniMax-M1: ``linear_value_heads`` heads of
     ``linear_value_head_dim``, as many key heads of the same width, an output gate, no convolution); they cache no
     K/V (:meth:`state_bytes_per_sequence` instead; ``linear_state_fp32``: the recurrent state kept in fp32 whatever
-    the model's dtype, as Qwen3.5's ``mamba_ssm_dtype`` asks). ``attn_output_gate``: the attention layers'
+    the model's dtype, as Qwen3.5's ``mamba_ssm_dtype`` asks), or ``"mamba2"`` (a Mamba-2 mixer, Nemotron-H and
+    Falcon-H1: ``linear_value_heads`` heads of ``linear_value_head_dim`` channels, ``linear_key_heads`` groups whose
+    B and C projections have ``linear_key_head_dim`` state channels, a causal convolution of ``linear_conv_kernel``
+    taps over x, B and C, with a bias when ``linear_conv_bias``, a gated RMSNorm over the heads when
+    ``linear_out_norm``), or ``"mamba1"`` (a Mamba-1 mixer, Jamba: ``linear_value_heads`` channels of one value each,
+    one group of ``linear_key_head_dim`` state channels, a step of rank ``linear_dt_rank``, a convolution over x
+    alone, with Jamba's RMSNorms on the step, B and C). ``linear_in_parallel``: the linear mixer runs beside attention in its layers (Falcon-H1's
+    parallel hybrid: every such layer attends, caches K/V and keeps a state) instead of replacing it.
+    ``mlp_free_layer_ids``: layers with a token mixer and no MLP (Nemotron-H's blocks are a mixer or an MLP; a mixer
+    followed by an MLP reads as one layer, a mixer followed by another as a layer without MLP). ``attn_output_gate``: the attention layers'
     query projection also yields a sigmoid gate on their output (Qwen3-Next's gated attention: q_proj twice as wide).
     ``qk_norm_full_width``: the q/k RMSNorms span the whole projection (``n_h h`` and ``n_kv h`` weights: OLMoE,
     MiniMax-M2), not one head (``h`` each: Qwen3, Gemma 3).
@@ -134,12 +143,17 @@ class Model:
     linear_layer_ids: tuple = ()
     linear_kind: str = ""
     linear_state_fp32: bool = False
+    linear_conv_bias: bool = False
+    linear_out_norm: bool = True
+    linear_in_parallel: bool = False
+    mlp_free_layer_ids: tuple = ()
     mtp_own_embeddings: bool = True
     linear_key_heads: int = 0
     linear_value_heads: int = 0
     linear_key_head_dim: int = 0
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 0
+    linear_dt_rank: int = 0
     attention_chunk: int = 0
     n_chunked_layers: int = 0
     index_topk: int = 0
@@ -180,23 +194,29 @@ class Model:
                 isinstance(f, str) for f in self.unmodelled_config_fields):
             raise TypeError(f"{key}: unmodelled_config_fields must be a tuple of field names, "
                             f"got {self.unmodelled_config_fields!r}")
+        for f in ("linear_layer_ids", "mlp_free_layer_ids"):
+            ids = getattr(self, f)
+            if isinstance(ids, list):
+                ids = tuple(ids)
+            every = f == "mlp_free_layer_ids" or self.linear_in_parallel     # may cover every layer
+            if (not isinstance(ids, tuple)
+                    or any(isinstance(i, bool) or not isinstance(i, (int, np.integer)) for i in ids)
+                    or len(set(ids)) != len(ids) or any(not 0 <= i < self.n_layers for i in ids)
+                    or (len(ids) >= self.n_layers and not every)):
+                raise ValueError(f"{key}: {f} must be distinct layer numbers in 0..{self.n_layers - 1}"
+                                 f"{'' if every else ' leaving at least one attention layer'}, got {getattr(self, f)!r}")
+            object.__setattr__(self, f, tuple(sorted(int(i) for i in ids)))
         ids = self.linear_layer_ids
-        if isinstance(ids, list):
-            ids = tuple(ids)
-            object.__setattr__(self, "linear_layer_ids", ids)
-        if (not isinstance(ids, tuple) or any(isinstance(i, bool) or not isinstance(i, (int, np.integer)) for i in ids)
-                or len(set(ids)) != len(ids) or any(not 0 <= i < self.n_layers for i in ids)
-                or len(ids) >= self.n_layers):
-            raise ValueError(f"{key}: linear_layer_ids must be distinct layer numbers in 0..{self.n_layers - 1} "
-                             f"leaving at least one attention layer, got {self.linear_layer_ids!r}")
-        object.__setattr__(self, "linear_layer_ids", tuple(sorted(int(i) for i in ids)))
+        if self.linear_in_parallel and not ids:
+            raise ValueError(f"{key}: linear_in_parallel needs linear_layer_ids (the layers whose linear mixer runs "
+                             f"beside attention)")
         lin = ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim",
                "linear_conv_kernel")
-        kinds = ("gated_deltanet", "lightning")
+        kinds = ("gated_deltanet", "lightning", "mamba2", "mamba1")
         if bool(ids) != bool(self.linear_kind) or (ids and self.linear_kind not in kinds):
             raise ValueError(f"{key}: linear_kind must be one of {kinds} with linear_layer_ids, and '' without; got "
                              f"{self.linear_kind!r} with {len(ids)} linear layers")
-        need = lin if self.linear_kind == "gated_deltanet" else lin[:4]
+        need = lin if self.linear_kind in ("gated_deltanet", "mamba2", "mamba1") else lin[:4]
         if ids and not all(getattr(self, f) >= 1 for f in need):
             raise ValueError(f"{key}: {self.linear_kind} layers ({len(ids)} linear_layer_ids) need "
                              f"{', '.join(need)} all >= 1, got {[getattr(self, f) for f in need]}")
@@ -207,7 +227,20 @@ class Model:
                              f"convolution (linear_conv_kernel 0)")
         if ids and self.linear_value_heads % self.linear_key_heads:
             raise ValueError(f"{key}: linear_value_heads={self.linear_value_heads} must be a multiple of "
-                             f"linear_key_heads={self.linear_key_heads} (each key head serves a group of value heads)")
+                             f"linear_key_heads={self.linear_key_heads} (each key head, or Mamba-2 group, serves a "
+                             f"group of value heads)")
+        mamba = self.linear_kind in ("mamba2", "mamba1")
+        if not mamba and (self.linear_conv_bias or not self.linear_out_norm):
+            raise ValueError(f"{key}: linear_conv_bias and linear_out_norm=False describe a Mamba mixer; "
+                             f"linear_kind is {self.linear_kind!r}")
+        if (self.linear_kind == "mamba1") != bool(self.linear_dt_rank) or (
+                self.linear_kind == "mamba1" and (self.linear_key_heads != 1 or self.linear_value_head_dim != 1)):
+            raise ValueError(f"{key}: a Mamba-1 mixer (linear_kind 'mamba1') has a linear_dt_rank >= 1, one group "
+                             f"(linear_key_heads 1) and channels of one value (linear_value_head_dim 1); other kinds "
+                             f"have linear_dt_rank 0")
+        if self.mlp_free_layer_ids and (self.d_ff < 1 or any(self.is_moe_layer(i) for i in self.mlp_free_layer_ids)):
+            raise ValueError(f"{key}: mlp_free_layer_ids must name dense-position layers (not MoE layers) of a model "
+                             f"with a dense width d_ff >= 1, got {self.mlp_free_layer_ids!r}")
         if not ids and any(getattr(self, f) for f in lin):
             raise ValueError(f"{key}: {', '.join(f for f in lin if getattr(self, f))} set but no linear_layer_ids: "
                              f"give the layers that are Gated DeltaNet, or set them to 0")
@@ -317,8 +350,15 @@ class Model:
 
     @property
     def n_attention_layers(self) -> int:
-        """Layers that attend and cache K/V (full or windowed): all but the linear ones."""
-        return self.n_layers - self.n_linear_layers
+        """Layers that attend and cache K/V (full or windowed): all but the linear ones (all of them when the linear
+        mixers run beside attention)."""
+        return self.n_layers if self.linear_in_parallel else self.n_layers - self.n_linear_layers
+
+    @property
+    def attention_layer_ids(self) -> tuple:
+        """The layers (0-based) that attend and cache K/V (see :attr:`n_attention_layers`)."""
+        lin = () if self.linear_in_parallel else set(self.linear_layer_ids)
+        return tuple(i for i in range(self.n_layers) if i not in lin)
 
     # ---- parameter counts (exact integers) --------------------------------
     def _norm_params(self, width: int) -> int:
@@ -353,25 +393,43 @@ class Model:
 
     @property
     def linear_conv_dim(self) -> int:
-        """Channels of a Gated DeltaNet layer's causal convolution: its queries, keys and values,
-        ``2 n_k d_k + n_v d_v`` (0 without linear layers)."""
+        """Channels of a linear layer's causal convolution: a Gated DeltaNet's queries, keys and values, a Mamba-2
+        mixer's x, B and C, ``2 n_k d_k + n_v d_v`` (0 without linear layers)."""
+        if self.linear_kind == "mamba1":             # Mamba-1 convolves x alone
+            return self.linear_value_heads
         return 2 * self.linear_key_heads * self.linear_key_head_dim + self.linear_value_heads * self.linear_value_head_dim
 
     @property
     def linear_params_per_layer(self) -> int:
-        """One Gated DeltaNet token mixer's weights (0 without linear layers), as Qwen3-Next's checkpoint stores them:
+        """One linear token mixer's weights (0 without linear layers). Gated DeltaNet, as Qwen3-Next's checkpoint stores them:
         ``in_proj_qkvz`` ``d x (2 n_k d_k + 2 n_v d_v)`` (queries, keys, values and the output gate z),
         ``in_proj_ba`` ``d x 2 n_v`` (the write strength beta and the decay's input per value head), the depthwise
         convolution ``conv_dim x kernel`` (no bias), ``dt_bias`` and ``A_log`` (``n_v`` each), the gated RMSNorm on a
         head's output (``d_v``) and ``out_proj`` ``n_v d_v x d``. Qwen3-Next-80B: 33,718,464 a layer. Lightning
         attention (MiniMax-M1): ``qkv_proj`` ``d x 3 n d_h``, ``output_gate`` ``d x n d_h``, an RMSNorm over
-        ``n d_h`` and ``out_proj`` ``n d_h x d``: 251,666,432 a layer."""
+        ``n d_h`` and ``out_proj`` ``n d_h x d``: 251,666,432 a layer. Mamba-2 (transformers' NemotronHMamba2Mixer
+        and FalconH1Mixer): ``in_proj`` ``d x (2 n_h P + 2 G N + n_h)`` (the gate z, x, B, C and a step dt per head),
+        the depthwise convolution over x, B and C (``conv_dim x kernel``, and a bias), ``dt_bias``, ``A_log`` and ``D``
+        (``n_h`` each), the gated RMSNorm (``n_h P``) and ``out_proj`` ``n_h P x d``. Mamba-1 (JambaMambaMixer),
+        ``I`` channels, state ``N``, step rank ``R``: ``in_proj`` ``d x 2I``, the convolution ``I x kernel`` (and a
+        bias), ``x_proj`` ``I x (R + 2N)``, ``dt_proj`` ``R x I`` and its bias, ``A_log`` ``I x N``, ``D`` ``I``,
+        ``out_proj`` ``I x d``, and Jamba's RMSNorms on the step, B and C (``R + 2N``) when ``linear_out_norm``."""
         if not self.linear_layer_ids:
             return 0
         d, nk, nv = self.d_model, self.linear_key_heads, self.linear_value_heads
         dk, dv = self.linear_key_head_dim, self.linear_value_head_dim
         if self.linear_kind == "lightning":         # qkv_proj, output_gate, the RMSNorm over the heads, out_proj
             return d * 3 * nv * dv + d * nv * dv + nv * dv + nv * dv * d
+        if self.linear_kind == "mamba1":            # in_proj (x, z), conv1d, x_proj (dt, B, C), dt_proj, A_log, D, out_proj
+            inner, n, rank = nv, dk, self.linear_dt_rank
+            return (d * 2 * inner + inner * self.linear_conv_kernel + (inner if self.linear_conv_bias else 0)
+                    + inner * (rank + 2 * n) + rank * inner + inner + inner * n + inner + inner * d
+                    + (rank + 2 * n if self.linear_out_norm else 0))
+        if self.linear_kind == "mamba2":            # in_proj (z, x, B, C, dt), conv1d, dt_bias, A_log, D, norm, out_proj
+            inner, conv = nv * dv, self.linear_conv_dim
+            return (d * (2 * inner + 2 * nk * dk + nv) + conv * self.linear_conv_kernel
+                    + (conv if self.linear_conv_bias else 0) + 3 * nv + (inner if self.linear_out_norm else 0)
+                    + inner * d)
         return (d * (2 * nk * dk + 2 * nv * dv) + d * 2 * nv + self.linear_conv_dim * self.linear_conv_kernel
                 + 2 * nv + dv + nv * dv * d)
 
@@ -420,12 +478,21 @@ class Model:
                    + (self.d_model if self.shared_expert_gate else 0))
         return (self.embedding_params + self.lm_head_params + self._norm_params(self.d_model)
                 + n_dense * self._layer_params(dense_mlp)
-                + self.n_moe_layers * self._layer_params(moe_mlp) - self.n_linear_layers * self._linear_saving)
+                + self.n_moe_layers * self._layer_params(moe_mlp) - self.n_linear_layers * self._linear_saving
+                - len(self.mlp_free_layer_ids) * self._mlp_free_saving)
 
     @property
     def _linear_saving(self) -> int:
-        """What a linear layer holds less than an attention layer (``_layer_params`` counts attention in every one)."""
+        """What a linear layer holds less than an attention layer (``_layer_params`` counts attention in every one);
+        negative when the linear mixer runs beside attention (it adds its weights and a norm)."""
+        if self.linear_in_parallel:
+            return -self.linear_params_per_layer
         return self.attention_params_per_layer - self.linear_params_per_layer
+
+    @property
+    def _mlp_free_saving(self) -> int:
+        """What a layer without MLP holds less than a dense layer: the MLP and its norm."""
+        return self.mlp_params(self.d_ff) + self._norm_params(self.d_model) if self.mlp_free_layer_ids else 0
 
     def stage_layers(self, stages: int) -> list[range]:
         """The layers each of ``stages`` pipeline stages holds: consecutive, as even as counts allow.
@@ -467,9 +534,10 @@ class Model:
         moe_layer = self._layer_params(self.n_shared_experts * self.expert_params + self.router_params_per_layer
                                        + (self.d_model if self.shared_expert_gate else 0)) if self.is_moe else 0
         moe = np.array([sum(1 for i in layers if self.is_moe_layer(i)) for layers in split])
-        lin = set(self.linear_layer_ids)
+        lin, free = set(self.linear_layer_ids), set(self.mlp_free_layer_ids)
         other = np.array([(len(layers) - k) * dense_layer + k * moe_layer
-                          - sum(i in lin for i in layers) * self._linear_saving for layers, k in zip(split, moe)])
+                          - sum(i in lin for i in layers) * self._linear_saving
+                          - sum(i in free for i in layers) * self._mlp_free_saving for layers, k in zip(split, moe)])
         other[0] += self.embedding_params
         head = self.lm_head_params or (self.vocab * self.d_model if len(split) > 1 else 0)
         other[-1] += self._norm_params(self.d_model) + head
@@ -647,7 +715,9 @@ class Model:
 
         A Gated DeltaNet layer keeps, per value head, a ``d_k x d_v`` matrix (the recurrent state) and, for its
         causal convolution, the last ``kernel - 1`` inputs of its ``conv_dim`` channels (vLLM's
-        ``gated_delta_net_state_shape``; a lightning layer the matrices alone, ``linear_attention_state_shape``): ``n_linear (n_v d_k d_v + conv_dim (kernel - 1))`` values at ``dtype``
+        ``gated_delta_net_state_shape``; a lightning layer the matrices alone, ``linear_attention_state_shape``; a
+        Mamba-2 head its ``P x N`` state and the convolution's inputs, ``mamba2_state_shape``):
+        ``n_linear (n_v d_k d_v + conv_dim (kernel - 1))`` values at ``dtype``
         (vLLM's default: the model's dtype). Qwen3-Next-80B: 36 x (32 x 128 x 128 + 8,192 x 3) x 2 B = 39,518,208 B,
         the K/V of 1,608 tokens in its 12 attention layers.
 
@@ -666,9 +736,10 @@ class Model:
         Per value head the gated delta rule decays the ``d_k x d_v`` state (``d_k d_v``), reads it with the key
         (``2 d_k d_v``), writes the correction as an outer product (``2 d_k d_v``) and reads it with the query
         (``2 d_k d_v``): ``7 d_k d_v``; the depthwise convolution adds ``2 conv_dim kernel``. Lightning attention
-        (MiniMax-M1) decays its state, adds ``k v^T`` and reads it with the query: ``5 d_h^2`` a head. Independent of
+        (MiniMax-M1) decays its state, adds ``k v^T`` and reads it with the query: ``5 d_h^2`` a head; a Mamba-2 head
+        decays its ``P x N`` state, adds ``dt x B^T`` and reads it with C: ``5 P N``. Independent of
         the context (the point of a linear layer)."""
-        rule = 7 if self.linear_kind == "gated_deltanet" else 5     # lightning: decay, write k v^T, read with q
+        rule = 7 if self.linear_kind == "gated_deltanet" else 5     # lightning, Mamba-2: decay, write, read
         per_layer = (rule * self.linear_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
                      + 2 * self.linear_conv_dim * self.linear_conv_kernel)
         return self.n_linear_layers * per_layer
@@ -840,8 +911,8 @@ def from_hf_config(path_or_dict, name: str | None = None, warn: bool = True) -> 
     Nothing is downloaded. Understood families (``model_type``): llama, llama4_text, smollm3,
     phi3, mistral, mixtral, minimax_m1, olmoe, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next,
     qwen3_5_text, qwen3_5_moe_text, deepseek_v2, deepseek_v3, deepseek_v32, kimi_k2, gpt_oss,
-    gemma3_text, glm4_moe, hunyuan (hunyuan_v1_moe) and gpt2, and a multimodal config's language
-    model in its ``text_config``
+    gemma3_text, glm4_moe, hunyuan (hunyuan_v1_moe), nemotron_h, falcon_h1, jamba and gpt2, and a
+    multimodal config's language model in its ``text_config``
     (see :mod:`llmmath._hf_config` for the field mapping); a config
     without ``model_type`` is placed by its ``architectures`` class name, matched
     exactly. A field the reader does not model whose name says it sizes weights
