@@ -478,8 +478,9 @@ assert v37.verdict == "holds if"
 # only the last 128 tokens (a sliding window); in Llama 4 Scout three layers in
 # four see only the 8,192-token chunk their token falls in; in Qwen3-Next three
 # in four are Gated DeltaNet layers, which keep a fixed-size state per sequence
-# instead of a cache; DeepSeek-V3.2 keeps every token's latent but attends to
-# the 2,048 an indexer picks. Do these move the wall, and by how much?
+# instead of a cache, and in Jamba seven in eight are Mamba layers, which do the
+# same; DeepSeek-V3.2 keeps every token's latent but attends to the 2,048 an
+# indexer picks. Do these move the wall, and by how much?
 #
 # **Derivation.** One sequence at context $L$ holds
 # $\big(n_\text{full} L + n_\text{win}\min(L, w) + n_\text{chunk}\min(L, c)\big)\beta_\text{layer}$
@@ -487,7 +488,7 @@ assert v37.verdict == "holds if"
 # passes the windows and chunks, only the $n_\text{full}$ full layers grow, so
 # the cache is $n_\text{full}/n_\text{layers}$ of what it would be if every layer
 # attended: the wall moves out by $n_\text{layers}/n_\text{full}$ — 2× for
-# gpt-oss, 4× for Scout and Qwen3-Next — and then stands, since those full
+# gpt-oss, 4× for Scout and Qwen3-Next, 8× for Jamba — and then stands, since those full
 # layers still read the whole context every step. For Qwen3-Next by hand:
 # 12 full layers × 2 KV heads × 256 × (K and V) × 2 bytes = 24,576 bytes a token,
 # and $S$ = 36 × (32 heads × 128 × 128 + 8,192 × 3) × 2 bytes = 39.5 MB, the
@@ -497,7 +498,7 @@ assert v37.verdict == "holds if"
 
 # %%
 WALL = {"llama-3.1-70b": "bf16", "gpt-oss-120b": "fp4", "llama-4-scout-17b-16e": "bf16",
-        "qwen3-next-80b-a3b": "bf16", "deepseek-v3": "fp8", "deepseek-v3.2-exp": "fp8"}
+        "qwen3-next-80b-a3b": "bf16", "jamba-1.5-mini": "bf16", "deepseek-v3": "fp8", "deepseek-v3.2-exp": "fp8"}
 wall_ctx = [131072, 1048576]
 walls = {(m, c): long_context.architecture_wall(m, c, wall_ctx, 8, weight_dtype=wd)
          for m, wd in WALL.items() for c in ("h200", "b200")}
@@ -535,7 +536,7 @@ print(f"DeepSeek-V3.2 (DSA on DeepSeek-V3's MLA, bf16 latent) at 1M: holds {held
 # left attends to everything. DSA splits the two walls: it reads about a ninth
 # as much as the latent attention it sits on (its index keys are 132 bytes
 # against 1,152), but holds a little more, so the capacity wall does not move
-# at all. The plot puts the five designs' caches side by side.
+# at all. The plot puts the designs' caches side by side.
 
 # %% slideshow={"slide_type": "subslide"}
 L_plot = np.logspace(np.log10(4096), np.log10(1048576), 60)
@@ -583,7 +584,10 @@ assert scout.kv_bytes_per_sequence(L1m) == (12 * L1m + 36 * 8192) * 8 * 128 * 2 
 # gpt-oss: 18 full layers and 18 windowed to 128 positions; 8 KV heads x 64 x K,V x 2 bytes
 assert oss.kv_bytes_per_sequence(L1m) == (18 * L1m + 18 * 128) * 8 * 64 * 2 * 2
 assert all(abs(moved[m] / (models.get(m).n_layers / models.get(m).n_full_attention_layers) - 1) < 0.03
-           for m in ("gpt-oss-120b", "llama-4-scout-17b-16e", "qwen3-next-80b-a3b"))
+           for m in ("gpt-oss-120b", "llama-4-scout-17b-16e", "qwen3-next-80b-a3b", "jamba-1.5-mini"))
+# Jamba: 4 attention layers x 8 KV heads x 128 x K,V x 2 bytes, and 28 Mamba-1 states of 8,192 x (16 + 3) values
+jamba = models.get("jamba-1.5-mini")
+assert jamba.kv_bytes_per_sequence(L1m) == 4 * 8 * 128 * 2 * 2 * L1m + 28 * 8192 * (16 + 3) * 2
 assert all(g >= 5 for g in growth.values()) and moved["llama-3.1-70b"] == 1.0
 # DSA holds more than every layer attending with its heads: each token keeps its index key too
 assert np.isclose(moved["deepseek-v3.2-exp"], 1152 / (1152 + 132), rtol=1e-12)
@@ -602,6 +606,6 @@ assert np.isclose(held_dsa / ds.kv_bytes_per_sequence(L1m), (1152 + 132) / 1152,
 # | 35 | 1:54:23 | 100–200k is the cost-balanced window | **holds if** read as cost growth (∝ L past a few thousand tokens: 1M costs 7.8× 128k per token for Llama-3.1-70B and DeepSeek-V3 on H100 and B200); the plateau has ended — 1M windows now ship at flat prices |
 # | 36 | 1:54:40 | HBM is not improving fast enough | **holds if** relative to compute and to long-context ambitions: ~1.41× a year per GPU (A100 → B200) |
 # | 37 | 1:54:55 | too sparse hurts quality | **holds if** the budget falls below what the answer needs or the selector misranks; trained top-2048 reports parity |
-# | — | beyond | windowed, chunked, linear and sparse attention move the wall | **moves, does not remove**: the cache (and cost per token at long context) falls by about $n_\text{layers}/n_\text{full}$, 2× for gpt-oss, 4× for Llama 4 Scout and Qwen3-Next; cost still grows about in proportion to the context; DSA reads about 9× less than MLA but holds more |
+# | — | beyond | windowed, chunked, linear and sparse attention move the wall | **moves, does not remove**: the cache (and cost per token at long context) falls by about $n_\text{layers}/n_\text{full}$, 2× for gpt-oss, 4× for Llama 4 Scout and Qwen3-Next, 8× for Jamba; cost still grows about in proportion to the context; DSA reads about 9× less than MLA but holds more |
 #
 # Exercises: `exercises/08_long_context.py`.

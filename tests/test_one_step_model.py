@@ -60,6 +60,7 @@ GRID = [
     ("mistral-small-3.1-24b", "fp8", "b200", 1, dict(tp=1)),
     ("minimax-m1-40k", "fp8", "h200", 8, dict(tp=8)),
     ("deepseek-v3.2-exp", "fp8", "h200", 8, dict(tp=8, ep=8)),
+    ("jamba-1.5-mini", "bf16", "h100-sxm", 4, dict(tp=2, dp=2, ep=2)),
 ]
 IDS = [f"{m}-{c}x{n}-" + "-".join(f"{k}{v}" for k, v in pl.items()) for m, _, c, n, pl in GRID]
 
