@@ -236,23 +236,20 @@ print(f"* announced/systems-catalog parts (per package). Median {np.median(allv)
 
 # %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=7)
-offset = {"NVIDIA": -0.15, "AMD": 0.0, "Google": 0.15}   # a fixed nudge per vendor, so points of one year separate
-placed = []  # labelled points: a label whose point nearly coincides with an earlier one is lifted above it
-for i, (k, y, C, Wb) in enumerate(items):
+offset = {"NVIDIA": -0.15, "AMD": 0.0, "Google": 0.15, "Intel": 0.3}   # a nudge per vendor: one year's points part
+xs, ts, names = [], [], []
+for k, y, C, Wb in items:
     v = hardware.catalog()[k].vendor if k in hardware.catalog() else hardware.system(k[:-2]).vendor
-    color = {"NVIDIA": "C2", "AMD": "C3", "Google": "C0"}.get(v, "C7")
-    x, t_ms = y + offset.get(v, 0.0), C / Wb * 1e3
-    ax.plot(x, t_ms, "o", color=color, mfc="none" if k.endswith("*") else color)
-    crowded = any(abs(x - px) < 0.4 and abs(t_ms - py) < 2.0 for px, py in placed)
-    last = y > max(it[1] for it in items) - 1.5  # the latest parts, at the right edge: labels to the left
-    ax.annotate(k.replace(" *", ""), (x, t_ms), fontsize=8, xytext=(-4 if last else 4, 10 if crowded else (i % 3 - 1) * 5),
-                textcoords="offset points", va="center", ha="right" if last else "left")
-    placed.append((x, t_ms))
+    color = {"NVIDIA": "C2", "AMD": "C3", "Google": "C0", "Intel": "C4"}.get(v, "C7")
+    xs.append(y + offset.get(v, 0.0)); ts.append(C / Wb * 1e3); names.append(k.replace(" *", ""))
+    ax.plot(xs[-1], ts[-1], "o", color=color, mfc="none" if k.endswith("*") else color)
 ax.axhspan(20 / 1.5, 20 * 1.5, color="gold", alpha=0.3, label="within 1.5x of the claim's 20 ms")
 ax.axhline(20, color="k", lw=0.8)
-ax.set_xlabel("year"); ax.set_ylabel("HBM capacity / bandwidth (ms)"); ax.set_ylim(0, 50)
-ax.set_title("Time to read all of HBM once (green NVIDIA, red AMD, blue Google; hollow: announced)")
+ax.set_xlabel("year"); ax.set_ylabel("memory capacity / bandwidth (ms)"); ax.set_ylim(0, 62)
+ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
+ax.set_title("Time to read all of memory once\n(green NVIDIA, red AMD, blue Google, purple Intel; hollow: announced)")
 ax.legend(fontsize=8); ax.grid(True, alpha=0.3)
+plots.label_points(ax, xs, ts, names)        # each label where it covers no other, once the rest is in place
 plt.show()
 
 # %% [markdown]

@@ -364,20 +364,19 @@ ax.annotate("Rubin\n(announced)", (rub.year, rub.hbm_bytes_per_s_per_package / n
             xytext=(-6, -2), textcoords="offset points", fontsize=8, ha="right", va="top")
 ax.set_ylim(0.6, 20); ax.set_xlabel("year"); ax.set_ylabel("per GPU, relative to the A100")
 ax.set_title("NVIDIA per-GPU growth since 2020", fontsize=9); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
-colors = {"NVIDIA": "C0", "AMD": "C3", "Google": "C2"}
+colors = {"NVIDIA": "C0", "AMD": "C3", "Google": "C2", "Intel": "C4"}
 by_year = {}
 for c in hardware.catalog().values():
     by_year.setdefault(c.year, []).append((c.flops_per_s("bf16") / c.hbm_bytes_per_s, c))
-for year, pts in by_year.items():  # alternate labels right and left (within a year, and from year to year)
-    for i, (fw, c) in enumerate(sorted(pts, key=lambda t: t[0])):
-        ax2.plot(year, fw, "o", color=colors.get(c.vendor, "k"))
-        right = (i + year) % 2 == 1 or year == min(by_year)  # the first year's labels stay inside the axes
-        ax2.annotate(c.key, (year, fw), xytext=(5 if right else -5, 0), textcoords="offset points",
-                     fontsize=8, va="center", ha="left" if right else "right")
+pts = [(year, fw, c) for year, p in by_year.items() for fw, c in p]
+for year, fw, c in pts:
+    ax2.plot(year, fw, "o", color=colors.get(c.vendor, "k"))
 for vendor, col in colors.items():
     ax2.plot([], [], "o", color=col, label=vendor)
-ax2.set_xlim(2019.3, 2025.2); ax2.set_xlabel("year"); ax2.set_ylabel("F / W (bf16 FLOP per HBM byte)")
+ax2.set_xlim(min(by_year) - 0.7, max(by_year) + 0.7); ax2.set_ylim(0, 1.25 * max(fw for _, fw, _ in pts))
+ax2.set_xlabel("year"); ax2.set_ylabel("F / W (bf16 FLOP per HBM byte)")
 ax2.set_title("The balance point F/W did not fall", fontsize=9); ax2.grid(True, alpha=0.3); ax2.legend(fontsize=8)
+plots.label_points(ax2, [p[0] for p in pts], [p[1] for p in pts], [p[2].key for p in pts])
 plt.show()
 a, b = nv[0], nv[-1]
 print(f"{a.key} ({a.year}) -> {b.key} ({b.year}): dense bf16 x{b.flops_per_s('bf16') / a.flops_per_s('bf16'):.1f}, "

@@ -91,7 +91,8 @@ class Placement:
 
 
 def chip_and_count(chip, n_chips):
-    """A Chip and a chip count from a chip or system name (a system gives its chip and, by default, its size).
+    """A Chip and a chip count from a chip or system name (a system gives its chip, :meth:`~llmmath.hardware.System.
+    package_chip`, and by default its size).
 
     Raises:
         KeyError: a name that is neither a chip nor a system; the message suggests the closest of
@@ -102,11 +103,8 @@ def chip_and_count(chip, n_chips):
         chips, systems = hardware.catalog(), hardware.systems()
         key = _catalog.lookup({**systems, **chips}, chip, "chip or system")[0]   # a chip wins a shared name
         if key not in chips:
-            sy = systems[key]
-            if not sy.chip:
-                raise KeyError(f"system {sy.key!r} names no chip in the hardware catalog; give a chip instead "
-                               f"(chips: {', '.join(hardware.names())})")
-            return hardware.get(sy.chip), positive_int("n_chips", sy.packages if n_chips is None else n_chips)
+            sy = systems[key]                 # its chip, or one package described by the system's own figures
+            return sy.package_chip(), positive_int("n_chips", sy.packages if n_chips is None else n_chips)
     c = hardware.get(chip)
     return c, positive_int("n_chips", 1 if n_chips is None else n_chips)
 

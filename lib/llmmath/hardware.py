@@ -177,7 +177,9 @@ def default_compute_dtype(chip: Chip, weight_dtype: str) -> str:
     for fallback in ("bf16", "fp16", "fp32"):
         if fallback in chip.peak_flops_per_s:
             return fallback
-    raise KeyError(f"{chip.key} has no peak FLOP/s for {weight_dtype} nor any fallback")
+    raise KeyError(f"{chip.key} has no published {weight_dtype} rate to compute {weight_dtype} weights at (nor bf16, "
+                   f"fp16 or fp32 to upcast them to); its published rates: {', '.join(chip.peak_flops_per_s)}: give "
+                   f"weights in one of them")
 
 
 def _chip_kwargs(key: str, kw: dict) -> dict:
@@ -223,7 +225,10 @@ class System:
 
     ``packages`` counts GPU packages; ``dies`` counts compute dies (2 per Blackwell
     package); ``marketing_count`` is the number in the product name (NVL144 counted dies).
-    Bandwidths are per direction. NaN means the vendor publishes no figure.
+    Bandwidths are per direction. NaN means the vendor publishes no figure. ``fp8_flops_per_s_per_package`` and
+    ``fp4_flops_per_s_per_package``: dense low-precision rates, given only for systems whose chip is not in
+    ``hardware.toml`` (roadmap systems publish these and no BF16 figure). :meth:`package_chip` is the chip a model
+    is served on.
     """
 
     key: str
@@ -245,6 +250,8 @@ class System:
     note: str = ""
     unverified: tuple[str, ...] = ()
     superseded_by: str = ""  # an announcement later shipped as another entry: leave it out of statistics
+    fp8_flops_per_s_per_package: float = math.nan
+    fp4_flops_per_s_per_package: float = math.nan
 
     def __post_init__(self):
         """Validate every field (also on :func:`dataclasses.replace`); NaN marks an unpublished figure."""
@@ -255,7 +262,8 @@ class System:
             for f in ("packages", "dies", "marketing_count"):
                 object.__setattr__(self, f, positive_int(f, getattr(self, f)))
             for f in ("hbm_bytes_per_package", "hbm_bytes_per_s_per_package", "scale_up_bytes_per_s_per_package",
-                      "scale_out_bytes_per_s_per_package", "bf16_flops_per_s_per_package"):
+                      "scale_out_bytes_per_s_per_package", "bf16_flops_per_s_per_package",
+                      "fp8_flops_per_s_per_package", "fp4_flops_per_s_per_package"):
                 object.__setattr__(self, f, _number(f, getattr(self, f), unknown=True))
 
     @property
@@ -267,6 +275,40 @@ class System:
     def hbm_bytes_per_s(self) -> float:
         """Aggregate HBM bandwidth of the domain: packages x per-package, bytes/s."""
         return self.packages * self.hbm_bytes_per_s_per_package
+
+    def package_chip(self) -> Chip:
+        """The chip a model is served on in this system: the catalog chip it names, or, for a system whose chip is
+        not in ``hardware.toml`` (roadmap racks), one package described by the system's own figures: its HBM and
+        bandwidth, its links, a scale-up domain of ``packages``, and the dense rates it publishes (BF16, and FP8 /
+        FP4 where given; without a BF16 figure, half the FP8 rate, named in the chip's ``unverified``). Such a chip has no runtime memory figure (the engine view refuses it: give a share of
+        its HBM), and its note says where each figure comes from.
+
+        Raises:
+            ValueError: the system publishes neither HBM capacity nor bandwidth, or no compute rate at all.
+        """
+        if self.chip:
+            return get(self.chip)
+        bf16, assumed = self.bf16_flops_per_s_per_package, ()
+        if not math.isfinite(bf16) and math.isfinite(self.fp8_flops_per_s_per_package):
+            # no BF16 figure published: half the FP8 rate, the ratio of every tensor core since Hopper and CDNA 3
+            bf16, assumed = self.fp8_flops_per_s_per_package / 2, ("peak_flops_per_s.bf16 (assumed: fp8 / 2)",)
+        rates = {k: v for k, v in (("bf16", bf16), ("fp16", bf16),
+                                   ("fp8", self.fp8_flops_per_s_per_package),
+                                   ("fp4", self.fp4_flops_per_s_per_package)) if math.isfinite(v)}
+        if not rates or not (math.isfinite(self.hbm_bytes_per_package) and math.isfinite(self.hbm_bytes_per_s_per_package)):
+            raise ValueError(f"system {self.key!r} publishes no compute rate, HBM capacity or bandwidth per package "
+                             f"to describe its chip; give a chip instead (chips: {', '.join(names())})")
+        return Chip(key=self.key, name=f"{self.name}: one package", vendor=self.vendor,
+                    generation="described by its system (data/systems.toml)", year=self.year, peak_flops_per_s=rates,
+                    hbm_bytes=self.hbm_bytes_per_package, hbm_bytes_per_s=self.hbm_bytes_per_s_per_package,
+                    scale_up_bytes_per_s=self.scale_up_bytes_per_s_per_package,
+                    scale_out_bytes_per_s=self.scale_out_bytes_per_s_per_package, scale_up_domain=self.packages,
+                    scale_up_domain_dies=self.dies, scale_up_name=self.scale_up_name, scale_out_name=self.scale_out_name,
+                    sources=dict(self.sources),
+                    note=f"One package of {self.name}, from the system's per-package figures ({', '.join(rates)} rates"
+                         f"{'; BF16 assumed half of FP8, as no BF16 figure is published' if assumed else ''}; no runtime "
+                         f"memory figure). {self.note}",
+                    unverified=tuple(self.unverified) + assumed)
 
     @property
     def scale_up_over_scale_out(self) -> float:

@@ -159,6 +159,19 @@ def calibrated() -> dict:
     return engine_constants()["calibrated"]
 
 
+def _pipeline_send_s(d: Deployment, sent_bytes):
+    """Seconds to send a step's activations between pipeline stages over the chip's scale-out link (0 with one
+    stage). Raises ValueError for stages on a chip whose scale-out bandwidth is not published (NaN), rather than
+    return a NaN."""
+    if d.placement.pp == 1:
+        return 0.0 * np.asarray(sent_bytes, dtype=float)
+    beta = d.chip.scale_out_bytes_per_s
+    if not np.isfinite(beta) or beta <= 0:
+        raise ValueError(f"pp={d.placement.pp}: {d.chip.key} has no published scale-out bandwidth to send activations "
+                         f"between pipeline stages over; allowed: pp=1 on this chip")
+    return sent_bytes / beta
+
+
 def kernels_per_layer(model, tp: int = 1, ep: int = 1) -> tuple[int, int]:
     """``(dense layer, MoE layer)``: the kernels one decoder layer of ``model`` launches in a decode step.
 
@@ -336,7 +349,7 @@ def step(d: Deployment, tokens, kv_positions=0.0, prefill_positions=0.0, *, quer
     sent = d.collective_bytes_per_step(n * d.replicas)
     tp_s = sent["tensor-parallel all-reduce"] / tp_bus
     ep_s = sent["expert-parallel all-to-all"] / a2a
-    pp_s = sent["pipeline send"] / d.chip.scale_out_bytes_per_s
+    pp_s = _pipeline_send_s(d, sent["pipeline send"])
     comm_s = tp_s + ep_s + pp_s
     total = total + comm_s
     fall.append(("communication (TP, EP, PP)", total))

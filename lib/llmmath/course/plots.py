@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import hardware, roofline, serving
 
-__all__ = ["new_axes", "roofline_plot", "decode_vs_batch_plot", "batch_sweep_plot", "STYLE", "apply_style",
+__all__ = ["new_axes", "roofline_plot", "decode_vs_batch_plot", "batch_sweep_plot", "label_points", "STYLE", "apply_style",
            "fit_width", "short_device_name", "BOOK_WIDTH_PX", "MAX_WIDTH_IN", "MIN_FONT_PT", "MIN_BASE_FONT_PT", "DPI"]
 
 DPI = 80
@@ -94,6 +94,50 @@ def new_axes(ncols: int = 1, width: float = 6.0, height: float = 4.0, dpi: int =
     width, height = fit_width(width, ncols, height)
     fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, height), dpi=dpi, squeeze=False)
     return fig, axes[0] if ncols > 1 else axes[0, 0]
+
+
+# Where a point's label may go, in points from the point: right, left, above, below, then the diagonals, farther out.
+_LABEL_OFFSETS = [(5, 0, "left", "center"), (-5, 0, "right", "center"), (0, 7, "center", "bottom"),
+                  (0, -7, "center", "top"), (5, 7, "left", "bottom"), (-5, 7, "right", "bottom"),
+                  (5, -7, "left", "top"), (-5, -7, "right", "top"), (0, 16, "center", "bottom"),
+                  (0, -16, "center", "top"), (12, 14, "left", "bottom"), (-12, 14, "right", "bottom"),
+                  (12, -14, "left", "top"), (-12, -14, "right", "top"), (0, 26, "center", "bottom"),
+                  (0, -26, "center", "top"), (16, 24, "left", "bottom"), (-16, 24, "right", "bottom"),
+                  (16, -24, "left", "top"), (-16, -24, "right", "top")]
+
+
+def label_points(ax, xs, ys, labels, fontsize: float = 8, **kwargs) -> list:
+    """Label each point ``(x, y)`` with its text where it covers no earlier label and stays inside the axes.
+
+    Each label tries the positions of ``_LABEL_OFFSETS`` in turn (right of the point first) and keeps the first
+    whose rendered box overlaps no label already placed and lies inside the axes; if none is free, the one that
+    overlaps least. Call it after the axes' limits and the figure's other text are set: it draws the figure once
+    to measure where the labels land. Returns the annotations. ``kwargs`` go to ``ax.annotate`` (a colour, say).
+    """
+    fig = ax.figure
+    fig.canvas.draw()          # lay the figure out first, so the boxes measured are where the labels will be drawn
+    renderer = fig.canvas.get_renderer()
+    inside = ax.get_window_extent(renderer)
+    placed, out = [], []
+    for x, y, text in zip(xs, ys, labels):
+        best, best_cost = None, None
+        for dx, dy, ha, va in _LABEL_OFFSETS:
+            a = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                            ha=ha, va=va, **kwargs)
+            box = a.get_window_extent(renderer).expanded(1.05, 1.15)     # a little air around the text
+            cost = sum(box.overlaps(b) for b in placed) + (0 if (box.x0 >= inside.x0 and box.x1 <= inside.x1 and
+                                                                 box.y0 >= inside.y0 and box.y1 <= inside.y1) else 2)
+            if best_cost is None or cost < best_cost:
+                if best is not None:
+                    best.remove()
+                best, best_cost, best_box = a, cost, box
+            else:
+                a.remove()
+            if cost == 0:
+                break
+        placed.append(best_box)
+        out.append(best)
+    return out
 
 
 def roofline_plot(chips, dtype: str = "bf16", ax=None, intensity=None, mark=None):

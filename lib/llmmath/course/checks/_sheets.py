@@ -43,6 +43,23 @@ CHIPS = {
     "tpu-v5e": dict(hbm_bytes=16e9, hbm_bytes_per_s=819e9, bf16=197e12, int8=394e12),
     "tpu-v5p": dict(hbm_bytes=95 * GIB, hbm_bytes_per_s=2.765e12, bf16=459e12),
     "tpu-v6e": dict(hbm_bytes=32e9, hbm_bytes_per_s=1.64e12, bf16=918e12),
+    # NVIDIA GB300 NVL72 page, per GPU (/72): 288 GB HBM3e, 576 TB/s -> 8 TB/s; FP16/BF16 360 PF and FP8 720 PF with
+    # sparsity -> 2.5 and 5 PF dense.
+    "gb300": dict(hbm_bytes=288e9, hbm_bytes_per_s=576e12 / 72, bf16=360e15 / 72 / 2, fp8=720e15 / 72 / 2),
+    # NVIDIA HGX B300 table, per GPU (/8): 2.3 TB -> 288 GB, 64 TB/s -> 8 TB/s; BF16 36 PF and FP8 72 PF with sparsity.
+    "b300": dict(hbm_bytes=2.3e12 / 8, hbm_bytes_per_s=64e12 / 8, bf16=36e15 / 8 / 2, fp8=72e15 / 8 / 2),
+    # NVIDIA H20 (partner spec sheet): 96 GB HBM3, 4.0 TB/s; FP16/BF16 148 and FP8 296 TFLOPS dense.
+    "h20": dict(hbm_bytes=96e9, hbm_bytes_per_s=4.0e12, bf16=148e12, fp8=296e12),
+    # NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s; BF16 362.05 | 733* and FP8 733 | 1,466* TFLOPS (dense | sparse).
+    "l40s": dict(hbm_bytes=48e9, hbm_bytes_per_s=864e9, bf16=362.05e12, fp8=733e12),
+    # NVIDIA A100 datasheet (40GB SXM): 40 GB HBM2, 1,555 GB/s; BF16 312 TFLOPS dense.
+    "a100-40gb": dict(hbm_bytes=40e9, hbm_bytes_per_s=1.555e12, bf16=312e12),
+    # AMD Instinct MI355X: 288 GB HBM3E, 8 TB/s; FP16/BF16 5 PF with structured sparsity -> 2.5 PF dense; FP8 5 PF dense.
+    "mi355x": dict(hbm_bytes=288e9, hbm_bytes_per_s=8e12, bf16=5e15 / 2, fp8=5e15),
+    # Intel Gaudi 3 (Hot Chips 2024): 128 GB HBM2e, 3.7 TB/s; BF16 matrix 1,835 TFLOPS.
+    "gaudi3": dict(hbm_bytes=128e9, hbm_bytes_per_s=3.7e12, bf16=1835e12),
+    # Google Cloud TPU7x (Ironwood) docs: 192 GiB, 7,380 GB/s, BF16 2,307 TFLOPS a chip.
+    "tpu-v7": dict(hbm_bytes=192 * GIB, hbm_bytes_per_s=7.38e12, bf16=2307e12),
 }
 
 # Per package of a scale-up system: HBM bytes and bytes/s, scale-up and scale-out bytes/s per direction.

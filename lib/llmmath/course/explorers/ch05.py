@@ -29,10 +29,10 @@ def _layer_floor_s(m, sy, batch, context, ep):
 
     The rack's own layout (:func:`llmmath.parallelism.stage_deployment`, chapter 6): each GPU serves
     ``batch / ep`` sequences with its own copy of the non-expert weights and holds ``1/ep`` of the
-    experts. A system whose GPU is in the chip catalog uses that chip's roofline. The others
-    (GB300, Vera Rubin, Rubin Ultra, MI355X, Helios ...) use the same bytes per GPU over their own
-    per-package HBM bandwidth from ``systems.toml``: the memory floor, without a compute term
-    (their per-GPU fp8 FLOP/s are not all published; the bytes do not depend on the chip).
+    experts. A system whose GPU is in the chip catalog uses that chip's roofline. The roadmap racks
+    (Vera Rubin, Rubin Ultra, Helios) use the same bytes per GPU over their own per-package HBM
+    bandwidth from ``systems.toml``: the memory floor, without a compute term (their per-GPU rates are
+    announced, not measured or sheeted; the bytes do not depend on the chip).
     """
     from ... import parallelism
 

@@ -7,6 +7,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .. import plots
 from ..widgets import Explorer, explorer, kept, kept_line, log_axes, relabelled
 from . import register
 
@@ -229,8 +230,8 @@ register('long_context_explorer', long_context_explorer)
 
 def _setup_hbm(fig):
     a1, a2 = fig.axes
-    log_axes(a1, (2019.5, 2025.5), (0.3, 30), "year", "per chip, relative to the vendor's first", logx=False)
-    log_axes(a2, (2019.5, 2025.5), (50, 1000), "year", "F / W (bf16 FLOP per HBM byte)", logx=False)
+    log_axes(a1, (2019.3, 2025.7), (0.3, 30), "year", "per chip, relative to the vendor's first", logx=False)
+    log_axes(a2, (2019.3, 2025.7), (20, 1000), "year", "F / W (bf16 FLOP per HBM byte)", logx=False)
     a1.set_title("dense FLOP/s (o), HBM bandwidth (s), capacity (^)", fontsize=9)
     a2.set_title("balance point F/W by chip", fontsize=9)
 
@@ -242,9 +243,7 @@ def _draw_hbm(fig, vendor):
     t = long_context.vendor_trend(vendor)
     arts = [*a1.plot(t["years"], t["flops"], "o-", color="C0"), *a1.plot(t["years"], t["bandwidth"], "s-", color="C1"),
             *a1.plot(t["years"], t["capacity"], "^-", color="C2"), *a2.plot(t["years"], t["balance"], "o", color="C3")]
-    for i, (k, y, b) in enumerate(zip(t["keys"], t["years"], t["balance"])):  # alternate sides: same-year chips
-        arts.append(a2.annotate(k, (y, b), xytext=(4, 0) if i % 2 == 0 else (-4, 0), textcoords="offset points",
-                                fontsize=8, va="center", ha="left" if i % 2 == 0 else "right"))
+    arts += plots.label_points(a2, t["years"], t["balance"], t["keys"])     # each label where it covers no other
     g = t["growth"]
     return arts, (f"{vendor}, {t['keys'][0]} ({int(t['years'][0])}) to {t['keys'][-1]} ({int(t['years'][-1])}), "
                   f"per chip, fitted per year: dense bf16 FLOP/s x{g['flops']:.2f}, HBM bandwidth "
