@@ -208,5 +208,6 @@ assert planner.plan("llama-3.1-70b", "h100-sxm", 4, tp=4).kv_cache_tokens == ans
 # vocabulary), 0.27 GB outside torch and its quarter of the weights
 # (35.28 GB) leaves 39.02 GB. A token's cache on one GPU is 80 layers × K and
 # V × 2 KV heads × 128 × 2 bytes = 81,920 bytes, a block of 16 is 1.31 MB:
-# 29,771 blocks, 476,336 tokens: 58 whole sequences of 8k at once. Counting the datasheet's 80e9 bytes instead gives 11% fewer; the
-# whole KV cache on every GPU instead of a quarter, four times fewer.
+# 29,771 blocks, 476,336 tokens: 58 whole sequences of 8k at once. Counting
+# the datasheet's 80e9 bytes instead gives 12% fewer; the whole KV cache on
+# every GPU instead of a quarter, four times fewer.

@@ -156,12 +156,14 @@ def check_placement(model, placement: Placement, n_chips: int | None = None) -> 
         # a Mamba mixer's B/C groups may be fewer than the chips: each chip then keeps a copy of its group (vLLM's
         # MambaMixer2 replicates them when tp is a multiple of n_groups; Mamba-1 has one); other key heads split whole
         def keys_ok(t):
-            return m.linear_key_heads % t == 0 or (m.linear_kind in ("mamba2", "mamba1") and t % m.linear_key_heads == 0)
+            mamba = m.linear_kind in ("mamba2", "mamba1")
+            return m.linear_key_heads % t == 0 or (mamba and t % m.linear_key_heads == 0)
         if not keys_ok(pl.tp) or m.linear_value_heads % pl.tp:
             ok = [t for t in _divisors(m.n_heads) if keys_ok(t) and m.linear_value_heads % t == 0]
+            either = " or be a multiple of them" if m.linear_kind in ("mamba2", "mamba1") else ""
             raise ValueError(f"tp={pl.tp} must divide {m.key}'s linear layers' {m.linear_key_heads} key heads "
-                             f"(groups){' or be a multiple of them' if m.linear_kind in ('mamba2', 'mamba1') else ''} and its "
-                             f"{m.linear_value_heads} value heads (each chip keeps whole heads' state); allowed: {ok}")
+                             f"(groups){either} and its {m.linear_value_heads} value heads (each chip keeps whole "
+                             f"heads' state); allowed: {ok}")
     if pl.ep > 1 and not m.is_moe:
         raise ValueError(f"ep={pl.ep} but {m.key} is dense (no experts); allowed: ep=1")
     if pl.ep > pl.stage_chips:

@@ -280,8 +280,9 @@ class System:
         """The chip a model is served on in this system: the catalog chip it names, or, for a system whose chip is
         not in ``hardware.toml`` (roadmap racks), one package described by the system's own figures: its HBM and
         bandwidth, its links, a scale-up domain of ``packages``, and the dense rates it publishes (BF16, and FP8 /
-        FP4 where given; without a BF16 figure, half the FP8 rate, named in the chip's ``unverified``). Such a chip has no runtime memory figure (the engine view refuses it: give a share of
-        its HBM), and its note says where each figure comes from.
+        FP4 where given; without a BF16 figure, half the FP8 rate, named in the chip's ``unverified``). Such a chip
+        has no runtime memory figure (the engine view refuses it: give a share of its HBM), and its note says where
+        each figure comes from.
 
         Raises:
             ValueError: the system publishes neither HBM capacity nor bandwidth, or no compute rate at all.
@@ -295,7 +296,8 @@ class System:
         rates = {k: v for k, v in (("bf16", bf16), ("fp16", bf16),
                                    ("fp8", self.fp8_flops_per_s_per_package),
                                    ("fp4", self.fp4_flops_per_s_per_package)) if math.isfinite(v)}
-        if not rates or not (math.isfinite(self.hbm_bytes_per_package) and math.isfinite(self.hbm_bytes_per_s_per_package)):
+        if not rates or not (math.isfinite(self.hbm_bytes_per_package)
+                             and math.isfinite(self.hbm_bytes_per_s_per_package)):
             raise ValueError(f"system {self.key!r} publishes no compute rate, HBM capacity or bandwidth per package "
                              f"to describe its chip; give a chip instead (chips: {', '.join(names())})")
         return Chip(key=self.key, name=f"{self.name}: one package", vendor=self.vendor,
@@ -303,10 +305,12 @@ class System:
                     hbm_bytes=self.hbm_bytes_per_package, hbm_bytes_per_s=self.hbm_bytes_per_s_per_package,
                     scale_up_bytes_per_s=self.scale_up_bytes_per_s_per_package,
                     scale_out_bytes_per_s=self.scale_out_bytes_per_s_per_package, scale_up_domain=self.packages,
-                    scale_up_domain_dies=self.dies, scale_up_name=self.scale_up_name, scale_out_name=self.scale_out_name,
+                    scale_up_domain_dies=self.dies, scale_up_name=self.scale_up_name,
+                    scale_out_name=self.scale_out_name,
                     sources=dict(self.sources),
                     note=f"One package of {self.name}, from the system's per-package figures ({', '.join(rates)} rates"
-                         f"{'; BF16 assumed half of FP8, as no BF16 figure is published' if assumed else ''}; no runtime "
+                         f"{'; BF16 assumed half of FP8, as no BF16 figure is published' if assumed else ''}; "
+                         f"no runtime "
                          f"memory figure). {self.note}",
                     unverified=tuple(self.unverified) + assumed)
 

@@ -78,11 +78,11 @@ class Model:
     taps over x, B and C, with a bias when ``linear_conv_bias``, a gated RMSNorm over the heads when
     ``linear_out_norm``), or ``"mamba1"`` (a Mamba-1 mixer, Jamba: ``linear_value_heads`` channels of one value each,
     one group of ``linear_key_head_dim`` state channels, a step of rank ``linear_dt_rank``, a convolution over x
-    alone, with Jamba's RMSNorms on the step, B and C). ``linear_in_parallel``: the linear mixer runs beside attention in its layers (Falcon-H1's
-    parallel hybrid: every such layer attends, caches K/V and keeps a state) instead of replacing it.
-    ``mlp_free_layer_ids``: layers with a token mixer and no MLP (Nemotron-H's blocks are a mixer or an MLP; a mixer
-    followed by an MLP reads as one layer, a mixer followed by another as a layer without MLP). ``attn_output_gate``: the attention layers'
-    query projection also yields a sigmoid gate on their output (Qwen3-Next's gated attention: q_proj twice as wide).
+    alone, with Jamba's RMSNorms on the step, B and C). ``linear_in_parallel``: the linear mixer runs beside
+    attention in its layers (Falcon-H1's parallel hybrid: every such layer attends, caches K/V and keeps a state)
+    instead of replacing it. ``mlp_free_layer_ids``: layers with a token mixer and no MLP (Nemotron-H's blocks are a
+    mixer or an MLP; a mixer followed by an MLP reads as one layer, a mixer followed by another as a layer without
+    MLP). ``attn_output_gate``: the attention layers' query projection also yields a sigmoid gate on their output (Qwen3-Next's gated attention: q_proj twice as wide).
     ``qk_norm_full_width``: the q/k RMSNorms span the whole projection (``n_h h`` and ``n_kv h`` weights: OLMoE,
     MiniMax-M2), not one head (``h`` each: Qwen3, Gemma 3).
     ``index_topk``, ``index_heads``, ``index_head_dim``: DeepSeek Sparse Attention (DeepSeek-V3.2) on every attention
@@ -204,7 +204,8 @@ class Model:
                     or len(set(ids)) != len(ids) or any(not 0 <= i < self.n_layers for i in ids)
                     or (len(ids) >= self.n_layers and not every)):
                 raise ValueError(f"{key}: {f} must be distinct layer numbers in 0..{self.n_layers - 1}"
-                                 f"{'' if every else ' leaving at least one attention layer'}, got {getattr(self, f)!r}")
+                                 f"{'' if every else ' leaving at least one attention layer'}, "
+                                 f"got {getattr(self, f)!r}")
             object.__setattr__(self, f, tuple(sorted(int(i) for i in ids)))
         ids = self.linear_layer_ids
         if self.linear_in_parallel and not ids:
@@ -401,7 +402,8 @@ class Model:
 
     @property
     def linear_params_per_layer(self) -> int:
-        """One linear token mixer's weights (0 without linear layers). Gated DeltaNet, as Qwen3-Next's checkpoint stores them:
+        """One linear token mixer's weights (0 without linear layers). Gated DeltaNet, as Qwen3-Next's checkpoint
+        stores them:
         ``in_proj_qkvz`` ``d x (2 n_k d_k + 2 n_v d_v)`` (queries, keys, values and the output gate z),
         ``in_proj_ba`` ``d x 2 n_v`` (the write strength beta and the decay's input per value head), the depthwise
         convolution ``conv_dim x kernel`` (no bias), ``dt_bias`` and ``A_log`` (``n_v`` each), the gated RMSNorm on a
@@ -420,12 +422,12 @@ class Model:
         dk, dv = self.linear_key_head_dim, self.linear_value_head_dim
         if self.linear_kind == "lightning":         # qkv_proj, output_gate, the RMSNorm over the heads, out_proj
             return d * 3 * nv * dv + d * nv * dv + nv * dv + nv * dv * d
-        if self.linear_kind == "mamba1":            # in_proj (x, z), conv1d, x_proj (dt, B, C), dt_proj, A_log, D, out_proj
+        if self.linear_kind == "mamba1":    # in_proj (x, z), conv1d, x_proj (dt, B, C), dt_proj, A_log, D, out_proj
             inner, n, rank = nv, dk, self.linear_dt_rank
             return (d * 2 * inner + inner * self.linear_conv_kernel + (inner if self.linear_conv_bias else 0)
                     + inner * (rank + 2 * n) + rank * inner + inner + inner * n + inner + inner * d
                     + (rank + 2 * n if self.linear_out_norm else 0))
-        if self.linear_kind == "mamba2":            # in_proj (z, x, B, C, dt), conv1d, dt_bias, A_log, D, norm, out_proj
+        if self.linear_kind == "mamba2":    # in_proj (z, x, B, C, dt), conv1d, dt_bias, A_log, D, norm, out_proj
             inner, conv = nv * dv, self.linear_conv_dim
             return (d * (2 * inner + 2 * nk * dk + nv) + conv * self.linear_conv_kernel
                     + (conv if self.linear_conv_bias else 0) + 3 * nv + (inner if self.linear_out_norm else 0)

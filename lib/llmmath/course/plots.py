@@ -23,7 +23,8 @@ import numpy as np
 
 from .. import hardware, roofline, serving
 
-__all__ = ["new_axes", "roofline_plot", "decode_vs_batch_plot", "batch_sweep_plot", "label_points", "STYLE", "apply_style",
+__all__ = ["new_axes", "roofline_plot", "decode_vs_batch_plot", "batch_sweep_plot", "label_points", "STYLE",
+           "apply_style",
            "fit_width", "short_device_name", "BOOK_WIDTH_PX", "MAX_WIDTH_IN", "MIN_FONT_PT", "MIN_BASE_FONT_PT", "DPI"]
 
 DPI = 80

@@ -149,7 +149,8 @@ def _check_5() -> Verdict:
                                                            "later than the rest")
     rows["L* over every GQA/MHA model x chip with a ridge >= 100 FLOP/byte"] = (f"{min(finite):,.0f} .. "
                                                                               f"{max(finite):,.0f} tokens")
-    rows["L*, the latest, on a chip with a lower ridge"] = "; ".join(f"{c} {v:,.0f} tokens" for c, v in low_ridge.items())
+    rows["L*, the latest, on a chip with a lower ridge"] = "; ".join(f"{c} {v:,.0f} tokens"
+                                                                     for c, v in low_ridge.items())
     ds_h200 = attention.kv_crossover_context("deepseek-v3", "h200")
     require(np.isinf(ds_h200), 5, "absorbed MLA on an H200 should never become KV-bound (its intensity is above the ridge)")
     big = serving.decode_step("deepseek-v3", "h200", 1e5, 1e6, n_chips=16, check_capacity=False)
