@@ -125,7 +125,7 @@ def test_rows_are_sorted_into_regimes_and_the_calibration_rows_are_named():
     assert planner.regime("trtllm017-70b-h200-tp1-128-128") == "dense"
     with pytest.raises(KeyError, match="no published measurement"):
         planner.regime("mlperf99")
-    # one row set a constant: vLLM's batch-1 Llama-3.1-8B, the fixed time per kernel; every other row is held out
+    # one row set a constant: vLLM's batch-1 Llama-3.1-8B, the fixed time per kernel; every other row is a validation row
     assert planner.calibration_keys() == ["vllm-l31-8b-h100-batch1"]
 
 

@@ -488,7 +488,8 @@ def prediction_error(ratios) -> tuple[float, float]:
 
 def calibration_keys() -> list[str]:
     """The measurements a constant of :func:`predict` was set from (``data/engine_constants.toml`` [calibrated]
-    ``calibrated_on``: keys, or prefixes ending in ``*``); every other row is held out."""
+    ``calibrated_on``: keys, or prefixes ending in ``*``); every other row is a validation row (seen while the model's
+    form was chosen; chapter 12)."""
     pats = calibrated()["calibrated_on"]
     return [k for k in measurements() if any(k.startswith(p[:-1]) if p.endswith("*") else k == p for p in pats)]
 
