@@ -185,6 +185,14 @@ SLIPS = [
      _tier_prices_swapped),
     ("context windows read in KiB of tokens (x1.024) and thresholds dropped", "long_context_pricing.toml",
      _scale("prices", None, "threshold_tokens", 0)),
+    # this round's chips: the slips their datasheets invite
+    ("L40S's GDDR6 entered as HBM", "hardware.toml", _set("chips", "l40s", "hbm_type", "HBM")),
+    ("H20's FP8 296 TFLOPS entered as its BF16", "hardware.toml",
+     lambda data: data["chips"]["h20"]["peak_flops_per_s"].update(bf16=296e12)),
+    ("GB300's with-sparsity tensor FLOP/s taken as dense", "hardware.toml", _sparse_as_dense(["gb300"])),
+    ("MI355X's 8 TB/s HBM taken from the MI300X (5.3 TB/s)", "hardware.toml",
+     _set("chips", "mi355x", "hbm_bytes_per_s", 5.3e12)),
+    ("TPU v7's 192 GiB of HBM entered as 192 GB", "hardware.toml", _set("chips", "tpu-v7", "hbm_bytes", 192e9)),
 ]
 
 # Claims whose checks rest only on a simulation or a measurement on this machine.
@@ -342,6 +350,12 @@ EACH_CLAIM_ITS_SLIPS = [
     ("B200's HBM bandwidth copied from the H200 row (4.8 TB/s)", 3),
     ("DeepSeek-V3 top-k 8 typed as 9", 1),
     ("DeepSeek-V3 top-k 8 typed as 9", 4),
+    ("L40S's GDDR6 entered as HBM", 13),                     # a 56 ms part inside the HBM read-time range
+    ("H20's FP8 296 TFLOPS entered as its BF16", 5),         # the low-ridge exception's crossover
+    ("H20's FP8 296 TFLOPS entered as its BF16", 13),
+    ("GB300's with-sparsity tensor FLOP/s taken as dense", 5),
+    ("MI355X's 8 TB/s HBM taken from the MI300X (5.3 TB/s)", 13),
+    ("TPU v7's 192 GiB of HBM entered as 192 GB", 13),
 ]
 
 
