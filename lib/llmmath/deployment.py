@@ -156,11 +156,11 @@ def check_placement(model, placement: Placement, n_chips: int | None = None) -> 
         # a Mamba mixer's B/C groups may be fewer than the chips: each chip then keeps a copy of its group (vLLM's
         # MambaMixer2 replicates them when tp is a multiple of n_groups; Mamba-1 has one); other key heads split whole
         def keys_ok(t):
-            mamba = m.linear_kind in ("mamba2", "mamba1")
             return m.linear_key_heads % t == 0 or (mamba and t % m.linear_key_heads == 0)
+        mamba = m.linear_kind in ("mamba2", "mamba1")
         if not keys_ok(pl.tp) or m.linear_value_heads % pl.tp:
             ok = [t for t in _divisors(m.n_heads) if keys_ok(t) and m.linear_value_heads % t == 0]
-            either = " or be a multiple of them" if m.linear_kind in ("mamba2", "mamba1") else ""
+            either = " or be a multiple of them" if mamba else ""
             raise ValueError(f"tp={pl.tp} must divide {m.key}'s linear layers' {m.linear_key_heads} key heads "
                              f"(groups){either} and its {m.linear_value_heads} value heads (each chip keeps whole "
                              f"heads' state); allowed: {ok}")
@@ -315,22 +315,28 @@ def runtime_memory_bytes(chip) -> float:
     return float(c.runtime_memory_bytes)
 
 
+def _vllm_small_defaults(chip) -> bool:
+    """Whether vLLM's EngineArgs.get_batch_defaults gives ``chip`` its smaller defaults: a GPU below 70 GiB, or an
+    A100 (a chip without a runtime figure gets the larger ones)."""
+    c = hardware.get(chip)
+    return bool(c.runtime_memory_bytes) and (c.runtime_memory_bytes < engine_memory()["large_gpu_bytes"]
+                                             or c.key.startswith("a100"))
+
+
 def default_token_budget(chip) -> int:
     """vLLM's default ``max_num_batched_tokens`` for its OpenAI server on ``chip`` (EngineArgs.get_batch_defaults):
     8,192 on a GPU with at least 70 GiB that is not an A100, else 2,048; 8,192 for a chip without a runtime figure."""
-    k, c = engine_memory(), hardware.get(chip)
-    if c.runtime_memory_bytes and (c.runtime_memory_bytes < k["large_gpu_bytes"] or c.key.startswith("a100")):
-        return int(k["max_num_batched_tokens_small"])
-    return int(k["max_num_batched_tokens_large"])
+    small = _vllm_small_defaults(chip)
+    return int(engine_memory()["max_num_batched_tokens_small" if small else "max_num_batched_tokens_large"])
 
 
 def default_max_num_seqs(chip, tokens) -> int:
     """vLLM's default ``max_num_seqs`` for its OpenAI server on ``chip`` (EngineArgs.get_batch_defaults): 1,024 on a
     GPU with at least 70 GiB that is not an A100, else 256 (and on a chip without a runtime figure, 1,024), never
     more than the token budget ``tokens``. Raises ValueError for ``tokens`` below 1."""
-    k, c = engine_memory(), hardware.get(chip)
-    small = c.runtime_memory_bytes and (c.runtime_memory_bytes < k["large_gpu_bytes"] or c.key.startswith("a100"))
-    return min(int(k["max_num_seqs_small" if small else "max_num_seqs_large"]), positive_int("tokens", tokens))
+    small = _vllm_small_defaults(chip)
+    return min(int(engine_memory()["max_num_seqs_small" if small else "max_num_seqs_large"]),
+               positive_int("tokens", tokens))
 
 
 def activation_peak_bytes(model, tokens, placement: Placement = Placement(), sequences=None) -> float:

@@ -471,7 +471,7 @@ def _serve(sm: StepModel, arrivals, ins, to_prefill, outs, *, budget, paged, pag
             written += k * run_idx.size
             done_now = k >= k_done
         else:
-            if sm.dsa:                                      # the indexer scores every earlier token, all layers
+            if dsa:                                         # the indexer scores every earlier token, all layers
                 ix = sm.n_kv_layers * float((ins_r[decoding] + gen[decoding]).sum())
                 ix_pf = sm.n_kv_layers * float(np.sum(chunk * done_pf + chunk * (chunk - 1.0) / 2.0))
             else:

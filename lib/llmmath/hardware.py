@@ -310,8 +310,7 @@ class System:
                     sources=dict(self.sources),
                     note=f"One package of {self.name}, from the system's per-package figures ({', '.join(rates)} rates"
                          f"{'; BF16 assumed half of FP8, as no BF16 figure is published' if assumed else ''}; "
-                         f"no runtime "
-                         f"memory figure). {self.note}",
+                         f"no runtime memory figure). {self.note}",
                     unverified=tuple(self.unverified) + assumed)
 
     @property
