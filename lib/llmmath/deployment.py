@@ -384,7 +384,8 @@ class StageStep:
     ``compute_s``, ``weight_s``, ``kv_s``: the roofline terms; ``floor_s = max(compute, weight + kv)``.
     ``flops``: FLOPs per chip by operator (``"matmul"``: attention projections, dense layers,
     shared experts, router and head; ``"routed experts"``; ``"attention"``: scores and values
-    over the context). ``bytes_read``: per chip, ``"weights"`` and ``"kv"``.
+    over the context). ``bytes_read``: per chip, ``"weights"`` (all of them), ``"kv"``, and ``"routed experts"``
+    (the part of ``"weights"`` that is the routed experts' matrices).
     """
 
     compute_s: np.ndarray
@@ -688,7 +689,7 @@ class Deployment:
         F, W = self.flops_per_s, self.hbm_bytes_per_s
         return StageStep(compute_s=(matmul + routed_f + attention) / F, weight_s=weights / W, kv_s=kv / W,
                          flops={"matmul": matmul, "routed experts": routed_f, "attention": attention},
-                         bytes_read={"weights": weights, "kv": kv})
+                         bytes_read={"weights": weights, "kv": kv, "routed experts": np.broadcast_to(routed_w * self.b_w, weights.shape)})
 
     def decode_stages(self, batch, context, *, routed_read="expected") -> StageStep:
         """One micro-batch on a chip of each stage, ``batch`` sequences over the deployment at ``context``

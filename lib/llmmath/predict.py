@@ -24,14 +24,16 @@ rates with a source (``data/engine_constants.toml``):
    kernel** per decode step (launches, small collectives' latency, elementwise passes), times the kernels each layer
    launches (:func:`kernels_per_layer`: a Llama layer 9, a DeepSeek MoE layer at TP8 22);
 6. **uneven expert routing**: the busiest expert-parallel rank's routed GEMMs at its measured excess load
-   (:func:`routing_imbalance`, with or without EPLB);
+   (:func:`routing_imbalance`, with or without EPLB), then **the routed experts at the measured MoE layer's rates**:
+   what TensorRT-LLM's fused MoE module reaches of HBM and of the matmul peak (:func:`moe_layer_fractions`, fitted
+   on NVIDIA's measured MoE-layer tables, ``data/moe_fractions.toml``) in place of the dense GEMMs' share;
 7. **multi-token prediction**: tokens per step, the verify step and the draft (:mod:`llmmath.speculative`);
 8. **an offline run** (``offline_requests``): a benchmark's whole run simulated, ramp-up and drain included, under
    the engine's limits on running sequences and tokens a step (``offline_limits``; for TensorRT-LLM's tables,
    the limits ``trtllm-bench`` derives itself, :func:`llmmath.planner.trtllm_bench_limits`).
 
 The result keeps every intermediate rate (the waterfall), so a reader sees which term moves a
-deployment most. Not modelled: grouped-GEMM efficiency of small experts, node-limited routing's
+deployment most. Not modelled: block-scaled fp8 experts apart from per-tensor ones, node-limited routing's
 deduplicated dispatch, host (CPU) time per scheduled sequence, each engine's own kernel fusion (one count of
 kernels a layer serves every engine), matmul efficiency that varies with the tokens in a step (one large-batch
 share per chip and precision), and Blackwell's HBM fraction (taken from Hopper). Chapter 12 holds the prediction
@@ -51,12 +53,14 @@ from .deployment import Deployment
 from ._validate import positive, positive_int, scalar
 
 __all__ = ["Step", "step", "prefill_chunks_s", "Prediction", "predict", "engine_constants", "sustained", "gemm_fractions", "matmul_fraction", "calibrated",
+           "moe_fractions", "moe_layer_fractions",
            "routing_imbalance", "expected_max_of_normals", "kernels_per_layer", "kernels_per_step"]
 
 PHASES = ("decode", "prefill", "aggregated")
 PLATEAU_TOKENS = (2048, 4096, 8192)      # the tokens a step at which matmul_fraction reads the measured tables
 OVERLAPS = ("none", "two-batch")
 LOW_PRECISION_TERM = "fp8/fp4 matmuls at their measured rate"
+ROW_BYTES = 2.0                          # a routed token's rows through the MoE layer are bf16
 
 
 def engine_constants() -> dict:
@@ -151,6 +155,45 @@ def matmul_fraction(chip, dtype: str = "bf16") -> float:
     sus = sustained(c)
     return float(sus["matmul_fraction"] if c.flops_per_s(dtype) <= c.flops_per_s("bf16")
                  else sus["low_precision_matmul_fraction"])
+
+
+def moe_fractions() -> dict:
+    """``data/moe_fractions.toml``: per chip and format, what TensorRT-LLM's fused MoE module reaches of the HBM peak
+    (``weight_fraction``) and of the matmul peak (``flops_fraction``), with its fixed time (``t_fixed_s``) and how far
+    that line sits from the measured shapes (``median_error``, ``p90_error``), fitted by ``tools/moe_fractions.py``
+    on NVIDIA AIConfigurator's measured MoE-layer tables."""
+    return _catalog.load("moe_fractions.toml")
+
+
+MOE_TERM = "routed experts at the measured MoE layer's rates"
+
+
+def moe_layer_fractions(chip, dtype: str = "bf16") -> tuple[float, float, str]:
+    """``(weight_fraction, flops_fraction, basis)``: what the routed experts' grouped GEMMs reach of ``chip``'s HBM peak
+    while streaming expert weights and routed tokens' rows, and of its ``dtype`` matmul peak.
+
+    From :func:`moe_fractions` where it holds the chip (H100 SXM, H200, B200, GB200; ``fp16`` and ``fp32`` read the
+    ``bf16`` entry, ``int8`` the per-tensor ``fp8`` one): H100 bf16 0.824 and 0.859, fp8 0.791 and 0.631; B200 fp4
+    0.753 and 0.295. Elsewhere the median of the measured parts' entries for the format, and ``basis`` says it is
+    assumed. Block-scaled fp8 (DeepSeek's 128 x 128 scales) is in the file as ``fp8_block`` but not used: which
+    checkpoints are block-scaled is not in the model catalog.
+
+    Raises:
+        KeyError: an unknown chip, or a format no measured part has an entry for.
+    """
+    c = hardware.get(chip)
+    fmt = {"fp16": "bf16", "fp32": "bf16", "int8": "fp8"}.get(dtype, dtype)
+    table = {k: v for k, v in moe_fractions().items() if isinstance(v, dict)}
+    entry = table.get(c.key, {}).get(fmt)
+    if entry is not None:
+        return float(entry["weight_fraction"]), float(entry["flops_fraction"]), f"measured on {c.key} ({fmt})"
+    rows = [v[fmt] for v in table.values() if fmt in v]
+    if not rows:
+        raise KeyError(f"no measured MoE-layer fractions for {dtype!r} in data/moe_fractions.toml; formats held: "
+                       f"{', '.join(sorted({f for v in table.values() for f in v}))}")
+    return (float(np.median([r["weight_fraction"] for r in rows])),
+            float(np.median([r["flops_fraction"] for r in rows])),
+            f"assumed for {c.key}: the median of {len(rows)} measured NVIDIA parts ({fmt})")
 
 
 def calibrated() -> dict:
@@ -305,7 +348,11 @@ def step(d: Deployment, tokens, kv_positions=0.0, prefill_positions=0.0, *, quer
        tokens (:meth:`~llmmath.deployment.Deployment.collective_bytes_per_step`) at the achieved bus rates;
     7. two-batch overlap (``overlap="two-batch"``): the longer of compute and communication, weights read twice;
     8. fp8/fp4 matmuls at their own measured share of their peak;
-    9. a fixed time per kernel (the one calibrated constant) for every kernel the step launches.
+    9. an MoE model's routed experts repriced at what measured MoE layers reach (:func:`moe_layer_fractions`): their
+       weights and the routed tokens' bf16 rows (``2 x (5 hidden + 6 expert width)`` bytes a routed token) at the
+       layer's share of the HBM peak, their FLOPs at its share of the matmul peak, in place of what terms 2-8
+       charged them (the dense GEMMs' share and the stream's); the module's fixed time is left to term 10;
+    10. a fixed time per kernel (the one calibrated constant) for every kernel the step launches.
 
     Raises:
         ValueError: an unknown ``overlap``; negative positions; ``tokens`` not above 0.
@@ -368,13 +415,27 @@ def step(d: Deployment, tokens, kv_positions=0.0, prefill_positions=0.0, *, quer
                   * (1.0 / _low_precision_factor(d) - 1))
         total = total + lowp_s
         fall.append((LOW_PRECISION_TERM, total))
+    moe_s = 0.0 * total
+    if d.model.is_moe:                # the routed experts repriced at what measured MoE layers reach
+        m = d.model
+        fw, ff, _ = moe_layer_fractions(d.chip, d.compute_dtype)
+        shard = pl.ep / pl.stage_chips                           # the share of each of its experts a chip holds
+        routed_f = pp * imb * flops["routed experts"]            # the busiest rank's
+        routed_b = pp * pick(st.bytes_read["routed experts"])
+        rows_b = routed_f / (2.0 * m.expert_params * shard) * ROW_BYTES * (5 * m.d_model + 6 * m.d_ff_expert * shard)
+        f_mm = f16 * _low_precision_factor(d)                   # what the terms above charged the routed experts
+        charged = routed_f / (d.flops_per_s * f_mm) \
+            + routed_b / (d.hbm_bytes_per_s * sus["hbm_fraction"])
+        moe_s = (routed_b + rows_b) / (d.hbm_bytes_per_s * fw) + routed_f / (d.flops_per_s * ff) - charged
+        total = total + moe_s
+        fall.append((MOE_TERM, total))
     fixed_s = kernels_per_step(d.model, pl.tp, pl.ep) * calibrated()["per_kernel_s"] + 0.0 * total
     total = total + fixed_s
     fall.append(("fixed time per kernel (calibrated)", total))
     terms = {"compute_s": comp_s, "memory_s": mem_s, "weights_s": weight_s, "kv_s": kv_s, "tensor_parallel_s": tp_s,
              "expert_all_to_all_s": ep_s, "pipeline_send_s": pp_s, "two_batch_overlap_s": overlap_s,
              "low_precision_matmul_s": lowp_s, "fixed_time_s": fixed_s, "routing_imbalance": imb,
-             "uneven_routing_s": routing_s}
+             "uneven_routing_s": routing_s, "moe_layer_s": moe_s}
     return Step(fall, terms)
 
 
