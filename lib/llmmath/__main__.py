@@ -215,8 +215,22 @@ def _predict(args, model, sub) -> int:
         batch=args.batch, phase=args.phase, max_tpot_s=None if args.max_tpot_ms is None else args.max_tpot_ms / 1e3,
         mtp_tokens=args.mtp_tokens or 0, mtp_acceptance=args.mtp_acceptance, overlap=args.overlap,
         offline_requests=args.offline_requests, **_deployment_kwargs(args)))
-    print(json.dumps(p.to_dict(), indent=2, allow_nan=False) if args.json else p.table())
+    from .deployment import chip_and_count
+    chip, _ = chip_and_count(args.chip, args.chips)
+    lo, hi, reasons = planner.band(p.tokens_per_s_per_chip, model, chip, phase=args.phase, batch=p.batch,
+                                   compute_dtype=args.compute_dtype or _default_compute(chip, args.weight_dtype))
+    if args.json:
+        print(json.dumps({**p.to_dict(), "band_tokens_per_s_per_chip": [lo, hi], "band_reasons": reasons},
+                         indent=2, allow_nan=False))
+    else:
+        print(p.table())
+        print(f"expected measured: {lo:,.0f}-{hi:,.0f} tokens/s per chip, from " + "; ".join(reasons))
     return 0
+
+
+def _default_compute(chip, weight_dtype) -> str:
+    from .hardware import default_compute_dtype
+    return default_compute_dtype(chip, weight_dtype)
 
 
 def _simulate(args, model, sub) -> int:

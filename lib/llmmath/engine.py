@@ -37,7 +37,10 @@ from .deployment import Deployment
 from .predict import engine_constants, step
 from ._validate import positive, positive_int, scalar
 
-__all__ = ["StepModel", "step_model", "Simulation", "simulate"]
+__all__ = ["StepModel", "step_model", "Simulation", "simulate", "LoadPoint", "at_concurrency"]
+
+_DEPLOYMENT_KEYS = ("tp", "ep", "dp", "pp", "weight_dtype", "kv_dtype", "compute_dtype", "usable_hbm_fraction",
+                    "gpu_memory_utilization", "engine")
 
 
 class StepModel:
@@ -663,3 +666,55 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
     area_transit = float(np.sum(ready[more] - first[more]))
     return Simulation(arrivals, first, finish, outs, s1 + s2, b1 + b2, peak, sm.kv_capacity_tokens, pre1 + pre2,
                       cap_bytes, kv_ready_times_s=ready, in_system_area_s=area1 + area2 + area_transit)
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadPoint:
+    """One point of a latency-under-load curve (:func:`at_concurrency`): ``concurrency`` clients; the mean time to
+    first token and inter-token latency (seconds) each client saw, and the deployment's output tokens per second in
+    the steady state."""
+
+    concurrency: int
+    ttft_s: float
+    itl_s: float
+    output_tokens_per_s: float
+
+
+def at_concurrency(model, chip, n_chips=None, *, concurrency, input_tokens, output_tokens, rounds: int = 8,
+                   **kwargs) -> LoadPoint:
+    """A closed-loop benchmark simulated: ``concurrency`` clients, each sending its next request the moment its last
+    one finishes (AIPerf, genai-perf, ``vllm bench serve --max-concurrency``), at fixed lengths.
+
+    Simulated with :func:`simulate` as ``rounds x concurrency`` requests queued at once under a running limit of the
+    clients per replica: the engine then admits a request exactly when a client's previous one has left, which is when
+    that client would have sent it. Each request's send time is the finish of the request it replaced (the first
+    ``concurrency`` at 0), so its time to first token counts its wait in the engine's queue, as a client's would
+    (past the batch the KV cache holds, requests queue inside the server). The throughput is taken between the
+    ``concurrency``-th finish and the ``concurrency``-th from last (ramp-up and drain left out). ``kwargs``: the
+    placement, precisions and engine settings of :func:`simulate` (not its arrivals or ``max_running``).
+
+    Raises:
+        ValueError: ``concurrency`` or ``rounds`` below 1 (or ``rounds`` below 3), arrival arguments in ``kwargs``,
+            and anything :func:`simulate` refuses.
+    """
+    n_clients = positive_int("concurrency", concurrency)
+    r = positive_int("rounds", rounds)
+    if r < 3:
+        raise ValueError(f"rounds must be at least 3 (a ramp-up, a steady state and a drain), got {rounds!r}")
+    bad = {"requests_per_s", "n_requests", "arrival_times_s", "max_running"} & set(kwargs)
+    if bad:
+        raise ValueError(f"at_concurrency sets the arrivals and the running limit itself; drop {sorted(bad)}")
+    n = r * n_clients
+    d = Deployment(model, chip, n_chips, **{k: v for k, v in kwargs.items() if k in _DEPLOYMENT_KEYS})
+    per_replica = math.ceil(n_clients / d.replicas)
+    sim = simulate(model, chip, n_chips, arrival_times_s=np.zeros(n), input_tokens=input_tokens,
+                   output_tokens=output_tokens, max_running=per_replica, **kwargs)
+    done = np.sort(sim.finish_times_s)
+    admitted = np.argsort(sim.first_token_times_s, kind="stable")     # FIFO: the order requests got their turn
+    sent = np.zeros(n)
+    sent[admitted[n_clients:]] = done[: n - n_clients]
+    ttft = sim.first_token_times_s - sent
+    t0, t1 = done[n_clients - 1], done[n - n_clients - 1]
+    steady = (sim.finish_times_s > t0) & (sim.finish_times_s <= t1)
+    rate = float(sim.output_tokens[steady].sum() / (t1 - t0)) if t1 > t0 else float("nan")
+    return LoadPoint(n_clients, float(np.mean(ttft)), float(np.nanmean(sim.tpot_s)), rate)

@@ -40,7 +40,8 @@ from .units import dtype_bytes, fmt_bytes, fmt_seconds
 __all__ = ["Placement", "Operating", "Plan", "plan", "decode_sweep", "kv_logs", "KvVsLogged", "kv_capacity_vs_logged",
            "measurements", "MeasuredVsFloor",
            "measured_vs_floor", "FLOOR_NOTE", "predict", "Prediction", "predicted_vs_measured", "REGIMES", "regime",
-           "calibration_keys", "mtp_depth_measurements", "prediction_error", "trtllm_bench_limits"]
+           "calibration_keys", "split", "SPLITS", "band", "row_band", "regime_of", "assumed_rates",
+           "prediction_spread", "latency_curves", "predicted_curve", "mtp_depth_measurements", "prediction_error", "trtllm_bench_limits"]
 
 FLOOR_NOTE = ("Every time in this plan is a roofline floor (a lower bound) and every rate a ceiling (an upper "
               "bound): communication, launch gaps, imperfect overlap, uneven expert load and scheduling are not "
@@ -470,11 +471,8 @@ def regime(key: str) -> str:
     if key not in rows:
         raise KeyError(f"no published measurement {key!r} in data/serving_measurements.toml")
     e = rows[key]
-    if e.get("batch_per_chip") is not None and e["batch_per_chip"] * e["chips"] <= 1:
-        return "batch 1"
-    if e["phase"] == "prefill":
-        return "prefill"
-    return "MoE" if models.get(e["model"]).is_moe else "dense"
+    b = e.get("batch_per_chip")
+    return regime_of(e["model"], e["phase"], None if b is None else b * e["chips"])
 
 
 def prediction_error(ratios) -> tuple[float, float]:
@@ -492,6 +490,28 @@ def calibration_keys() -> list[str]:
     form was chosen; chapter 12)."""
     pats = calibrated()["calibrated_on"]
     return [k for k in measurements() if any(k.startswith(p[:-1]) if p.endswith("*") else k == p for p in pats)]
+
+
+SPLITS = ("calibration", "validation", "test")
+
+
+def split(key: str) -> str:
+    """Which of :data:`SPLITS` a published measurement belongs to: ``"calibration"`` (a constant of :func:`predict`
+    was set from it, :func:`calibration_keys`), ``"test"`` (the row's ``split`` field: it entered the ledger in a
+    commit of its own after the last change to the model, with that code's prediction in ``predicted_at_entry``, and
+    no change has been judged on it since) or ``"validation"`` (every other row: in view while the model's form was
+    chosen). Raises ``KeyError`` naming an unknown key, ``ValueError`` for a ``split`` field that is not
+    ``"validation"`` or ``"test"``."""
+    rows = measurements()
+    if key not in rows:
+        raise KeyError(f"no published measurement {key!r} in data/serving_measurements.toml")
+    if key in calibration_keys():
+        return "calibration"
+    s = rows[key].get("split", "validation")
+    if s not in SPLITS[1:]:
+        raise ValueError(f"{key}: split must be 'validation' or 'test' (calibration rows are named in "
+                         f"engine_constants.toml), got {s!r}")
+    return s
 
 
 @dataclasses.dataclass(frozen=True)
@@ -650,3 +670,132 @@ def predicted_vs_measured(keys=None, overrides=None) -> list[tuple[str, str, flo
         out.append((key, e["phase"], float(e["measured_tokens_per_s_per_chip"]), p))
     return out
 
+
+
+def prediction_spread() -> dict:
+    """``data/prediction_spread.toml``: per regime (:data:`REGIMES`), the 10th and 90th percentiles of measured /
+    predicted over the ledger's validation rows (``q10``, ``q90``, ``rows``), written by
+    ``tools/prediction_spread.py`` from :func:`predicted_vs_measured` (a test checks it is current)."""
+    return dict(_catalog.load("prediction_spread.toml")["regimes"])
+
+
+def regime_of(model, phase: str, batch) -> str:
+    """The regime (:data:`REGIMES`) of a prediction: ``"batch 1"`` for one sequence on the deployment (``batch`` <= 1),
+    ``"prefill"`` for the prefill phase, else ``"MoE"`` for a mixture-of-experts model and ``"dense"``. Raises
+    ``KeyError`` for an unknown model."""
+    if batch is not None and float(batch) <= 1:
+        return "batch 1"
+    if phase == "prefill":
+        return "prefill"
+    return "MoE" if models.get(model).is_moe else "dense"
+
+
+def assumed_rates(chip, compute_dtype: str = "bf16") -> tuple[list[str], float]:
+    """``(names, widening)``: the sustained rates a prediction on ``chip`` takes from no measurement of that chip,
+    by name, and how much wider its band is for them: the spread (largest over smallest) of the measured parts'
+    large-batch matmul shares at the precision (:func:`llmmath.predict.matmul_fraction`; 16-bit 1.20, 8-bit 1.23),
+    1 where the chip's own tables exist. Raises ``KeyError`` for an unknown chip or a precision it lacks."""
+    from . import hardware
+    from .predict import engine_constants, gemm_fractions, matmul_fraction, moe_layer_fractions, sustained
+    c = hardware.get(chip)
+    low = c.flops_per_s(compute_dtype) > c.flops_per_s("bf16")
+    table = gemm_fractions()
+    if c.key in table:
+        return [], 1.0
+    fmt = "fp8" if low else "bf16"
+    own = fmt in engine_constants()["matmul_shares"].get(c.key, {})
+    names = [f"HBM at {sustained(c)['hbm_fraction']:.3g} of peak, {c.vendor}'s share (not from a table of {c.key})",
+             f"matmuls at {matmul_fraction(c, compute_dtype):.3g} of peak, "
+             + (f"{c.key}'s own at its vendor's best shapes, not LLM layers" if own else f"{c.vendor}'s assumed share"),
+             f"MoE layers {moe_layer_fractions(c, compute_dtype)[2]}"]
+    shares = [matmul_fraction(k, fmt) for k in table if fmt in table[k]]
+    return names, max(shares) / min(shares)
+
+
+def band(tokens_per_s: float, model, chip, *, phase: str, batch=None, compute_dtype: str = "bf16",
+         inputs=(None, None)) -> tuple[float, float, list[str]]:
+    """``(low, high, reasons)``: the range a measured rate is expected in, around a predicted ``tokens_per_s``.
+
+    Three widths multiply: ``inputs`` (the lowest and highest prediction over the inputs a caller could not verify,
+    default none), the model's own spread in the prediction's regime (:func:`prediction_spread`: the validation
+    rows' 10th and 90th percentiles of measured / predicted) and, on a chip without its own measured tables, the
+    spread of the measured parts' shares (:func:`assumed_rates`). ``reasons`` names each. Raises ``ValueError`` for
+    a rate that is not positive, ``KeyError`` for an unknown model, chip or regime."""
+    rate = float(positive("tokens_per_s", scalar("tokens_per_s", tokens_per_s)))
+    lo, hi = (rate if v is None else float(v) for v in inputs)
+    lo, hi = min(lo, hi, rate), max(lo, hi, rate)
+    reasons = [] if inputs == (None, None) else [f"unverified inputs: {lo:,.0f}-{hi:,.0f} predicted"]
+    g = regime_of(model, phase, batch)
+    s = prediction_spread()[g]
+    lo, hi = lo * s["q10"], hi * s["q90"]
+    reasons.append(f"the {g} validation rows' 10th-90th percentile of measured/predicted "
+                   f"({s['q10']:.2f}-{s['q90']:.2f}, {s['rows']} rows)")
+    names, widen = assumed_rates(chip, compute_dtype)
+    if names:
+        lo, hi = lo / widen, hi * widen
+        reasons.append(f"rates not measured on {_chip_key(chip)} (x{widen:.2f} either way): " + "; ".join(names))
+    return lo, hi, reasons
+
+
+def _chip_key(chip) -> str:
+    from . import hardware
+    return hardware.get(chip).key
+
+
+# what a row's unverified field may have been instead (one at a time): lengths half or double, the other KV format
+_UNVERIFIED_ALTERNATIVES = {"input_tokens": lambda v: [v / 2, v * 2], "output_tokens": lambda v: [v / 2, v * 2],
+                            "context_tokens": lambda v: [v / 2, v * 2], "batch_per_chip": lambda v: [v / 2, v * 2],
+                            "kv_dtype": lambda v: ["bf16" if dtype_bytes(v) <= 1 else "fp8"]}
+
+
+def row_band(key: str) -> tuple[float, float, float, list[str]]:
+    """``(predicted, low, high, reasons)`` for a published measurement: its prediction and :func:`band` around it,
+    the inputs band from predicting it again with each unverified length halved and doubled and an unverified KV
+    cache in the other format (fp8 or bf16), one field at a time. Raises ``KeyError`` for an unknown key."""
+    rows = measurements()
+    if key not in rows:
+        raise KeyError(f"no published measurement {key!r} in data/serving_measurements.toml")
+    e = rows[key]
+    (_, _, _, p), = predicted_vs_measured([key])
+    alt = []
+    for field in e.get("unverified", []):
+        if field in _UNVERIFIED_ALTERNATIVES and field in e:
+            for v in _UNVERIFIED_ALTERNATIVES[field](e[field]):
+                if field in ("input_tokens", "output_tokens", "context_tokens"):
+                    v = max(1, round(v))
+                try:
+                    (_, _, _, q), = predicted_vs_measured([key], overrides={field: v})
+                except ValueError:             # the alternative does not fit the deployment: no prediction
+                    continue
+                alt.append(q.tokens_per_s_per_chip)
+    rate = p.tokens_per_s_per_chip
+    inputs = (min(alt), max(alt)) if alt else (None, None)
+    b = e.get("batch_per_chip")
+    lo, hi, reasons = band(rate, e["model"], e["chip"], phase={"mixed": "aggregated"}.get(e["phase"], e["phase"]),
+                           batch=None if b is None else b * e["chips"],
+                           compute_dtype=e.get("compute_dtype") or "bf16", inputs=inputs)
+    return rate, lo, hi, reasons
+
+
+def latency_curves() -> dict:
+    """Published latency-under-load curves (``data/latency_curves.toml``), by key: a deployment (model, chip, chips,
+    placement, precisions), fixed ``input_tokens`` and ``output_tokens``, and at each client ``concurrency`` the
+    measured mean ``ttft_ms``, ``itl_ms`` and the deployment's ``output_tokens_per_s``; ``split``, and for test
+    curves the engine's prediction when the curve entered (``predicted_at_entry``, ``entered_after``)."""
+    return dict(_catalog.load("latency_curves.toml")["curves"])
+
+
+def predicted_curve(key: str) -> dict:
+    """The engine's closed-loop prediction of a published curve (:func:`llmmath.engine.at_concurrency` at each of
+    its concurrencies): ``{"ttft_ms": [...], "itl_ms": [...], "output_tokens_per_s": [...]}``. Raises ``KeyError``
+    for an unknown key."""
+    from . import engine
+    curves = latency_curves()
+    if key not in curves:
+        raise KeyError(f"no published curve {key!r} in data/latency_curves.toml; known: {', '.join(sorted(curves))}")
+    c = curves[key]
+    kw = {k: c[k] for k in ("tp", "ep", "dp", "weight_dtype", "kv_dtype", "compute_dtype") if k in c}
+    pts = [engine.at_concurrency(c["model"], c["chip"], c["chips"], concurrency=n, input_tokens=c["input_tokens"],
+                                 output_tokens=c["output_tokens"], **kw) for n in c["concurrency"]]
+    return {"ttft_ms": [p.ttft_s * 1e3 for p in pts], "itl_ms": [p.itl_s * 1e3 for p in pts],
+            "output_tokens_per_s": [p.output_tokens_per_s for p in pts]}

@@ -34,7 +34,9 @@ rates with a source (``data/engine_constants.toml``):
 
 The result keeps every intermediate rate (the waterfall), so a reader sees which term moves a
 deployment most. Not modelled: block-scaled fp8 experts apart from per-tensor ones, node-limited routing's
-deduplicated dispatch, host (CPU) time per scheduled sequence, each engine's own kernel fusion (one count of
+deduplicated dispatch, host (CPU) time per scheduled sequence (the one sourced figure, 29 us a sequence from a
+profile of TensorRT-LLM's Python runtime, slows the C++ runtime's validation rows 1.2-2.4x when charged to every
+engine: host time is each engine's own and needs its own source), each engine's own kernel fusion (one count of
 kernels a layer serves every engine), matmul efficiency that varies with the tokens in a step (one large-batch
 share per chip and precision), and Blackwell's HBM fraction (taken from Hopper). Chapter 12 holds the prediction
 against every row of ``data/serving_measurements.toml`` and prints the error on the rows no constant was set from.
@@ -139,8 +141,10 @@ def matmul_fraction(chip, dtype: str = "bf16") -> float:
     For a chip in ``data/gemm_fractions.toml`` (H100 SXM, H200, B200, GB200): the median of that table's medians at
     2,048, 4,096 and 8,192 tokens a step (TensorRT-LLM's Linear layer timed by NVIDIA over model widths 4,096 to
     16,384; ``fp16`` reads the ``bf16`` table and ``int8`` the ``fp8`` one). H100 bf16 0.745, fp8 0.525; B200 bf16
-    0.655, fp8 0.443, fp4 0.384. Any other chip: its vendor's ``[sustained]`` ``matmul_fraction`` for 16- and 32-bit
-    formats, ``low_precision_matmul_fraction`` for 8- and 4-bit ones (``data/engine_constants.toml``).
+    0.655, fp8 0.443, fp4 0.384. Then a chip's own measured share (``data/engine_constants.toml`` [matmul_shares]:
+    AMD's hipBLASLt measurements, MI300X bf16 0.542, fp8 0.487; 8- and 4-bit formats read ``fp8``). Any other chip:
+    its vendor's ``[sustained]`` ``matmul_fraction`` for 16- and 32-bit formats, ``low_precision_matmul_fraction``
+    for 8- and 4-bit ones.
 
     Raises:
         KeyError: an unknown chip or dtype, a dtype the chip has no peak for, or a vendor without fractions.
@@ -152,6 +156,10 @@ def matmul_fraction(chip, dtype: str = "bf16") -> float:
     if curve is not None:
         at = dict(zip(curve["tokens"], curve["median"]))
         return float(np.median([at[m] for m in PLATEAU_TOKENS]))
+    measured = engine_constants()["matmul_shares"].get(c.key, {})
+    fmt = "bf16" if c.flops_per_s(dtype) <= c.flops_per_s("bf16") else "fp8"
+    if fmt in measured:
+        return float(measured[fmt])
     sus = sustained(c)
     return float(sus["matmul_fraction"] if c.flops_per_s(dtype) <= c.flops_per_s("bf16")
                  else sus["low_precision_matmul_fraction"])
@@ -432,6 +440,7 @@ def step(d: Deployment, tokens, kv_positions=0.0, prefill_positions=0.0, *, quer
     fixed_s = kernels_per_step(d.model, pl.tp, pl.ep) * calibrated()["per_kernel_s"] + 0.0 * total
     total = total + fixed_s
     fall.append(("fixed time per kernel (calibrated)", total))
+
     terms = {"compute_s": comp_s, "memory_s": mem_s, "weights_s": weight_s, "kv_s": kv_s, "tensor_parallel_s": tp_s,
              "expert_all_to_all_s": ep_s, "pipeline_send_s": pp_s, "two_batch_overlap_s": overlap_s,
              "low_precision_matmul_s": lowp_s, "fixed_time_s": fixed_s, "routing_imbalance": imb,
