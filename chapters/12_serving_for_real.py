@@ -399,6 +399,10 @@ print(f"test rows: median error {med_test:.1%} (the ceiling's {med_test_ceiling:
       f"1.5x; by regime: " + ", ".join(f"{g} {summary['test, ' + g][0]:.0%}" for g in planner.REGIMES
                                       if 'test, ' + g in summary))
 print("the course's goals on test rows: " + ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in goal.items()))
+new_chips = {"gb300", "b300", "h20", "l40s", "a100-40gb", "mi355x", "gaudi3", "tpu-v7"}     # entered this round
+on_new = [r["ratio"] for r in test if planner.measurements()[r["key"]]["chip"] in new_chips]
+print(f"test rows on this round's new chips: {len(on_new)}, median error {score(on_new)[0]:.0%}, "
+      f"{score(on_new)[1]:.0%} within 1.5x")
 
 # %% [markdown]
 # What the measured MoE layer changed: for each MoE row, the rate the

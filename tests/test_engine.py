@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llmmath import engine, planner
+from llmmath import models, engine, planner
 from llmmath.deployment import Deployment
 
 KW = dict(tp=8, input_tokens=1000, output_tokens=200)
@@ -178,9 +178,10 @@ def test_a_trace_of_arrivals_replays_exactly_and_bad_traces_are_refused():
     with pytest.raises(KeyError, match="host link"):
         engine.simulate("llama-3.1-8b", "tpu-v5e", 1, requests_per_s=1, n_requests=2, preemption="swap",
                         input_tokens=100, output_tokens=10, usable_hbm_fraction=0.9)
-    with pytest.raises(KeyError, match="no runtime memory figure"):       # no engine view without the runtime's total
-        engine.simulate("llama-3.1-8b", "tpu-v5e", 1, requests_per_s=1, n_requests=2, input_tokens=100,
-                        output_tokens=10)
+    # no runtime figure for a TPU: the engine view takes the datasheet's 16 GB and says so
+    tpu = engine.simulate("llama-3.2-1b", "tpu-v5e", 1, requests_per_s=1, n_requests=2, input_tokens=100,
+                          output_tokens=10)
+    assert tpu.kv_capacity_bytes < 16e9 * 0.9 - models.get("llama-3.2-1b").total_params * 2 + 1
 
 
 def test_replicas_share_the_load_round_robin():

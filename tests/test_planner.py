@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from llmmath import models, planner
+from llmmath.deployment import Deployment, runtime_memory_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "tests" / "hf_configs"
@@ -301,9 +302,12 @@ def test_the_engine_memory_view_by_hand():
     assert planner.plan("llama-3.1-8b", "h100-sxm", 1, max_num_seqs=64).reserve_bytes["activation peak"] == forward
     with pytest.raises(ValueError, match="max_num_seqs"):
         planner.plan("llama-3.1-8b", "h100-sxm", 1, max_num_seqs=0)
-    # a chip whose runtime figure is not known is refused, with the way out named
+    # a chip whose runtime figure is not known: its datasheet capacity (16 GB) stands in, and the plan says so
+    d = Deployment("llama-3.2-1b", "tpu-v5e", 1)
+    assert "tpu-v5e" in d.memory_assumption and "16 GB" in d.memory_assumption
+    assert Deployment("llama-3.2-1b", "h100-sxm", 1).memory_assumption is None
     with pytest.raises(KeyError, match="no runtime memory figure .* 'tpu-v5e'.*usable_hbm_fraction="):
-        planner.plan("llama-3.2-1b", "tpu-v5e", 1)
+        runtime_memory_bytes("tpu-v5e")
     with pytest.raises(ValueError, match="not both"):
         planner.plan("llama-3.2-1b", "h100-sxm", 1, usable_hbm_fraction=0.9, gpu_memory_utilization=0.9)
     with pytest.raises(ValueError, match=r"gpu_memory_utilization must be in \(0, 1\]"):

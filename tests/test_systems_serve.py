@@ -4,6 +4,7 @@ import math
 import pytest
 
 from llmmath import hardware, planner, predict
+from llmmath.deployment import chip_and_count
 from llmmath.engine import simulate
 
 
@@ -46,9 +47,18 @@ def test_a_chip_described_by_its_system_carries_the_systems_figures_and_names_wh
     assert "peak_flops_per_s.bf16 (assumed: fp8 / 2)" in h.unverified and "half of FP8" in h.note
     # a system that names a catalog chip serves on that chip
     assert hardware.system("hgx-h100").package_chip() is hardware.get("h100-sxm")
-    # the engine view needs a runtime memory figure, which a system's own figures do not give: the way out is named
-    with pytest.raises(KeyError, match="no runtime memory figure .*'vera-rubin-nvl72'.*usable_hbm_fraction="):
-        predict.predict("llama-3.1-8b", "vera-rubin-nvl72", 1, input_tokens=100, output_tokens=10)
+    # no runtime memory figure for a roadmap rack: the datasheet's capacity stands in, and the band names it
+    p = predict.predict("llama-3.1-8b", "vera-rubin-nvl72", 1, input_tokens=100, output_tokens=10)
+    _, _, why = planner.band(p.tokens_per_s_per_chip, "llama-3.1-8b", c, phase="decode", batch=p.batch)
+    assert any("runtime memory taken as its datasheet capacity" in w for w in why)
+
+
+def test_predict_refuses_no_system_of_the_catalog():
+    """Every system the CLI offers is predicted (its chip, count and scale-up domain), none refused."""
+    for name in hardware.systems():
+        c, n = chip_and_count(name, None)
+        p = predict.predict("llama-3.1-8b", name, min(n, 8), input_tokens=1000, output_tokens=100)
+        assert p.tokens_per_s_per_chip > 0, name
 
 
 def test_simulate_takes_a_system_name():

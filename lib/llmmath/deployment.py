@@ -457,6 +457,7 @@ class Deployment:
         self.max_num_seqs = (default_max_num_seqs(c, self.max_num_batched_tokens) if max_num_seqs is None
                              else positive_int("max_num_seqs", max_num_seqs))
         self.reserve_bytes = {}
+        self.memory_assumption = None
         if usable_hbm_fraction is not None:                      # the datasheet view
             self.memory_view = "datasheet"
             usable = float(in_range("usable_hbm_fraction", scalar("usable_hbm_fraction", usable_hbm_fraction), 0, 1,
@@ -467,7 +468,13 @@ class Deployment:
             util = GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else float(in_range(
                 "gpu_memory_utilization", scalar("gpu_memory_utilization", gpu_memory_utilization), 0, 1, low_open=True))
             self.gpu_memory_utilization = util
-            total = runtime_memory_bytes(c)
+            if c.runtime_memory_bytes:
+                total = runtime_memory_bytes(c)
+            else:                     # no sourced figure (roadmap parts, TPUs, Gaudi): the datasheet's, named
+                total = float(c.hbm_bytes)
+                self.memory_assumption = (f"no figure of the memory {c.key}'s runtime reports: the datasheet's "
+                                          f"{c.hbm_bytes / 1e9:,.0f} GB taken (a runtime usually reports a little "
+                                          f"more: 85.0 GB for an 80 GB H100)")
             other = float(engine_memory()["non_torch_bytes"])
             if engine == "vllm":
                 self.reserve_bytes = {"activation peak": activation_peak_bytes(m, self.replica_token_budget, pl,

@@ -700,14 +700,15 @@ def assumed_rates(chip, compute_dtype: str = "bf16") -> tuple[list[str], float]:
     c = hardware.get(chip)
     low = c.flops_per_s(compute_dtype) > c.flops_per_s("bf16")
     table = gemm_fractions()
+    memory = [] if c.runtime_memory_bytes else [f"{c.key}'s runtime memory taken as its datasheet capacity"]
     if c.key in table:
-        return [], 1.0
+        return memory, 1.0
     fmt = "fp8" if low else "bf16"
     own = fmt in engine_constants()["matmul_shares"].get(c.key, {})
     names = [f"HBM at {sustained(c)['hbm_fraction']:.3g} of peak, {c.vendor}'s share (not from a table of {c.key})",
              f"matmuls at {matmul_fraction(c, compute_dtype):.3g} of peak, "
              + (f"{c.key}'s own at its vendor's best shapes, not LLM layers" if own else f"{c.vendor}'s assumed share"),
-             f"MoE layers {moe_layer_fractions(c, compute_dtype)[2]}"]
+             f"MoE layers {moe_layer_fractions(c, compute_dtype)[2]}"] + memory
     shares = [matmul_fraction(k, fmt) for k in table if fmt in table[k]]
     return names, max(shares) / min(shares)
 
@@ -731,7 +732,7 @@ def band(tokens_per_s: float, model, chip, *, phase: str, batch=None, compute_dt
     reasons.append(f"the {g} validation rows' 10th-90th percentile of measured/predicted "
                    f"({s['q10']:.2f}-{s['q90']:.2f}, {s['rows']} rows)")
     names, widen = assumed_rates(chip, compute_dtype)
-    if names:
+    if names:                 # (a chip with its own tables and only the memory assumed keeps widen = 1)
         lo, hi = lo / widen, hi * widen
         reasons.append(f"rates not measured on {_chip_key(chip)} (x{widen:.2f} either way): " + "; ".join(names))
     return lo, hi, reasons
