@@ -51,7 +51,9 @@ from . import hardware, memory, models, network, parallelism, training
 from ._validate import positive_int, scalar
 from .units import dtype_bytes
 
-__all__ = ["TrainingStep", "training_step", "search_layouts", "Layouts", "LLAMA3_405B_LAYOUTS"]
+__all__ = ["TrainingStep", "training_step", "search_layouts", "Layouts", "LLAMA3_405B_LAYOUTS", "predict",
+           "TrainingPrediction", "attention_share", "training_constants", "MEGATRON_RANK_ORDER", "PRECISIONS",
+           "measurements", "predicted_vs_measured", "SPLITS"]
 
 #: Llama 3 405B's published pre-training layouts (Llama Team 2024, arXiv:2407.21783, Table 4):
 #: GPUs, TP, CP, PP, DP, sequence length, sequences per DP rank per step, TFLOP/s per GPU, BF16 MFU.
@@ -410,3 +412,220 @@ class Layouts(list):
     """The layouts :func:`search_layouts` found (a list, fastest first), and ``why`` none fits when it is empty."""
 
     why: str = ""
+
+
+# ---- predicted: the ceiling, then what frameworks' kernels and overlaps make of it -------------------------------
+
+PRECISIONS = {"bf16": "bf16", "fp8": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}
+#: Megatron-Core's default order of the parallel groups, innermost first (its ``order`` argument, "tp-cp-ep-dp-pp")
+MEGATRON_RANK_ORDER = "tp-cp-ep-dp-pp"
+
+
+def training_constants() -> dict:
+    """``data/training_constants.toml``: FlashAttention's measured share against sequence length (``attention``),
+    the data-parallel overlap's exposed share (``overlap``), and what a framework holds besides model state and
+    activations (``memory``), each with its source."""
+    from . import _catalog
+    return _catalog.load("training_constants.toml")
+
+
+def attention_share(seq_len) -> float:
+    """The share of the bf16 peak a causal FlashAttention-3 kernel reaches at ``seq_len`` tokens (head dimension
+    128, H100; :func:`training_constants` ``[attention]``): 0.30 at 512 tokens, 0.59 at 4k, 0.62 at 16k, interpolated
+    in log length and held flat past either end."""
+    a = training_constants()["attention"]
+    share = np.asarray(a["tflops"], dtype=float) / a["peak_tflops"]
+    return float(np.interp(np.log2(float(seq_len)), np.log2(a["seq_len"]), share))
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingPrediction:
+    """A training step as a framework would run it (:func:`predict`): seconds, tokens/s per GPU, MFU, the waterfall
+    ``[(term, step seconds after it)]`` from the roofline ceiling, each part's seconds (``terms``) and the busiest
+    GPU's bytes by kind (``memory_bytes``; ``hbm_bytes`` the chip's)."""
+
+    step_time_s: float
+    tokens_per_s_per_gpu: float
+    mfu: float
+    waterfall: list
+    terms: dict
+    memory_bytes: dict
+    hbm_bytes: float
+    layout: dict
+
+    @property
+    def fits(self) -> bool:
+        return float(sum(self.memory_bytes.values())) <= self.hbm_bytes
+
+    def table(self) -> str:
+        top = self.waterfall[0][1]
+        w = max(len(n) for n, _ in self.waterfall)
+        rows = [f"{'term':<{w}} {'step s':>9} {'tokens/s/GPU':>13} {'vs ceiling':>10}"]
+        for name, t in self.waterfall:
+            rows.append(f"{name:<{w}} {t:>9.3f} {self.tokens_per_s_per_gpu * self.step_time_s / t:>13,.0f} "
+                        f"{top / t:>10.0%}")
+        return "\n".join(rows + [f"MFU {self.mfu:.1%}; memory {sum(self.memory_bytes.values()) / 2**30:,.1f} GiB of "
+                                 f"{self.hbm_bytes / 2**30:,.1f} on the busiest GPU"])
+
+
+def _stride(order: str, group: str, degrees: dict) -> int:
+    """The product of the degrees inside ``group`` in a rank order such as ``"tp-cp-ep-dp-pp"``."""
+    names = order.split("-")
+    if sorted(names) != sorted(["tp", "cp", "ep", "dp", "pp"]):
+        raise ValueError(f"rank_order must name tp, cp, ep, dp and pp once each, innermost first (Megatron-Core's "
+                         f"default {MEGATRON_RANK_ORDER!r}), got {order!r}")
+    out = 1
+    for n in names[: names.index(group)]:
+        out *= degrees[n]
+    return out
+
+
+def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: int = 1, pp: int = 1, dp: int = 1,
+            ep: int = 1, micro_batch: int = 1, zero_stage: int = 1, recompute: str = "selective",
+            schedule: str = "1f1b", chunks: int = 1, precision: str = "bf16", fsdp: bool = False,
+            tp_overlap: bool = True, rank_order: str = MEGATRON_RANK_ORDER,
+            dropout: bool = False) -> TrainingPrediction:
+    """What a training framework (Megatron-Core, NeMo; FSDP) measures for one step: :func:`training_step`'s
+    ceiling, then one term at a time (each a measured rate with its source, none fitted to a training run):
+
+    1. **kernels at their measured shares**: the linear layers at ``precision`` (``fp8``/``mxfp8`` run the linear
+       layers only in fp8, ``nvfp4`` in fp4) at the share of that peak TensorRT-LLM's GEMMs reach on the chip
+       (:func:`llmmath.predict.matmul_fraction`), attention at bf16 at FlashAttention-3's measured share for the
+       sequence a GPU holds (:func:`attention_share`), the pipeline bubble with it;
+    2. **data-parallel sync as frameworks overlap it**: the gradient reduce-scatter behind the backward pass and the
+       parameter all-gather behind the next forward (Megatron's distributed optimizer), a bucket's worth exposed;
+       with ``fsdp`` (ZeRO-3) the weights gathered for each micro-batch's forward and again for its backward;
+    3. **tensor-parallel communication** hidden behind the linear layers when ``tp_overlap`` (NeMo's
+       tp_comm_overlap), else exposed;
+    4. **the expert all-to-all on the link the rank order gives it**: ``rank_order`` lists the groups innermost
+       first (Megatron-Core's default ``"tp-cp-ep-dp-pp"``: an expert group of ``tp x cp x ep`` GPUs that fits one
+       NVLink domain stays on NVLink).
+
+    Memory (the busiest GPU): model state, activations with FlashAttention (no ``s x s`` scores, whatever
+    ``recompute``), the fp32 logits of the loss on a one-stage model, one layer's activations while a fully recomputed
+    layer reruns, FSDP's gathered layer, and a framework reserve (``data/training_constants.toml`` [memory]).
+
+    Not modelled: host and launch time, uneven pipeline stages beyond the embedding and head, ZB-V and DualPipe
+    (``schedule`` takes :func:`llmmath.parallelism.pipeline_bubble_fraction`'s), partial recompute.
+
+    Raises:
+        ValueError: an unknown ``precision`` (allowed: bf16, fp8, mxfp8, nvfp4) or ``rank_order``, and what
+            :func:`training_step` refuses.
+        KeyError: unknown model or chip.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+    from .predict import matmul_fraction
+    dtype = PRECISIONS[precision]
+    z = 3 if fsdp else zero_stage
+    kw = dict(global_batch=global_batch, seq_len=seq_len, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch,
+              zero_stage=z, schedule=schedule, chunks=chunks, compute_dtype=dtype, dropout=dropout)
+    ceil = training_step(model, chip, recompute=recompute, **kw)
+    m, c = models.get(model), hardware.get(chip)
+    n, B, S = ceil.n_gpus, ceil.layout["microbatches"], int(seq_len)
+    mb = ceil.layout["microbatches"]
+    tokens = int(global_batch) * S
+    hw = float(training.train_flops(m.matmul_params_per_token, tokens, S, m, recompute=recompute))
+    lin = float(training.train_flops(m.matmul_params_per_token, tokens, recompute=recompute))
+    attn = hw - lin
+    lin_s = lin / (n * c.flops_per_s(dtype) * matmul_fraction(c, dtype))
+    attn_s = attn / (n * c.flops_per_s("bf16") * attention_share(S / cp))
+    compute_s = lin_s + attn_s
+    bub = float(parallelism.pipeline_bubble_fraction(pp, mb, schedule, chunks))
+    bubble_s = compute_s * bub / (1.0 - bub)
+    exposed = dict(ceil.exposed_comm_s)
+    fall = [("roofline ceiling", ceil.step_time_s)]
+    total = lambda: compute_s + bubble_s + sum(exposed.values())  # noqa: E731
+    exposed["cp"] = max(0.0, ceil.comm_s["cp"] - attn_s)
+    fall.append((f"linear layers at {precision}'s measured share, attention at FlashAttention's", total()))
+
+    # data-parallel sync: what the ceiling charged, re-priced as the framework overlaps it
+    k = training_constants()["overlap"]
+    bw, bg = dtype_bytes("bf16"), dtype_bytes("fp32")
+    sync = ceil.comm_s["dp"]
+    if fsdp:                 # per micro-batch: gather for forward, again for backward, reduce-scatter the gradients
+        gather, scatter = sync * 2 * bw / (bg + 2 * bw), sync * bg / (bg + 2 * bw)
+        per_mb = gather + scatter
+        exposed["dp"] = max(0.0, mb * per_mb - compute_s) + per_mb / k["buckets"]
+    else:                    # reduce-scatter behind the backward (2/3 of compute), all-gather behind the forward
+        scatter = sync * bg / (bg + bw)
+        gather = sync - scatter
+        exposed["dp"] = (max(0.0, scatter - 2 / 3 * compute_s) + max(0.0, gather - compute_s / 3)
+                         + sync / k["buckets"])
+    fall.append(("data-parallel sync overlapped" + (" (FSDP, per micro-batch)" if fsdp else ""), total()))
+    exposed["tp"] = max(0.0, ceil.comm_s["tp"] - lin_s) if tp_overlap else ceil.comm_s["tp"]
+    fall.append(("tensor-parallel communication " + ("overlapped with the GEMMs" if tp_overlap else "exposed"),
+                 total()))
+    if ep > 1:
+        degrees = dict(tp=tp, cp=cp, ep=ep, dp=dp // ep if dp % ep == 0 else dp, pp=pp)
+        link = _group_link(c, _stride(rank_order, "ep", degrees), ep)
+        a2a = micro_batch * S / cp / (tp if tp > 1 else 1) * m.experts_per_token * m.d_model * 2.0
+        count = 4 * m.n_moe_layers / pp * mb
+        exposed["ep"] = count * float(network.all_to_all_time_s(a2a, ep, link))
+        fall.append((f"expert all-to-all on the {'scale-up' if link == c.scale_up_bytes_per_s else 'scale-out'} "
+                     f"link ({rank_order})", total()))
+    else:
+        _stride(rank_order, "ep", dict(tp=tp, cp=cp, ep=1, dp=dp, pp=pp))      # validate the order all the same
+    step_s = total()
+
+    # memory, as frameworks see it
+    mem = dict(training_step(model, chip, recompute="selective" if recompute == "none" else recompute,
+                             **kw).memory_bytes)
+    km = training_constants()["memory"]
+    s_loc, sp = S // cp, tp > 1
+    if pp == 1:
+        mem["logits"] = micro_batch * s_loc * m.vocab / tp * km["logit_bytes"]
+    if recompute == "full":
+        mem["recomputed layer"] = _layer_activation_bytes(m, s_loc, micro_batch, tp, sp, "selective", m.is_moe,
+                                                          dropout)
+    if fsdp:
+        mem["gathered layer"] = 2 * bw * (m.total_params / m.n_layers) / tp
+    mem["framework reserve"] = float(km["reserve_bytes"])
+    model_flops = ceil.model_flops
+    mfu = model_flops / (step_s * n * c.flops_per_s("bf16"))
+    terms = {"compute_s": compute_s, "linear_s": lin_s, "attention_s": attn_s, "bubble_s": bubble_s,
+             **{f"{k2}_exposed_s": v for k2, v in exposed.items()}}
+    return TrainingPrediction(step_s, tokens / step_s / n, float(mfu), fall, terms, mem, float(c.hbm_bytes),
+                              dict(ceil.layout, precision=precision, fsdp=fsdp, tp_overlap=tp_overlap,
+                                   rank_order=rank_order))
+
+
+# ---- the training ledger: published measured throughput against the prediction ---------------------------------
+
+SPLITS = ("calibration", "validation", "test")
+
+
+def measurements() -> dict:
+    """Published, measured training throughput (``data/training_measurements.toml``), by key: model, chip, GPUs, the
+    layout as run (tp, pp, cp, ep, vp, micro_batch, global_batch, seq_len, precision, recompute, fsdp), the measured
+    tokens/s per GPU, source, quote and ``split`` (:data:`SPLITS`; test rows carry ``predicted_at_entry``)."""
+    from . import _catalog
+    return dict(_catalog.load("training_measurements.toml")["runs"])
+
+
+def _row_args(e: dict) -> dict:
+    """A ledger row's layout as :func:`predict`'s arguments (dp: the GPUs left after tp x cp x pp)."""
+    tp, cp, pp = int(e.get("tp", 1)), int(e.get("cp", 1)), int(e.get("pp", 1))
+    vp = int(e.get("vp", 1) or 1)
+    rc = str(e.get("recompute", "none")).lower()
+    return dict(global_batch=int(e["global_batch"]), seq_len=int(e["seq_len"]), tp=tp, cp=cp, pp=pp,
+                dp=int(e["gpus"]) // (tp * cp * pp), ep=int(e.get("ep", 1)), micro_batch=int(e.get("micro_batch", 1)),
+                recompute="full" if "full" in rc else "selective" if "selective" in rc else "none",
+                schedule="interleaved" if vp > 1 else "1f1b", chunks=vp, precision=e.get("precision", "bf16"),
+                fsdp=bool(e.get("fsdp", False)))
+
+
+def predicted_vs_measured(keys=None) -> list:
+    """``[(key, split, measured tokens/s per GPU, TrainingPrediction)]`` for every ledger row (or those in ``keys``).
+    Raises ``KeyError`` naming an unknown key."""
+    rows = measurements()
+    unknown = [k for k in (keys or ()) if k not in rows]
+    if unknown:
+        raise KeyError(f"no training measurement {unknown[0]!r} in data/training_measurements.toml")
+    out = []
+    for k, e in rows.items():
+        if keys is not None and k not in keys:
+            continue
+        p = predict(e["model"], e["chip"], **_row_args(e))
+        out.append((k, e.get("split", "validation"), float(e["measured_tokens_per_s_per_gpu"]), p))
+    return out

@@ -1,0 +1,83 @@
+"""training_layout.predict: the training step as frameworks run it (issue 43). Expected values are typed from their
+sources (datasheets, FlashAttention-3's figure, the measured GEMM tables' printed medians) or derived by hand."""
+
+import pytest
+
+from llmmath import training_layout as tl
+
+# H100 SXM datasheet: dense bf16 989.4 TFLOP/s, fp8 1,978.9; NVLink 900 GB/s (450 a direction); 400 Gb/s NIC
+H100_BF16, H100_FP8 = 989.4e12, 1978.9e12
+# data/gemm_fractions.toml's plateau medians for the H100 (TensorRT-LLM's Linear at 2,048-8,192 tokens)
+H100_SHARE_BF16, H100_SHARE_FP8 = 0.745, 0.525
+
+KW = dict(global_batch=64, seq_len=4096, tp=4, pp=1, dp=2)
+
+
+def test_attention_share_is_flashattention3s_figure():
+    """FlashAttention-3, figure 5 (causal, head dim 128, H100): 579 TFLOP/s at 4k tokens, 292 at 512, 616 at 16k."""
+    assert tl.attention_share(4096) == pytest.approx(579 / 989.4)
+    assert tl.attention_share(512) == pytest.approx(292 / 989.4)
+    assert tl.attention_share(65536) == pytest.approx(616 / 989.4)         # flat past the figure's end
+    assert tl.attention_share(512) < tl.attention_share(2048) < tl.attention_share(8192)
+
+
+def test_fp8_speeds_the_linear_layers_only():
+    """FP8 recipes run the linear layers in fp8; attention stays bf16. The linear time shrinks by the ratio of the
+    two precisions' achieved rates, 989.4 x 0.745 / (1,978.9 x 0.525) = 0.709, and attention's time not at all (a
+    slip that priced attention at fp8 halves it)."""
+    b = tl.predict("llama-3.1-8b", "h100-sxm", precision="bf16", **KW)
+    f = tl.predict("llama-3.1-8b", "h100-sxm", precision="fp8", **KW)
+    ratio = (H100_BF16 * H100_SHARE_BF16) / (H100_FP8 * H100_SHARE_FP8)
+    assert f.terms["linear_s"] / b.terms["linear_s"] == pytest.approx(ratio, rel=0.01)
+    assert f.terms["attention_s"] == pytest.approx(b.terms["attention_s"])
+    assert f.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu
+
+
+def test_the_prediction_is_below_its_ceiling_and_mfu_is_model_flops_over_time():
+    p = tl.predict("llama-3.1-70b", "h100-sxm", global_batch=128, seq_len=4096, tp=8, pp=4, dp=4,
+                   schedule="interleaved", chunks=5)
+    assert p.waterfall[0][0] == "roofline ceiling" and p.step_time_s >= p.waterfall[0][1]
+    # MFU by hand: 6 N D + attention over the step's GPU-seconds at the bf16 peak
+    st = tl.training_step("llama-3.1-70b", "h100-sxm", global_batch=128, seq_len=4096, tp=8, pp=4, dp=4,
+                          schedule="interleaved", chunks=5)
+    assert p.mfu == pytest.approx(st.model_flops / (p.step_time_s * 128 * H100_BF16), rel=1e-3)
+    assert p.tokens_per_s_per_gpu == pytest.approx(128 * 4096 / p.step_time_s / 128)
+
+
+def test_expert_all_to_all_rides_the_link_the_rank_order_gives_it():
+    """EP8 on 8 H100s of a node: in Megatron-Core's order (tp-cp-ep-dp-pp) the expert group is 8 adjacent GPUs, on
+    NVLink; with the expert group outermost it spans nodes and rides the 50 GB/s NIC, 9x slower a byte than NVLink's
+    450 GB/s a direction."""
+    kw = dict(global_batch=256, seq_len=4096, tp=1, pp=2, dp=32, ep=8, precision="fp8")
+    inside = tl.predict("mixtral-8x7b", "h100-sxm", **kw)
+    outside = tl.predict("mixtral-8x7b", "h100-sxm", rank_order="tp-cp-dp-pp-ep", **kw)
+    assert "scale-up" in inside.waterfall[-1][0] and "scale-out" in outside.waterfall[-1][0]
+    assert outside.terms["ep_exposed_s"] / inside.terms["ep_exposed_s"] == pytest.approx(450 / 50, rel=0.01)
+
+
+def test_overlap_hides_a_data_parallel_sync_shorter_than_the_compute():
+    """Llama-3.1-8B with ZeRO-1 over 16 nodes: the gradient sync crosses the NIC, yet it is shorter than the
+    backward pass, so only one bucket in 40 of it shows; without the overlap the ceiling exposes all of it."""
+    p = tl.predict("llama-3.1-8b", "h100-sxm", global_batch=512, seq_len=8192, tp=1, dp=128, micro_batch=1)
+    ceil_dp = tl.training_step("llama-3.1-8b", "h100-sxm", global_batch=512, seq_len=8192, tp=1, dp=128).comm_s["dp"]
+    assert ceil_dp < p.terms["compute_s"] * 2 / 3
+    assert p.terms["dp_exposed_s"] == pytest.approx(ceil_dp / 40, rel=1e-6)
+
+
+def test_memory_counts_what_frameworks_hold():
+    """FlashAttention keeps no s x s scores even without recompute; the loss's fp32 logits (micro-batch x sequence x
+    vocabulary / TP x 4 bytes) and the framework's reserve are counted."""
+    p = tl.predict("llama-3.1-8b", "h100-sxm", recompute="none", **KW)
+    sel = tl.predict("llama-3.1-8b", "h100-sxm", recompute="selective", **KW)
+    assert p.memory_bytes["activations"] == sel.memory_bytes["activations"]
+    assert p.memory_bytes["logits"] == 1 * 4096 * 128_256 / 4 * 4
+    assert p.memory_bytes["framework reserve"] == 3 * 2**30
+    full = tl.predict("llama-3.1-8b", "h100-sxm", recompute="full", **KW)
+    assert full.memory_bytes["recomputed layer"] > 0
+
+
+def test_bad_input_is_refused_with_what_is_allowed():
+    with pytest.raises(ValueError, match="precision must be one of"):
+        tl.predict("llama-3.1-8b", "h100-sxm", precision="int4", **KW)
+    with pytest.raises(ValueError, match="rank_order must name"):
+        tl.predict("llama-3.1-8b", "h100-sxm", rank_order="tp-dp", **KW)
