@@ -71,3 +71,12 @@ def resolve(name, cls, catalog: Mapping, what: str):
         raise TypeError(f"{what} must be a catalog name (a string such as {next(iter(catalog))!r}) "
                         f"or a {cls.__name__}, got {name!r}")
     return lookup(dict(catalog), name, what)[1]
+
+
+def select(rows: dict, keys, what: str, file: str) -> list:
+    """``[(key, entry)]`` of ``rows`` in file order, all of them or those named in ``keys``; ``KeyError`` naming the
+    first unknown key (``"no {what} {key!r} in data/{file}"``)."""
+    unknown = [k for k in (keys or ()) if k not in rows]
+    if unknown:
+        raise KeyError(f"no {what} {unknown[0]!r} in data/{file}")
+    return [(k, e) for k, e in rows.items() if keys is None or k in keys]

@@ -634,14 +634,8 @@ def predicted_vs_measured(keys=None, overrides=None) -> list[tuple[str, str, flo
     workload: ``[(key, phase, measured tokens/s per chip, Prediction)]`` (``mixed`` rows predicted as
     ``aggregated``). ``overrides``: row fields to replace before predicting (e.g. ``{"kv_dtype": "bf16"}`` to ask
     what an unpublished KV precision would change). Raises ``KeyError`` naming an unknown key or field."""
-    rows = measurements()
-    unknown = [k for k in (keys or ()) if k not in rows]
-    if unknown:
-        raise KeyError(f"no published measurement {unknown[0]!r} in data/serving_measurements.toml")
     out = []
-    for key, e in rows.items():
-        if keys is not None and key not in keys:
-            continue
+    for key, e in _catalog.select(measurements(), keys, "published measurement", "serving_measurements.toml"):
         bad = [f for f in (overrides or {}) if f not in e]
         if bad:
             raise KeyError(f"{key} has no field {bad[0]!r} to override; its fields: {', '.join(sorted(e))}")

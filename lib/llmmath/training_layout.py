@@ -618,14 +618,7 @@ def _row_args(e: dict) -> dict:
 def predicted_vs_measured(keys=None) -> list:
     """``[(key, split, measured tokens/s per GPU, TrainingPrediction)]`` for every ledger row (or those in ``keys``).
     Raises ``KeyError`` naming an unknown key."""
-    rows = measurements()
-    unknown = [k for k in (keys or ()) if k not in rows]
-    if unknown:
-        raise KeyError(f"no training measurement {unknown[0]!r} in data/training_measurements.toml")
-    out = []
-    for k, e in rows.items():
-        if keys is not None and k not in keys:
-            continue
-        p = predict(e["model"], e["chip"], **_row_args(e))
-        out.append((k, e.get("split", "validation"), float(e["measured_tokens_per_s_per_gpu"]), p))
-    return out
+    from . import _catalog
+    return [(k, e.get("split", "validation"), float(e["measured_tokens_per_s_per_gpu"]),
+             predict(e["model"], e["chip"], **_row_args(e)))
+            for k, e in _catalog.select(measurements(), keys, "training measurement", "training_measurements.toml")]
