@@ -1,0 +1,44 @@
+"""The training ledger (data/training_measurements.toml): honest splits, sources, and test rows whose prediction has
+not moved since they entered (issue 43)."""
+
+import math
+
+from llmmath import hardware, models
+from llmmath import training_layout as tl
+
+
+def test_rows_name_catalog_models_and_chips_and_carry_sources():
+    rows = tl.measurements()
+    assert len(rows) >= 40
+    for k, e in rows.items():
+        models.get(e["model"]), hardware.get(e["chip"])
+        assert e["split"] in tl.SPLITS, k
+        assert e["url"].startswith("http") and e["source"] and e["note"], k
+        assert e["measured_tokens_per_s_per_gpu"] > 0, k
+        assert e["gpus"] % (e.get("tp", 1) * e.get("cp", 1) * e.get("pp", 1)) == 0, k
+
+
+def test_published_tflops_agree_with_published_tokens():
+    """Where a row gives both, its model TFLOP/s per GPU over its tokens/s per GPU is the FLOPs a token costs: between
+    0.7 x 6 N and 1.3 x 6 N + attention at twice the sequence (a loose bound, as frameworks count an MoE model's
+    active parameters their own way, that any unit slip --
+    tokens/s per node, TFLOP/s per node, a 1e3 -- breaks)."""
+    for k, e in tl.measurements().items():
+        if "measured_model_tflops_per_gpu" not in e:
+            continue
+        m = models.get(e["model"])
+        per_token = e["measured_model_tflops_per_gpu"] * 1e12 / e["measured_tokens_per_s_per_gpu"]
+        low = 6 * m.matmul_params_per_token * 0.7           # frameworks count MoE models' active parameters differently
+        high = 1.3 * 6 * m.matmul_params_per_token + 3 * float(m.attention_flops_per_token(2 * e["seq_len"]))
+        assert low < per_token < high, (k, per_token / (6 * m.matmul_params_per_token))
+
+
+def test_test_rows_are_still_predicted_as_at_entry():
+    """A change that moves a test row's prediction fails here until the row is relabelled validation."""
+    rows = tl.measurements()
+    keys = [k for k, e in rows.items() if e["split"] == "test"]
+    assert len(keys) >= 40
+    moved = [(k, rows[k]["predicted_at_entry"], round(p.tokens_per_s_per_gpu, 1))
+             for k, _, _, p in tl.predicted_vs_measured(keys)
+             if not math.isclose(p.tokens_per_s_per_gpu, rows[k]["predicted_at_entry"], rel_tol=0.005)]
+    assert not moved, f"test rows whose prediction changed since entry (relabel them validation): {moved}"
