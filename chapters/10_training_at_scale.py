@@ -55,6 +55,7 @@ import matplotlib.pyplot as plt
 
 from llmmath import explorers, hardware, measured, memory, models, mpi_bench, parallelism, plots, training
 from llmmath import training_layout as TL
+from llmmath.planner import prediction_error      # (median |measured/model - 1|, share within 1.5x either way)
 
 GB = 1e9
 
@@ -438,6 +439,128 @@ assert published.step_time_s <= 1.1 * fit[0].step_time_s and fit[0].layout["tp"]
 # %% slideshow={"slide_type": "subslide"}
 planner = explorers.training_memory_explorer()
 planner.widget
+
+# %% [markdown] slideshow={"slide_type": "slide"}
+# ## From the ceiling to what frameworks measure
+#
+# Every step time above is a floor: compute at the datasheet's peak, every
+# transfer at the link's. `training_layout.predict` starts there and charges,
+# one term at a time, what a framework's kernels and overlaps make of it, each
+# a measured rate with its source and none fitted to a training run:
+#
+# 1. the linear layers at the share of their precision's peak that measured
+#    GEMMs reach on that chip (fp8 and fp4 recipes run only the linear layers
+#    at low precision); attention at bf16, at the share FlashAttention-3
+#    reaches for the sequence a GPU holds (0.30 of peak at 512 tokens, 0.59 at
+#    4k);
+# 2. the data-parallel sync overlapped as Megatron's distributed optimizer
+#    does it (gradients reduce-scattered behind the backward pass, weights
+#    gathered behind the next forward), or FSDP's per-micro-batch gathers;
+# 3. tensor-parallel transfers overlapped with the GEMMs (NeMo's recipes), or
+#    exposed;
+# 4. the expert all-to-all on the link the rank order gives it: in
+#    Megatron-Core's order (TP, CP, EP, DP, PP, innermost first) an expert
+#    group that fits one NVLink domain stays on NVLink.
+#
+# Llama 3 405B ran an interleaved schedule; its waterfall at 16,384 GPUs:
+
+# %%
+row = TL.LLAMA3_405B_LAYOUTS[1]
+kw405 = dict(global_batch=row["dp"] * row["batch_per_dp"], seq_len=row["seq_len"], tp=row["tp"], cp=row["cp"],
+             pp=row["pp"], dp=row["dp"])
+inter = TL.predict("llama-3.1-405b", "h100-sxm", schedule="interleaved", chunks=2, **kw405)
+flat = TL.predict("llama-3.1-405b", "h100-sxm", schedule="1f1b", **kw405)
+print(inter.table())
+print(f"bubble: {inter.terms['bubble_s'] / inter.step_time_s:.0%} of the step interleaved (v = 2), "
+      f"{flat.terms['bubble_s'] / flat.step_time_s:.0%} under plain 1F1B; predicted MFU {inter.mfu:.0%}, "
+      f"published {row['mfu']:.0%}")
+assert flat.terms["bubble_s"] > 1.5 * inter.terms["bubble_s"]
+
+# %% [markdown]
+# **Held against measured runs.** The training ledger
+# (`data/training_measurements.toml`) holds 48 published runs: NVIDIA's NeMo
+# and Megatron-Bridge performance tables (Llama, GPT-3, Mixtral, DeepSeek-V3,
+# Qwen3, gpt-oss and Kimi K2 on H100 to GB300, bf16 to nvfp4, 8 to 1,024 GPUs),
+# NeMo AutoModel's, and the Llama 3 and DeepSeek-V3 reports. The Llama 3 rows
+# were in view while the predictor took its form (validation); the other 45
+# entered after its last change, with its prediction beside them (test). The
+# ceiling is the first line of each waterfall:
+
+# %%
+ledger_t = TL.measurements()
+res = [dict(key=k, split=sp, measured=m, predicted=p.tokens_per_s_per_gpu,
+            ceiling=p.tokens_per_s_per_gpu * p.step_time_s / p.waterfall[0][1], fits=p.fits,
+            moe=models.get(ledger_t[k]["model"]).is_moe, precision=ledger_t[k]["precision"])
+       for k, sp, m, p in TL.predicted_vs_measured()]
+for r in res:
+    r["ratio"] = r["measured"] / r["predicted"]
+for name, rs in (("validation", [r for r in res if r["split"] == "validation"]),
+                 ("test", [r for r in res if r["split"] == "test"]),
+                 ("test, dense", [r for r in res if r["split"] == "test" and not r["moe"]]),
+                 ("test, MoE", [r for r in res if r["split"] == "test" and r["moe"]])):
+    med, within = prediction_error([r["ratio"] for r in rs])
+    med_c, _ = prediction_error([r["measured"] / r["ceiling"] for r in rs])
+    gm = float(np.exp(np.mean(np.log([r["ratio"] for r in rs]))))
+    print(f"{name:<12} {len(rs):>3} rows: median |measured/predicted - 1| {med:5.1%} (the ceiling's {med_c:5.1%}), "
+          f"{within:4.0%} within 1.5x, measured/predicted {gm:.2f} on the geometric mean")
+test_t = [r for r in res if r["split"] == "test"]
+assert len(test_t) >= 40
+assert prediction_error([r["ratio"] for r in test_t])[0] < prediction_error(
+    [r["measured"] / r["ceiling"] for r in test_t])[0] / 2          # the terms, not a fit, close most of the gap
+
+# %% slideshow={"slide_type": "subslide"}
+fig, ax = plots.new_axes(width=5.6, height=4.4)
+for j, prec in enumerate(("bf16", "fp8", "mxfp8", "nvfp4")):
+    for moe, marker in ((False, "o"), (True, "D")):
+        rs = [r for r in res if r["precision"] == prec and r["moe"] == moe]
+        if rs:                                    # filled: validation rows; open: test rows
+            ax.scatter([r["predicted"] for r in rs], [r["measured"] for r in rs], marker=marker, s=30,
+                       facecolors=[f"C{j}" if r["split"] == "validation" else "none" for r in rs],
+                       edgecolors=f"C{j}", label=f"{prec}, {'MoE' if moe else 'dense'}")
+lim = np.array([50.0, 5e4])
+ax.plot(lim, lim, "k-", lw=1)
+for f in (1.5, 1 / 1.5):
+    ax.plot(lim, lim * f, "k:", lw=0.8)
+ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xlim(*lim); ax.set_ylim(*lim)
+ax.set_xlabel("predicted tokens/s per GPU"); ax.set_ylabel("measured tokens/s per GPU")
+ax.set_title("training runs against the prediction (open: test rows)", fontsize=10)
+ax.legend(fontsize=8, loc="upper left"); ax.grid(True, which="major", alpha=0.3)
+plt.show()
+
+# %% [markdown]
+# **Where it fails, and why.** The rows outside 1.5×, and how many runs that
+# ran the memory model still says do not fit:
+
+# %%
+for r in sorted([r for r in res if not 1 / 1.5 <= r["ratio"] <= 1.5], key=lambda r: r["ratio"]):
+    e = ledger_t[r["key"]]
+    print(f"  {r['key']:<58} {r['ratio']:5.2f}  {e['gpus']:>5} GPUs TP{e['tp']} PP{e['pp']} EP{e.get('ep', 1)}"
+          + (" FSDP" if e.get("fsdp") else ""))
+no_fit = [r for r in res if not r["fits"]]
+print(f"{len(no_fit)} of {len(res)} runs that ran are predicted not to fit in HBM")
+moe_ratio = float(np.median([r["ratio"] for r in test_t if r["moe"]]))
+dense_ratio = float(np.median([r["ratio"] for r in test_t if not r["moe"]]))
+assert moe_ratio < dense_ratio              # MoE runs fall further below their prediction than dense ones
+
+# %% [markdown]
+# * **MoE runs on Blackwell in low precision** fall furthest below their
+#   prediction: the routed experts are priced as one dense GEMM at the
+#   measured dense share, where grouped GEMMs over a few thousand tokens per
+#   expert reach less (the serving model's MoE term, from measured MoE layers,
+#   is not yet in the training step), and forced-balanced routing still pays
+#   permutation and the all-to-all's latency.
+# * **Every prediction is still a little fast** (the geometric mean above):
+#   host and launch time, the optimizer step and elementwise kernels are not
+#   charged, and a training GEMM's backward shapes run below the forward
+#   Linear layers the shares were measured on.
+# * **Sharded data parallelism at scale.** The one FSDP run of 405B on 128
+#   GB200s at TP2 is predicted five times too slow: the predictor gathers every
+#   layer's weights for each micro-batch, where Megatron-FSDP keeps them across
+#   the micro-batches of a step and GB200's NVLink spans 72 GPUs.
+# * **Memory** still counts more than frameworks hold: many runs that ran are
+#   predicted not to fit (the count above). Activations in fp8, offloading to
+#   the host and the schedules' real in-flight counts are not modelled; the
+#   memory model's checks against published peak memory are still to come.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## A worked example at a size you might train: Llama 3.1 8B on 8 and on 64 H100s
