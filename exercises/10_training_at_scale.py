@@ -10,8 +10,8 @@
 # # Chapter 10 — Exercises: training at scale
 # *Generated from `solutions/10_training_at_scale.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
-# Eight problems on model state, activations, the FLOPs of a step, MFU,
-# pipeline bubbles and data-parallel communication. Work each by hand, put
+# Nine problems on model state, activations, the FLOPs of a step, MFU,
+# pipeline bubbles, data-parallel communication and what an fp8 recipe buys. Work each by hand, put
 # your number in `answer`, run the cell. The symbols are the chapter's: $N$
 # parameters, $L$ tokens per sequence, $b$ sequences per micro-batch, $d$ hidden
 # size, $n_h$ heads, and the parallel degrees TP, PP, DP named as in a layout's
@@ -101,4 +101,15 @@ ok = check_answer("10.7", answer)
 # %%
 answer = ...  # seconds
 ok = check_answer("10.8", answer)
+
+# %% [markdown]
+# ### Problem 9 — fp8 on the linear layers only
+# A bf16 training step on H100s spends 80% of its compute time in the linear layers, at the 0.745 of the 989.4
+# TFLOP/s bf16 peak that measured GEMMs reach, and 20% in attention. An fp8 recipe runs the linear layers in fp8
+# (peak 1,978.9 TFLOP/s, reached at 0.525) and leaves attention in bf16. What fraction of the bf16 compute time
+# does the step's compute take in fp8?
+
+# %%
+answer = ...  # fraction of the bf16 compute time
+ok = check_answer("10.9", answer)
 

@@ -10,10 +10,11 @@
 # # Chapter 12 — Exercises: serving for real
 # *Generated from `solutions/12_serving_for_real.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
-# Five problems on the terms between the ceiling and a measured rate: a weight
+# Seven problems on the terms between the ceiling and a measured rate: a weight
 # read at the bandwidth a real chip sustains, the expert all-to-all a token
 # pays over the NIC, what a draft head buys, the fixed cost of a layer that a
-# measured batch-1 rate reveals, and how unevenly a router loads the ranks.
+# measured batch-1 rate reveals, how unevenly a router loads the ranks, what a
+# low-precision peak buys, and how long users wait in a closed loop.
 # Work each by hand, put your number in `answer`, run the cell.
 
 # %%
@@ -88,4 +89,14 @@ ok = check_answer("12.5", answer)
 # %%
 answer = ...  # speed-up (x)
 ok = check_answer("12.6", answer)
+
+# %% [markdown]
+# ### Problem 7 — a closed loop past saturation
+# A benchmark runs N clients in a closed loop against Llama-3.3-70B on two H100s: each client sends its next request
+# (5,000 tokens in, 500 out) the moment its last one finishes. Past 100 clients the deployment's output stays at
+# 920 tokens/s whatever N is. By how many seconds does the mean time to first token grow for each 50 more clients?
+
+# %%
+answer = ...  # seconds per 50 clients
+ok = check_answer("12.7", answer)
 

@@ -9,8 +9,8 @@
 # %% [markdown]
 # # Chapter 10 — Exercises: training at scale
 #
-# Eight problems on model state, activations, the FLOPs of a step, MFU,
-# pipeline bubbles and data-parallel communication. Work each by hand, put
+# Nine problems on model state, activations, the FLOPs of a step, MFU,
+# pipeline bubbles, data-parallel communication and what an fp8 recipe buys. Work each by hand, put
 # your number in `answer`, run the cell. The symbols are the chapter's: $N$
 # parameters, $L$ tokens per sequence, $b$ sequences per micro-batch, $d$ hidden
 # size, $n_h$ heads, and the parallel degrees TP, PP, DP named as in a layout's
@@ -186,3 +186,25 @@ assert abs(rs_ag / answer - 1) < 1e-12
 # **Worked answer.** $\frac{\text{DP}-1}{\text{DP}} N (b_g + b_w) = \frac{63}{64} \times 8\times10^9 \times 6$ bytes / 50 GB/s = 0.945 s, the same as an fp32 all-reduce
 # would take less one third: the all-reduce moves $2 \times 4$ bytes per parameter, this $4 + 2$. Overlapped with the
 # backward pass it costs nothing as long as the backward takes longer.
+
+# %% [markdown]
+# ### Problem 9 — fp8 on the linear layers only
+# A bf16 training step on H100s spends 80% of its compute time in the linear layers, at the 0.745 of the 989.4
+# TFLOP/s bf16 peak that measured GEMMs reach, and 20% in attention. An fp8 recipe runs the linear layers in fp8
+# (peak 1,978.9 TFLOP/s, reached at 0.525) and leaves attention in bf16. What fraction of the bf16 compute time
+# does the step's compute take in fp8?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # fraction of the bf16 compute time
+answer = 0.8 * (989.4 * 0.745) / (1978.9 * 0.525) + 0.2
+# END SOLUTION
+ok = check_answer("10.9", answer)
+# BEGIN SOLUTION
+assert ok
+assert 0.5 < answer < 1                 # fp8 helps, but less than its peak's 2x and not on attention
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** The linear time scales by the two achieved rates, $989.4 \times 0.745 / (1978.9 \times 0.525) =
+# 0.709$, not by the peaks' 0.5; attention's does not move: $0.8 \times 0.709 + 0.2 = 0.77$ of the bf16 compute
+# time, a 1.30x speed-up where the peaks promise 2x (`training_layout.predict` charges exactly these two terms).

@@ -9,10 +9,11 @@
 # %% [markdown]
 # # Chapter 12 — Exercises: serving for real
 #
-# Five problems on the terms between the ceiling and a measured rate: a weight
+# Seven problems on the terms between the ceiling and a measured rate: a weight
 # read at the bandwidth a real chip sustains, the expert all-to-all a token
 # pays over the NIC, what a draft head buys, the fixed cost of a layer that a
-# measured batch-1 rate reveals, and how unevenly a router loads the ranks.
+# measured batch-1 rate reveals, how unevenly a router loads the ranks, what a
+# low-precision peak buys, and how long users wait in a closed loop.
 # Work each by hand, put your number in `answer`, run the cell.
 
 # %%
@@ -172,3 +173,25 @@ assert abs(4 * predict.matmul_fraction("b200", "fp4") / predict.matmul_fraction(
 # weights 3.6 times smaller (0.5625 bytes a parameter with its scales, against
 # 2). Ratios on a datasheet are ratios of peaks; what a deployment gets is the
 # ratio of what its kernels reach.
+
+# %% [markdown]
+# ### Problem 7 — a closed loop past saturation
+# A benchmark runs N clients in a closed loop against Llama-3.3-70B on two H100s: each client sends its next request
+# (5,000 tokens in, 500 out) the moment its last one finishes. Past 100 clients the deployment's output stays at
+# 920 tokens/s whatever N is. By how many seconds does the mean time to first token grow for each 50 more clients?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # seconds per 50 clients
+answer = 50 * 500 / 920
+# END SOLUTION
+ok = check_answer("12.7", answer)
+# BEGIN SOLUTION
+assert ok
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** Little's law: clients = completion rate x time in the system. The rate is fixed at 920 / 500 =
+# 1.84 requests/s, so each extra client adds 1 / 1.84 = 0.54 s to every client's time in the system, all of it
+# spent waiting before the first token: 50 clients add 27.2 s. NIM's published curve for this deployment grows by
+# 26.9 s from 150 to 200 clients and by 26.9 s again to 250 (chapter 12's curve section checks the same law on the
+# simulation).
