@@ -528,6 +528,66 @@ ax.legend(fontsize=8, loc="upper left"); ax.grid(True, which="major", alpha=0.3)
 plt.show()
 
 # %% [markdown]
+# **Where each parallelism turns communication-bound.** Each transfer hides
+# behind the compute it overlaps only while that compute is long enough, and
+# the balance has a closed form (`training_layout.comm_bound_points`; *How to
+# Scale Your Model* builds its training chapters on the same comparisons). A
+# data-parallel replica's GPUs send $b_g + b_w$ bytes per parameter each step
+# and compute $6T$ FLOPs per parameter for $T$ tokens, so ZeRO-1's sync hides
+# while $T \ge F(b_g+b_w)/(6W_\text{NIC})$, whatever the model's size. Tensor
+# parallelism moves $16\,d$ bytes a token per layer (gathers and
+# reduce-scatters, forward and backward) against $6P_\text{layer}/\text{TP}$
+# FLOPs, so it turns communication-bound past
+# $\text{TP}_\max = 1 + 6P_\text{layer}W_\text{NVLink}/(16\,d\,F)$. Every run
+# in the ledger, against both:
+
+# %% slideshow={"slide_type": "subslide"}
+pts_rows = []
+for r in res:
+    e = ledger_t[r["key"]]
+    a = TL._row_args(e)
+    pts = TL.comm_bound_points(e["model"], e["chip"], precision=e["precision"])
+    tokens_per_replica = e["global_batch"] * e["seq_len"] / a["dp"]
+    per_mb = e["seq_len"] * a["micro_batch"]
+    need = pts["fsdp_tokens"] if a["fsdp"] else pts["dp_tokens"]          # over the NIC
+    if a["tp"] * a["cp"] * a["dp"] <= hardware.get(e["chip"]).scale_up_domain:   # the DP group inside NVLink
+        need *= pts["W_nic"] / pts["W_nvlink"]
+    have = per_mb if a["fsdp"] else tokens_per_replica
+    pts_rows.append(dict(key=r["key"], dp_margin=have / need, tp_margin=pts["tp_max"] / a["tp"], fsdp=a["fsdp"],
+                         chip=e["chip"]))
+fig, (a1, a2) = plots.new_axes(2, width=4.6, height=3.4)
+for ax, field, label in ((a1, "dp_margin", "tokens computed / tokens needed"),
+                         (a2, "tp_margin", "TP_max / TP")):
+    vals = np.array(sorted(r[field] for r in pts_rows))
+    ax.semilogy(np.arange(vals.size), vals, "o", ms=4)
+    ax.axhline(1, color="k", lw=1)
+    ax.set_xlabel("runs of the ledger, sorted"); ax.set_ylabel(label, fontsize=9)
+    ax.grid(True, which="major", alpha=0.3)
+a1.set_title("data parallelism (FSDP: per micro-batch)", fontsize=9); a2.set_title("tensor parallelism", fontsize=9)
+plt.show()
+dp_low = [r["key"] for r in pts_rows if r["dp_margin"] < 1]
+print(f"runs on the compute-bound side: data parallelism {sum(r['dp_margin'] >= 1 for r in pts_rows)} of "
+      f"{len(pts_rows)}, tensor parallelism {sum(r['tp_margin'] >= 1 for r in pts_rows)} of {len(pts_rows)}; "
+      f"below the DP point: {', '.join(dp_low) or 'none'}")
+ds = TL.comm_bound_points("deepseek-v3", "h100-sxm", precision="fp8")
+print(f"DeepSeek-V3's experts are {ds['d_ff_expert']:,} wide: an all-to-all over NVLink hides behind them from "
+      f"{ds['ep_width_nvlink']:,.0f}, over the NIC only from {ds['ep_width_nic']:,.0f}")
+assert all(r["tp_margin"] >= 1 for r in pts_rows)          # no published run splits its layers past TP_max
+assert ds["ep_width_nvlink"] < ds["d_ff_expert"] < ds["ep_width_nic"]
+
+# %% [markdown]
+# Every published run keeps tensor parallelism on the compute-bound side, most
+# far inside it: TP stops at the NVLink domain long before $\text{TP}_\max$.
+# The data-parallel margin is where teams spend their batch: most replicas
+# compute many times the tokens their sync needs (over NVLink when the group
+# fits one domain, over the NIC otherwise); the runs printed below the point
+# gather weights per micro-batch (FSDP) or give each replica a small batch,
+# and there the overlap's schedule, not the bandwidth alone, decides.
+# DeepSeek-V3's experts are too narrow to hide a NIC all-to-all behind them —
+# which is why DeepSeek overlapped one micro-batch's all-to-all with another's
+# compute (DualPipe) instead of waiting on it.
+
+# %% [markdown]
 # **Where it fails, and why.** The rows outside 1.5×, and how many runs that
 # ran the memory model still says do not fit:
 

@@ -81,3 +81,20 @@ def test_bad_input_is_refused_with_what_is_allowed():
         tl.predict("llama-3.1-8b", "h100-sxm", precision="int4", **KW)
     with pytest.raises(ValueError, match="rank_order must name"):
         tl.predict("llama-3.1-8b", "h100-sxm", rank_order="tp-dp", **KW)
+
+
+def test_comm_bound_points_by_hand():
+    """H100 bf16 at the measured 0.745 share: F = 737 TFLOP/s. ZeRO-1 over a 50 GB/s NIC hides behind the compute
+    from F x (4 + 2) / (6 x 50e9) = 14,741 tokens per replica and step; Llama 3.1 70B (70.55B parameters less its
+    128,256 x 8,192 input table = 69.50B that multiply each token, 80 layers, d = 8,192) turns tensor-parallel
+    communication-bound past 1 + 6 x 0.869e9 x 450e9 / (16 x 8,192 x F) = 25 GPUs."""
+    F = 989.4e12 * H100_SHARE_BF16
+    pts = tl.comm_bound_points("llama-3.1-70b", "h100-sxm")
+    assert pts["dp_tokens"] == pytest.approx(F * 6 / (6 * 50e9), rel=0.002)
+    assert pts["fsdp_tokens"] == pytest.approx(F * 8 / (6 * 50e9), rel=0.002)
+    p_layer = (70.55e9 - 128_256 * 8192) / 80
+    assert pts["tp_max"] == pytest.approx(1 + 6 * p_layer * 450e9 / (16 * 8192 * F), rel=0.005)
+    # DeepSeek-V3's 2,048-wide experts: compute-bound behind NVLink's all-to-all, communication-bound over the NIC
+    ds = tl.comm_bound_points("deepseek-v3", "h100-sxm", precision="fp8")
+    assert ds["ep_width_nvlink"] < ds["d_ff_expert"] == 2048 < ds["ep_width_nic"]
+    assert "ep_width_nic" not in pts

@@ -53,7 +53,7 @@ from .units import dtype_bytes
 
 __all__ = ["TrainingStep", "training_step", "search_layouts", "Layouts", "LLAMA3_405B_LAYOUTS", "predict",
            "TrainingPrediction", "attention_share", "training_constants", "MEGATRON_RANK_ORDER", "PRECISIONS",
-           "measurements", "predicted_vs_measured", "SPLITS"]
+           "measurements", "predicted_vs_measured", "SPLITS", "comm_bound_points"]
 
 #: Llama 3 405B's published pre-training layouts (Llama Team 2024, arXiv:2407.21783, Table 4):
 #: GPUs, TP, CP, PP, DP, sequence length, sequences per DP rank per step, TFLOP/s per GPU, BF16 MFU.
@@ -622,3 +622,54 @@ def predicted_vs_measured(keys=None) -> list:
     return [(k, e.get("split", "validation"), float(e["measured_tokens_per_s_per_gpu"]),
              predict(e["model"], e["chip"], **_row_args(e)))
             for k, e in _catalog.select(measurements(), keys, "training measurement", "training_measurements.toml")]
+
+
+# ---- where each parallelism turns communication-bound (closed forms) --------------------------------------------
+
+def comm_bound_points(model, chip, *, precision: str = "bf16", grad_dtype: str = "fp32",
+                      weight_dtype: str = "bf16") -> dict:
+    """The closed-form points where each parallelism's transfers outgrow the compute they hide behind, for ``model``
+    on ``chip`` at the achieved matmul rate ``F`` of ``precision`` (peak x :func:`llmmath.predict.matmul_fraction`).
+    Each compares a transfer's bytes over its link with the FLOPs of the same step, as *How to Scale Your Model*
+    (Austin et al. 2025, the training chapters) builds its layouts on; both sides are per GPU and the model's size
+    cancels where it can.
+
+    * ``dp_tokens``: tokens each data-parallel replica must process per step for ZeRO-1's sync to hide behind its
+      compute over the NIC. A replica's GPUs hold ``N / (tp pp)`` parameters each and send ``(b_g + b_w)`` bytes per
+      parameter (reduce-scatter the gradients, gather the weights) while they compute ``6 T N / (tp pp)`` FLOPs for
+      ``T`` tokens: hidden while ``T >= F (b_g + b_w) / (6 W_nic)`` (ring factor ``(dp-1)/dp`` taken as 1);
+    * ``fsdp_tokens``: the same for FSDP, whose weights are gathered twice per micro-batch: tokens per micro-batch
+      per replica ``>= F (2 b_w + b_g) / (6 W_nic)``;
+    * ``tp_max``: the tensor-parallel degree past which a layer's sequence-parallel gathers and reduce-scatters (8
+      a layer and step, forward and backward, ``(tp-1)/tp`` of ``2 d`` bytes a token each) outlast its linear
+      layers' ``6 P_layer / tp`` FLOPs a token over NVLink: ``tp_max = 1 + 6 P_layer W_nvlink / (16 d F)``;
+    * ``ep_width``: for an MoE model, the expert width (``d_ff`` of one expert) below which the all-to-all (dispatch
+      and combine, forward and backward, ``8 d`` bytes a routed token) outlasts the expert's ``18 d d_ff`` FLOPs a
+      routed token: ``d_ff_min = 8 F / (18 W)``, on NVLink (``ep_width_nvlink``) and on the NIC (``ep_width_nic``),
+      beside the model's own ``d_ff_expert``.
+
+    Returns a dict of those numbers and ``F``, ``W_nvlink``, ``W_nic`` (bytes/s a direction). Raises ``ValueError``
+    for an unknown precision, ``KeyError`` for an unknown model or chip.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+    from .predict import matmul_fraction
+    m, c = models.get(model), hardware.get(chip)
+    dtype = PRECISIONS[precision]
+    F = c.flops_per_s(dtype) * matmul_fraction(c, dtype)
+    w_up, w_nic = float(c.scale_up_bytes_per_s or 0.0), float(c.scale_out_bytes_per_s or 0.0)
+    b_g, b_w = dtype_bytes(grad_dtype), dtype_bytes(weight_dtype)
+    out = {"F": F, "W_nvlink": w_up, "W_nic": w_nic}
+    if w_nic > 0:
+        out["dp_tokens"] = F * (b_g + b_w) / (6 * w_nic)
+        out["fsdp_tokens"] = F * (2 * b_w + b_g) / (6 * w_nic)
+    if w_up > 0:
+        p_layer = m.matmul_params_per_token / m.n_layers
+        out["tp_max"] = 1 + 6 * p_layer * w_up / (16 * m.d_model * F)
+    if m.is_moe:
+        out["d_ff_expert"] = m.d_ff_expert
+        if w_up > 0:
+            out["ep_width_nvlink"] = 8 * F / (18 * w_up)
+        if w_nic > 0:
+            out["ep_width_nic"] = 8 * F / (18 * w_nic)
+    return out
