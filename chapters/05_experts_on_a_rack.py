@@ -425,7 +425,8 @@ assert v19.verdict == "holds if"
 #
 # *Claim, paraphrased:* what matters about a big domain is the HBM bandwidth it
 # can apply to one model, and that has grown fastest since Hopper: the domain
-# grew ~8× while each GPU's bandwidth grew only 1.5–2× per generation.
+# grew ~8× while, in the speaker's words, each GPU's bandwidth grew only
+# 1.5–2× per generation (the cell below measures that step too).
 #
 # **Derivation.** $W_\text{domain} = \text{packages} \times W_\text{GPU}$: the
 # domain's growth multiplies the chip's. From HGX H100 to GB200 NVL72 (computed
@@ -442,6 +443,10 @@ print(f"domain {h_.packages} -> {g_.packages} GPUs: {dom_x:.0f}x; per GPU {h_.hb
       f"{g_.hbm_bytes_per_s / 1e12:.0f} TB/s: {agg_x:.1f}x")
 print(f"So 'about 8x' is the domain's growth (really {dom_x:.0f}x), not the bandwidth's: read as 'scale-up memory "
       f"bandwidth grew ~8x' it is wrong by {agg_x / 8:.1f}x; the bandwidth one model can stream grew {agg_x:.1f}x.")
+print(f"The per-GPU step from H100 to GB200 is {gpu_x:.2f}x, " + ("above" if gpu_x > 2 else "within")
+      + " the speaker's '1.5-2x per generation'" + (": the chip grew faster than the claim allows, and the domain "
+                                                     "faster still" if gpu_x > 2 else ""))
+assert gpu_x > 2 and dom_x > gpu_x          # what the line above says: per GPU above 2x, the domain above that
 
 # %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=7, height=4)

@@ -382,8 +382,9 @@ print(f"read them from the cache:                    median {t_read * 1e3:.2f} m
 print(f"reading is {np.median(paired):.0f}x faster here: median of {len(paired)} paired rounds, middle half "
       f"{np.percentile(paired, 25):.0f}-{np.percentile(paired, 75):.0f}x "
       f"(predicted {rvr.recompute_predicted_s / rvr.read_predicted_s:.0f}x)")
-print(f"(recomputing runs at {1 / rvr.recompute_over_predicted:.0%} of the measured matmul ceiling: its 256-row "
-      f"products reach a fraction of the rate of the large square product that measured it)")
+print(f"(the prediction prices each of the recompute's 256-row products at the rate one of them reached here, "
+      f"{rvr.flops_per_s / 1e9:,.0f} GFLOP/s, {rvr.flops_per_s / rvr.square_flops_per_s:.0%} of a large square "
+      f"product's {rvr.square_flops_per_s / 1e9:,.0f}; the tanh between them is not priced)")
 measured.check("reading cached K, V beats recomputing them", lambda r: [measured.Fact(
     "recompute / read, median of paired rounds", float(np.median(r.paired_ratio)), low=5,
     why="the roofline gives more than 10x; equal costs would give 1x")], rvr, remeasure=remeasure_rvr)

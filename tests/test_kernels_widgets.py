@@ -384,6 +384,8 @@ def test_read_vs_recompute_predictions_by_hand_and_bad_sizes():
     # K and V rows of 2 layers, 64 fp32 values each, read once and written once
     assert r.recompute_predicted_s == pytest.approx(2 * 3 * 2 * 16 * 64 * 64 / r.flops_per_s)
     assert r.read_predicted_s == pytest.approx(2 * (16 * 2 * 2 * 64 * 4) / r.bytes_per_s)
+    # the recompute is priced at its own product's rate: a 16-row product does not beat a large square one
+    assert 0 < r.flops_per_s < 2 * r.square_flops_per_s
     with pytest.raises(ValueError, match="cannot exceed"):
         kernels.read_vs_recompute(n_tokens=64, n_cached=32)
     with pytest.raises(ValueError, match="rounds must be a whole number"):

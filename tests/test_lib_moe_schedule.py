@@ -418,3 +418,17 @@ def test_expert_in_cache_time_grows_with_tokens_and_refuses_bad_input():
     for bad in ({1: (0, 32)}, {2: (1, 32)}, {1: (1, 48)}, {1: 32}):
         with pytest.raises(ValueError, match="plan must map"):
             moe_bench.expert_in_cache_s([1], d_model=512, d_ff=256, repeats=1, plan=bad)
+
+
+@pytest.mark.parametrize("step_s", [0.005, 0.012, 0.02])
+def test_uniform_phase_latency_at_several_steps(step_s):
+    """The closed forms at steps shorter than the period too, each against the simulated cadence and by hand: wait
+    U(0, T), latency wait + step, so mean T/2 + step and worst T + step (a worst case typed as 2T, or a step left out
+    of the mean, fails at every step but T)."""
+    T = 0.02
+    cf = schedule.uniform_phase_latency(T, step_s)
+    assert cf["mean_latency_s"] == pytest.approx(T / 2 + step_s) and cf["max_latency_s"] == pytest.approx(T + step_s)
+    assert cf["mean_wait_s"] == pytest.approx(T / 2) and cf["max_wait_s"] == pytest.approx(T)
+    r = schedule.simulate_cadence(schedule.uniform_arrivals(100_000, 50.0, seed=3), T, step_s=step_s)
+    assert r.mean_latency_s == pytest.approx(cf["mean_latency_s"], rel=0.01)
+    assert cf["max_latency_s"] * 0.999 < r.max_latency_s <= cf["max_latency_s"] + 1e-12

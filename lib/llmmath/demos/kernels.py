@@ -464,8 +464,9 @@ class ReadVsRecompute:
     read_s: tuple
     recompute_predicted_s: float
     read_predicted_s: float
-    flops_per_s: float
+    flops_per_s: float            # the rate of one of the recompute's own products (n_tokens x d by d x d)
     bytes_per_s: float
+    square_flops_per_s: float = float("nan")   # the probe's large square product, for comparison
 
     @property
     def paired_ratio(self) -> np.ndarray:
@@ -488,8 +489,10 @@ def read_vs_recompute(n_layers: int = 8, d_model: int = 1024, n_tokens: int = 25
     Recompute: per layer ``h = tanh(h W_h)``, ``K = h W_k``, ``V = h W_v`` (three
     ``d x d`` fp32 products per layer, ``6 T d^2`` FLOPs). Read: gather the tokens'
     cached K and V rows (``2 T L d`` values of 4 bytes, read and written once by the
-    gather, into a buffer made beforehand on a CPU). Predictions: FLOPs over the probe's matmul rate, bytes over its copy rate
-    (a gather reads and writes), both sampled in the same rounds as the two sides
+    gather, into a buffer made beforehand on a CPU). Predictions: FLOPs over the rate of one of the recompute's own
+    products (``n_tokens x d`` by ``d x d``, timed in the same rounds: a 256-row product runs far below a large square
+    one, which the first version of this demo used and so predicted the recompute 5.8x too fast), bytes over the
+    probe's copy rate (a gather reads and writes), all sampled in the same rounds as the two sides
     (:func:`time_interleaved`). Every timed call follows a read sweep
     (:func:`evict_caches`), so the gather finds the cache in memory, as the K and V of
     tokens written many steps ago would be. Timed back to back, its 2 T L d values and
@@ -534,12 +537,17 @@ def read_vs_recompute(n_layers: int = 8, d_model: int = 1024, n_tokens: int = 25
 
         def read():
             return xp.take(rows, idx, axis=0, out=buf, mode="clip")
+    def one_product():                 # the recompute's own shape: its rate, not a large square's, prices it
+        return h0 @ Ws[0][0]
+
     probe = CeilingProbe(("fp32",), be=be)
-    timed = time_interleaved({"recompute": recompute, "read": read}, rounds=rounds, warmup=1,
-                             probe=probe, be=be, evict=True)
-    F, W = probe.flops_per_s("fp32"), probe.copy_bytes_per_s
+    timed = time_interleaved({"recompute": recompute, "read": read, "product": one_product}, rounds=rounds,
+                             warmup=1, probe=probe, be=be, evict=True)
+    F = 2 * n_tokens * d * d / float(np.median(timed["product"].samples_s))
+    W = probe.copy_bytes_per_s
     return ReadVsRecompute(timed["recompute"].samples_s, timed["read"].samples_s,
-                           n_tokens * n_layers * 3 * 2 * d * d / F, 2 * n_tokens * n_layers * 2 * d * 4 / W, F, W)
+                           n_tokens * n_layers * 3 * 2 * d * d / F, 2 * n_tokens * n_layers * 2 * d * 4 / W, F, W,
+                           probe.flops_per_s("fp32"))
 
 
 @lru_cache(maxsize=None)

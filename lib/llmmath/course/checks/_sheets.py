@@ -81,7 +81,15 @@ SYSTEMS = {
 # config.json fields (huggingface.co/<org>/<model>/config.json).
 MODELS = {
     "deepseek-v3": dict(n_layers=61, n_heads=128, n_experts=256, experts_per_token=8, d_ff_expert=2048,
-                        kv_lora_rank=512),
+                        kv_lora_rank=512, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128),
+    # config.json of each (Hugging Face): num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads,
+    # head_dim, the experts and their width (intermediate_size / moe_intermediate_size)
+    "mixtral-8x7b": dict(n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, n_experts=8, experts_per_token=2,
+                         d_ff_expert=14336),
+    "qwen3-30b-a3b": dict(n_layers=48, d_model=2048, n_heads=32, n_kv_heads=4, head_dim=128, n_experts=128,
+                          experts_per_token=8, d_ff_expert=768),
+    "gpt-oss-120b": dict(n_layers=36, d_model=2880, n_heads=64, n_kv_heads=8, head_dim=64, n_experts=128,
+                         experts_per_token=4, d_ff_expert=2880),
     "kimi-k2": dict(n_layers=61, n_heads=64, n_experts=384, experts_per_token=8, d_ff_expert=2048),
     "llama-3.1-8b": dict(n_layers=32, d_model=4096, n_heads=32, n_kv_heads=8, d_ff=14336),
     "llama-3.1-70b": dict(n_layers=80, d_model=8192, n_heads=64, n_kv_heads=8, d_ff=28672),

@@ -46,7 +46,7 @@ def _min_chips(model, chip, weight_dtype="bf16") -> int:
 
 @register(1)
 def _check_1() -> Verdict:
-    require_sheets(1, chips="all", models_=['deepseek-v3', 'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-4b'])
+    require_sheets(1, chips="all", models_=['deepseek-v3', 'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-4b', 'mixtral-8x7b'])
     # On one chip, batch moves cost per token by R (hundreds of times); the datasheet R
     # written above must match what the library computes. The other knob an operator
     # turns on the same hardware, weight precision (bf16 -> fp8), moves it by exactly the
@@ -169,7 +169,7 @@ def _busiest_experts_by_hand(n_chips: int, n_experts: int = 256, k: int = 8) -> 
 
 @register(2)
 def _check_2() -> Verdict:
-    require_sheets(2, chips="all", models_=['deepseek-v3', 'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-4b'])
+    require_sheets(2, chips="all", models_=['deepseek-v3', 'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-4b', 'mixtral-8x7b'])
     # (a) pooled bandwidth (every chip can read every weight, or one chip): the penalty is the
     #     datasheet's R times P_read(1) / N_mm, for dense and MoE alike.
     ratios = {}

@@ -312,7 +312,7 @@ def _check_11() -> Verdict:
 @register(14)
 def _check_14() -> Verdict:
     require_sheets(14, chips=['b200', 'h100-sxm'], models_=['deepseek-v3', 'kimi-k2', 'llama-3.1-405b',
-                   'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-235b-a22b'])
+                   'llama-3.1-70b', 'llama-3.1-8b', 'qwen3-235b-a22b', 'qwen3-30b-a3b'])
     Rs = {"h100-sxm": _H100["bf16"] * 2 / (2 * _H100["W"]), "b200": _B200["bf16"] * 2 / (2 * _B200["W"])}
     R = Rs["h100-sxm"]
     dense_models = ("llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b")

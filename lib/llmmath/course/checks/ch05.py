@@ -106,10 +106,10 @@ def _check_18() -> Verdict:
     require(pk == 2 and die == 4 and name == 8, 18, f"counts changed: packages {pk}, dies {die}, name {name}")
     require(bw >= 4, 18, f"aggregate HBM bandwidth grows only {bw:.1f}x")
     return Verdict(18, "holds if",
-                   "holds if 'genuine' means compute dies or memory: NVL72 -> NVL576 is 8x by the name, but 2x in "
-                   "packages, 4x in dies and 8x in aggregate HBM bandwidth (roadmap figures); the GPU packages "
-                   "that one NVLink domain joins only double, while the links between them grow with their bandwidth "
-                   "per GPU",
+                   f"holds if 'genuine' means compute dies or memory: NVL72 -> NVL576 is {name:.0f}x by the name, but "
+                   f"{pk:.0f}x in packages, {die:.0f}x in dies and {bw:.0f}x in aggregate HBM bandwidth (roadmap "
+                   f"figures); the GPU packages that one NVLink domain joins only double, while the links between "
+                   f"them grow with their bandwidth per GPU",
                    {"NVL72 -> Rubin Ultra NVL576": f"name {name:.0f}x, packages {pk:.0f}x, dies {die:.0f}x, "
                     f"HBM bandwidth {bw:.0f}x, HBM capacity {cap:.1f}x",
                     "caveat": "Rubin Ultra figures are 2025 roadmap numbers (see systems.toml 'unverified')"})
