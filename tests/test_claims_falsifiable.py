@@ -199,6 +199,9 @@ SLIPS = [
     ("Mixtral's top-2 routing typed as top-1", "models.toml", _set("models", "mixtral-8x7b", "experts_per_token", 1)),
     ("Qwen3-30B-A3B's 768-wide experts typed as 1,536 (Qwen3-235B's)", "models.toml",
      _set("models", "qwen3-30b-a3b", "d_ff_expert", 1536)),
+    ("H100's bidirectional NVLink 900 GB/s taken per direction", "hardware.toml",
+     _set("chips", "h100-sxm", "scale_up_bytes_per_s", 900e9)),
+    ("GB200's 72-GPU NVLink domain typed as 36", "hardware.toml", _set("chips", "gb200", "scale_up_domain", 36)),
 ]
 
 # Claims whose checks rest only on a simulation or a measurement on this machine.
@@ -366,6 +369,8 @@ EACH_CLAIM_ITS_SLIPS = [
     ("DeepSeek-V3's MLA rope key (64 values) dropped", 5),
     ("DeepSeek-V3's MLA rope key (64 values) dropped", 11),
     ("Mixtral's top-2 routing typed as top-1", 1),
+    ("H100's bidirectional NVLink 900 GB/s taken per direction", 1),   # chapter 0's table; every all-chips check
+    ("GB200's 72-GPU NVLink domain typed as 36", 1),
     ("Qwen3-30B-A3B's 768-wide experts typed as 1,536 (Qwen3-235B's)", 14),
 ]
 

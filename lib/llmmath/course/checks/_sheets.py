@@ -62,6 +62,27 @@ CHIPS = {
     "tpu-v7": dict(hbm_bytes=192 * GIB, hbm_bytes_per_s=7.38e12, bf16=2307e12),
 }
 
+# Per chip: the scale-up link per direction and the scale-up domain (chapter 0's table prints both). NVIDIA gives
+# NVLink bidirectional: A100 600 GB/s, H100/H200/H20 900 GB/s, Blackwell 1.8 TB/s (H100 PCIe: an NVLink bridge of
+# 600 GB/s joining 2; L40S: PCIe Gen4 x16, 64 GB/s both ways, 8 a server); NVL72 racks join 72. AMD: 7 Infinity
+# Fabric links a GPU, 64 GB/s each way on MI300X/MI325X, 76.8 on MI355X, 8 a platform. Gaudi 3: 21 of its 24 200 GbE
+# ports for scale-up, 8 a node. Google: ICI per chip 2,400 (v4), 1,600 (v5e), 4,800 (v5p), 3,200 (v6e) Gbps and
+# 1.2 TB/s bidirectional (v7); pods of 4,096, 256, 8,960, 256 and 9,216 chips.
+LINKS = {
+    "a100-80gb": dict(scale_up=600e9 / 2, domain=8), "a100-40gb": dict(scale_up=600e9 / 2, domain=8),
+    "h100-sxm": dict(scale_up=900e9 / 2, domain=8), "h200": dict(scale_up=900e9 / 2, domain=8),
+    "h20": dict(scale_up=900e9 / 2, domain=8), "h100-pcie": dict(scale_up=600e9 / 2, domain=2),
+    "l40s": dict(scale_up=64e9 / 2, domain=8), "b200": dict(scale_up=1.8e12 / 2, domain=8),
+    "b300": dict(scale_up=1.8e12 / 2, domain=8), "gb200": dict(scale_up=1.8e12 / 2, domain=72),
+    "gb300": dict(scale_up=1.8e12 / 2, domain=72), "mi300x": dict(scale_up=7 * 64e9, domain=8),
+    "mi325x": dict(scale_up=7 * 64e9, domain=8), "mi355x": dict(scale_up=7 * 76.8e9, domain=8),
+    "gaudi3": dict(scale_up=21 * 200e9 / 8, domain=8), "tpu-v4": dict(scale_up=2400e9 / 8, domain=4096),
+    "tpu-v5e": dict(scale_up=1600e9 / 8, domain=256), "tpu-v5p": dict(scale_up=4800e9 / 8, domain=8960),
+    "tpu-v6e": dict(scale_up=3200e9 / 8, domain=256), "tpu-v7": dict(scale_up=1.2e12 / 2, domain=9216),
+}
+for _k, _v in LINKS.items():
+    CHIPS[_k] = {**CHIPS[_k], **_v}
+
 # Per package of a scale-up system: HBM bytes and bytes/s, scale-up and scale-out bytes/s per direction.
 SYSTEMS = {
     "hgx-h100": dict(scale_up=900e9 / 2, scale_out=400e9 / 8),      # NVLink 4 900 GB/s bidirectional; CX-7 400 Gb/s
@@ -109,7 +130,8 @@ RUNS = {
     "qwen3-235b-a22b": dict(tokens=36e12),
 }
 
-_CHIP_FIELDS = {"hbm_bytes": lambda c: c.hbm_bytes, "hbm_bytes_per_s": lambda c: c.hbm_bytes_per_s}
+_CHIP_FIELDS = {"hbm_bytes": lambda c: c.hbm_bytes, "hbm_bytes_per_s": lambda c: c.hbm_bytes_per_s,
+                "scale_up": lambda c: c.scale_up_bytes_per_s, "domain": lambda c: c.scale_up_domain}
 _SYSTEM_FIELDS = {"hbm": "hbm_bytes_per_package", "hbm_per_s": "hbm_bytes_per_s_per_package",
                   "scale_up": "scale_up_bytes_per_s_per_package", "scale_out": "scale_out_bytes_per_s_per_package"}
 
