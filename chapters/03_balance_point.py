@@ -53,7 +53,12 @@ from llmmath.units import fmt_bytes, fmt_count, fmt_seconds
 # precision on chips whose FLOP/s double when the bytes halve (H100 bf16 → fp8,
 # B200 fp8 → fp4).
 # (The library uses $P_\text{read}$ and $N_\text{mm}$, the same counts without the
-# input-embedding table, which a step reads only one row of per sequence.)
+# input-embedding table, which a step reads only one row of per sequence. Their
+# ratio, the **read sparsity** $s_\text{read} = P_\text{read}/N_\text{mm}$ — the
+# weights a large-batch step reads over the weights each token multiplies — is the
+# $s$ that $B^* = R\,s$ holds for (to a few hundredths of a percent). It sits above
+# $N_\text{tot}/N_\text{act}$, the more so where the embedding table is a larger
+# part of $N_\text{act}$; the table below prints both and how far apart they are.)
 #
 # **Which sparsity?** "Balanced" can mean two things for a mixture of experts.
 #
@@ -77,15 +82,26 @@ for c in ("a100-80gb", "h100-sxm", "h200", "b200", "gb200", "mi300x", "tpu-v5e",
     print(f"  {c:<10} {ch.flops_per_s('bf16') / 1e12:>6.0f} TFLOP/s / {ch.hbm_bytes_per_s / 1e12:.2f} TB/s -> R = {R[c]:>4.0f}{extra}")
 
 moes = [k for k, m in models.catalog().items() if m.is_moe]
-print(f"\n{'model':<16} {'N_tot':>7} {'N_act':>7} {'N_tot/N_act':>11} {'E/k':>5}  "
+
+
+def read_sparsity(m):
+    """s_read = P_read / N_mm: the weights a large-batch step reads over the weights a token multiplies."""
+    mm = models.get(m)
+    return mm.weights_read_params / mm.matmul_params_per_token
+
+
+print(f"\n{'model':<16} {'N_tot':>7} {'N_act':>7} {'N_tot/N_act':>11} {'P_read/N_mm':>11} {'E/k':>5}  "
       + "  ".join(f"{c + ' B*':>16}" for c in ("h100-sxm", "b200", "tpu-v6e")))
 for m in moes:
     mm = models.get(m)
     cells = [f"{serving.balance_batch(m, c):>7,.0f} / {serving.balance_batch(m, c, sparsity='expert'):>6,.0f}"
              for c in ("h100-sxm", "b200", "tpu-v6e")]
     print(f"{m:<16} {fmt_count(mm.total_params):>7} {fmt_count(mm.active_params):>7} {mm.sparsity:>11.1f} "
-          f"{mm.expert_sparsity:>5.0f}  " + "  ".join(f"{x:>16}" for x in cells))
+          f"{read_sparsity(m):>11.1f} {mm.expert_sparsity:>5.0f}  " + "  ".join(f"{x:>16}" for x in cells))
 print("(each cell: whole-step B* / per-expert B*, bf16, context 0)")
+above = {m: read_sparsity(m) / models.get(m).sparsity - 1 for m in moes}
+print(f"P_read/N_mm above N_tot/N_act by {min(above.values()):.1%} ({min(above, key=above.get)}) "
+      f"to {max(above.values()):.1%} ({max(above, key=above.get)})")
 
 # %% [markdown]
 # **Reading the table.** On an H100 or B200, $R \approx 280$–$300$ at every
@@ -96,23 +112,36 @@ print("(each cell: whole-step B* / per-expert B*, bf16, context 0)")
 # DeepSeek-V3's routing (8 of 256) nor its parameter ratio.
 #
 # **Picture.** $B^*$ against the two sparsities for the catalog's MoE models on an H100:
-# a straight line of slope $R$ — the points sit on it whichever sparsity is used,
-# but each model's two points sit far apart.
+# a straight line of slope $R$ — the points sit on it whichever sparsity is used
+# (circles at the read sparsity $s_\text{read} = P_\text{read}/N_\text{mm}$, the one
+# the whole-step $B^*$ is built from; squares at $E/k$), but each model's two
+# points sit far apart. At $N_\text{tot}/N_\text{act}$ the circles would sit left of
+# the line, by the percentages printed under the table; the cell asserts that at
+# $s_\text{read}$ every point is within 0.1% of it.
 
 # %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=6.5)
 s_line = np.logspace(0, 2, 50)
-ax.loglog(s_line, R["h100-sxm"] * s_line, "k-", lw=1, label="B* = R s, H100 (R = 295)")
+ax.loglog(s_line, R["h100-sxm"] * s_line, "k-", lw=1, label=f"B* = R s, H100 (R = {R['h100-sxm']:.0f})")
+off_line = []
 for i, m in enumerate(moes):
     mm = models.get(m)
-    ax.loglog([mm.sparsity], [serving.balance_batch(m, "h100-sxm")], "o", color=f"C{i}", label=f"{m}: N_tot/N_act")
-    ax.loglog([mm.expert_sparsity], [serving.balance_batch(m, "h100-sxm", sparsity="expert")], "s", mfc="none",
-              color=f"C{i}")
+    step_pt = (read_sparsity(m), serving.balance_batch(m, "h100-sxm"))
+    expert_pt = (mm.expert_sparsity, serving.balance_batch(m, "h100-sxm", sparsity="expert"))
+    ax.loglog([step_pt[0]], [step_pt[1]], "o", color=f"C{i}", label=f"{m}: P_read/N_mm")
+    ax.loglog([expert_pt[0]], [expert_pt[1]], "s", mfc="none", color=f"C{i}")
+    off_line += [pt[1] / (R["h100-sxm"] * pt[0]) - 1 for pt in (step_pt, expert_pt)]
 ax.loglog([8], [2400], "r*", ms=12, label="speaker: 300 x 8")
-ax.set_xlabel("sparsity s (circles: N_tot/N_act; squares: E/k)"); ax.set_ylabel("balance batch B* (sequences)")
+ax.set_xlabel("sparsity s (circles: P_read/N_mm; squares: E/k)"); ax.set_ylabel("balance batch B* (sequences)")
 ax.set_title("The balance batch on an H100, bf16, short context"); ax.grid(True, which="both", alpha=0.3)
 ax.legend(fontsize=8)
 plt.show()
+print(f"every point against the line B* = R s: {min(off_line):+.3%} to {max(off_line):+.3%}")
+# every point, circle and square, on the line it is drawn against (the whole-step B* also carries each
+# sequence's own embedding row, a few hundredths of a percent)
+assert max(abs(x) for x in off_line) < 1e-3, off_line
+# and the other sparsity would not do: at N_tot/N_act the circles leave the line by more than 0.1%
+assert max(abs(serving.balance_batch(m, "h100-sxm") / (R["h100-sxm"] * models.get(m).sparsity) - 1) for m in moes) > 1e-3
 
 # %% [markdown]
 # **Explore.** Pick a chip first and watch $B^* = R\,s$ at $L = 0$ (printed) move

@@ -103,17 +103,45 @@ plt.show()
 # With DeepSeek-V3's $k = 8$ routed experts (the speaker guessed 16–32),
 # $2k = 16$ already beats a 9× gap with one layer per stage, and two layers beat
 # the 18× of a GB200 rack wired with 400 Gb/s NICs.
+#
+# **The expert group must fit the fast link.** The in-stage traffic goes over
+# $\text{bw}_\text{up}$ only if the $E$ GPUs of the expert-parallel group share a
+# scale-up domain. An HGX H100 box's NVLink domain is 8 GPUs, so an EP64 group
+# there would send most of its all-to-all over the NIC. Each system below runs
+# EP $= \min(64, \text{its domain})$; a group wider than its domain would be
+# priced on the NIC.
+
+# %%
+def ep_and_link(key, ep_wanted=64):
+    """The EP width a system runs (capped at its scale-up domain) and the links its traffic is priced on."""
+    sy = hardware.system(key)
+    ep = min(ep_wanted, sy.packages)
+    up = sy.scale_up_bytes_per_s_per_package if ep <= sy.packages else sy.scale_out_bytes_per_s_per_package
+    return ep, up, sy.scale_out_bytes_per_s_per_package
+
+
+boundary_systems = ("hgx-h100", "gb200-nvl72", "gb300-nvl72", "tpu-v5p-pod")
+ep_of = {key: ep_and_link(key) for key in boundary_systems}
+for key, (ep, up, out) in ep_of.items():
+    sy = hardware.system(key)
+    on_up = up == sy.scale_up_bytes_per_s_per_package
+    print(f"{key:<12} scale-up domain {sy.packages:>5} packages -> EP{ep}, all-to-all on "
+          f"{'its scale-up link' if on_up else 'the NIC'} ({up / 1e9:.0f} GB/s)")
+    # every column's expert group fits its domain, or its all-to-all is priced on the NIC
+    assert (ep <= sy.packages and on_up) or up == sy.scale_out_bytes_per_s_per_package, key
+assert ep_of["hgx-h100"][0] == hardware.system("hgx-h100").packages == 8
 
 # %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=6.5, height=3.8)
 layers = np.arange(1, 17)
 for key, style in (("hgx-h100", "o-"), ("gb200-nvl72", "o-"), ("gb300-nvl72", "x:"), ("tpu-v5p-pod", "o-")):
     sy = hardware.system(key)
-    r = parallelism.boundary_traffic_ratio("deepseek-v3", layers, 64, sy.scale_up_bytes_per_s_per_package,
-                                           sy.scale_out_bytes_per_s_per_package)
-    # GB300 has the H100 box's 9x ratio, so its curve lies on the H100's: drawn dotted with crosses on top
+    ep, up, out = ep_of[key]
+    r = parallelism.boundary_traffic_ratio("deepseek-v3", layers, ep, up, out)
+    # GB300 has the H100 box's 9x link gap; at EP64 against EP8 its curve sits (63/64)/(7/8) = 1.125x above
+    # the H100's, close to it: drawn dotted with crosses to tell the two apart
     ax.semilogy(layers, r, style, ms=4 if "x" in style else 3, lw=2 if "x" in style else 1.5,
-                label=f"{key} (up/out {sy.scale_up_over_scale_out:.0f}x)")
+                label=f"{key}, EP{ep} (up/out {sy.scale_up_over_scale_out:.0f}x)")
 ax.axhline(1, color="k", ls="--", lw=1)
 ax.set_xlabel("MoE layers per pipeline stage"); ax.set_ylabel("in-stage all-to-all time / boundary time")
 ax.set_title("DeepSeek-V3: above 1, the boundary is not the bottleneck"); ax.grid(True, which="both", alpha=0.3)
@@ -123,16 +151,25 @@ plt.show()
 # %% [markdown]
 # The ratio does not depend on $d$: a model with the same $k$ and EP width has the
 # same curve. DeepSeek-V3, Kimi K2 and Qwen3-235B all route to $k = 8$ experts;
-# gpt-oss-120b routes to 4, so it needs twice the layers per stage:
+# gpt-oss-120b routes to 4, so it needs twice the layers per stage. Each column
+# runs the EP its domain allows (above):
 
 # %%
-print(f"{'model':<18} {'k':>3} " + " ".join(f"{k:>14}" for k in ("hgx-h100", "gb200-nvl72", "tpu-v5p-pod"))
-      + "   (ratio at 1 MoE layer per stage, EP64)")
+table_systems = ("hgx-h100", "gb200-nvl72", "tpu-v5p-pod")
+print(f"{'model':<18} {'k':>3} " + " ".join(f"{f'{s_}, EP{ep_of[s_][0]}':>20}" for s_ in table_systems)
+      + "   (ratio at 1 MoE layer per stage)")
+ratio_1layer = {}
 for key in ("deepseek-v3", "kimi-k2", "qwen3-235b-a22b", "gpt-oss-120b"):
-    row = [parallelism.boundary_traffic_ratio(key, 1, 64, hardware.system(s_).scale_up_bytes_per_s_per_package,
-                                              hardware.system(s_).scale_out_bytes_per_s_per_package)
-           for s_ in ("hgx-h100", "gb200-nvl72", "tpu-v5p-pod")]
-    print(f"{key:<18} {models.get(key).experts_per_token:>3} " + " ".join(f"{r:>14.2f}" for r in row))
+    row = [float(parallelism.boundary_traffic_ratio(key, 1, *ep_of[s_])) for s_ in table_systems]
+    ratio_1layer[key] = dict(zip(table_systems, row))
+    print(f"{key:<18} {models.get(key).experts_per_token:>3} " + " ".join(f"{r:>20.2f}" for r in row))
+# By hand, DeepSeek-V3 on an HGX H100 at EP8: k (fp8 dispatch 1 B + bf16 combine 2 B) (E-1)/E / (bf16 2 B), over
+# the box's link gap; an EP64 group would have 63/64 in place of 7/8, but 64 GPUs do not share one NVLink domain.
+k_ds, (ep_h, up_h, out_h) = models.get("deepseek-v3").experts_per_token, ep_of["hgx-h100"]
+hand_ep8 = k_ds * (1 + 2) * (ep_h - 1) / ep_h / 2 * out_h / up_h
+assert abs(ratio_1layer["deepseek-v3"]["hgx-h100"] / hand_ep8 - 1) < 1e-9
+print(f"DeepSeek-V3 on an HGX H100, 1 layer per stage: {hand_ep8:.2f} at EP{ep_h} (the box's NVLink domain); "
+      f"an EP64 group priced on NVLink, which the box cannot hold, would show {hand_ep8 * (63 / 64) / (7 / 8):.2f}")
 
 # %% [markdown]
 # **Explore.** Pick a system (its up/out ratio), a model, the activated experts
@@ -339,9 +376,15 @@ assert v25.verdict == "holds"
 # micro-batches in flight (above), and each still needs the balance batch
 # $b \approx B^*$ of chapter 1 to amortize its stage's weights. So the batch
 # *per stage* is unchanged, but a replica now holds $P\,b$ sequences at once
-# (claim 25 uses exactly this). A token's latency is the sum of the stage
-# floors plus one hop per stage boundary, or $P$ times the slowest stage if that
-# is longer: $t = \max(\sum_s t_s + P\,t_\text{hop},\; P \max_s t_s)$.
+# (claim 25 uses exactly this). What the claim counts is the time from one token
+# of a sequence to its next, and in decode that is a loop: a micro-batch crosses
+# the $P - 1$ stage boundaries inside the replica, and then the last stage's
+# sampled tokens travel back to the first stage, which embeds them for the next
+# step. That return is a hop too (a smaller message than the activations; we
+# charge it a full hop, so the sum is an upper bound): $P$ hops per token, none
+# with one stage. So a token's latency is the sum of the stage floors plus $P$
+# hops, or $P$ times the slowest stage if that is longer:
+# $t = \max(\sum_s t_s + P\,t_\text{hop},\; P \max_s t_s)$ for $P > 1$.
 #
 # **A hop is more than a wire latency.** DeepSeek's ISCA 2025 paper reports
 # 2.8–3.7 µs for 64-*byte* messages measured CPU-side (our catalog marks that
@@ -369,6 +412,27 @@ print(f"activations per GPU per hop: {b} / {E} tokens x {d_model} x 2 bytes = {a
       f"at {nic / 1e9:.0f} GB/s: {act / nic * 1e6:.1f} us")
 print(f"one hop: {wire * 1e6:.1f} us (64-byte latency) + {act / nic * 1e6:.1f} us (activations) + "
       f"{ch06._LAUNCH_SYNC_S * 1e6:.0f} us (assumed launch/sync) = {hop * 1e6:.1f} us")
+
+
+def ring_hops(P):
+    """Links one decode step crosses, counted on the ring of stages: s -> s + 1, and the last back to the first."""
+    return sum(1 for s_ in range(P) if (s_ + 1) % P != s_)
+
+
+def library_hops(P, probe_s=1.0):
+    """Hops the library charges: with a 1 s hop the hop term outweighs P x the slowest stage (milliseconds)."""
+    d0 = parallelism.pipelined_decode("deepseek-v3", "gb200", E, P, b, 8192, weight_dtype="fp8")
+    d1 = parallelism.pipelined_decode("deepseek-v3", "gb200", E, P, b, 8192, hop_latency_s=probe_s,
+                                      weight_dtype="fp8")
+    return (d1.token_latency_s - d0.stages_s.sum()) / probe_s
+
+
+for P in (1, 2, 8):
+    print(f"P={P}: {max(P - 1, 0)} stage {'boundary' if P == 2 else 'boundaries'} inside the replica + "
+          f"{1 if P > 1 else 0} return to the first stage = {ring_hops(P)} hops; the library charges "
+          f"{library_hops(P):.3f}")
+    assert abs(library_hops(P) - ring_hops(P)) < 1e-6
+assert ring_hops(1) == 0 and ring_hops(2) == 2 and ring_hops(8) == 8   # P hops once P > 1, not P - 1
 for key in ("deepseek-v3", "kimi-k2"):
     base = parallelism.pipelined_decode(key, "gb200", E, 1, b, 8192, weight_dtype="fp8")
     fit = parallelism.memory_over_stages(key, [1, 2, 4, 8], hardware.get("gb200").hbm_bytes, ep=E, batch=b,
@@ -490,7 +554,7 @@ assert v26.verdict == "holds if"
 #
 # | # | time | claim | verdict |
 # |---|---|---|---|
-# | 20 | 52:56 | boundary harmless if in-stage traffic ≳ 8× | **holds**: $2k\ell$ vs $\text{bw}_\text{up}/\text{bw}_\text{out}$; 1–2 DeepSeek layers per stage suffice |
+# | 20 | 52:56 | boundary harmless if in-stage traffic ≳ 8× | **holds**: $2k\ell$ vs $\text{bw}_\text{up}/\text{bw}_\text{out}$ with the EP group inside the scale-up domain; 1–2 DeepSeek layers per stage suffice |
 # | 21 | 55:35 | no saving in memory or compute time | **holds**: stage floors add up to the whole step; an uneven split only costs |
 # | 22 | 56:04 | relieves per-rack memory | **holds if** "memory" means weights (÷P; DeepSeek-V3 and Kimi K2 on GB200/GB300 NVL72 alike); the KV cache does not shrink |
 # | 24 | 1:00:59 | no effect on the batch needed or on latency | **holds if** "batch" is per stage ($P\,b$ sequences in flight) and hops of tens of µs (not ms) count as unchanged |

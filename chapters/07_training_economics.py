@@ -267,7 +267,7 @@ ax.plot(ratio, d_inf, "k--", lw=2.5, alpha=0.5, label="inference tokens / pre-tr
 ax.axhline(1, color="gray", lw=1); ax.axvline(0.3, color="C3", ls=":", label="the speaker's guess: 30% of training's")
 ax.axvline(rho, color="C2", ls="--", label=f"DeepSeek-V3, published: {rho:.2f}")
 ax.axvline(mfu_gb200 / mfu_pre, color="C4", ls="--", label=f"DeepSeek-V3 decode on GB200 (SGLang): {mfu_gb200 / mfu_pre:.2f}")
-ax.set_xlabel("MFU of RL / inference relative to pre-training"); ax.set_ylabel("tokens for equal machine time")
+ax.set_xlabel("MFU of RL / inference relative to pre-training"); ax.set_ylabel("tokens per pre-training token\n(equal machine time)")
 ax.set_title("Equal machine time, unequal tokens"); ax.grid(True, alpha=0.3); ax.legend(fontsize=8)
 plt.show()
 

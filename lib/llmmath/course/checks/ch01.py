@@ -111,7 +111,13 @@ def _fast_mode_by_hand():
     B L 327,680) / (8 W), with 80 layers x 2 x 8 KV heads x 128 x 2 bytes = 327,680 bytes a token. Linear in B, so
     t(b) = t(93) / 2.5 solves by hand; the price is (93 / b) / 2.5."""
     total, vocab, d = _LLAMA["llama-3.1-70b"]
-    W, L, B0, beta = _DATASHEET_BF16["h100-sxm"][1], 8192, 93, 327_680
+    W, L, beta = _DATASHEET_BF16["h100-sxm"][1], 8192, 327_680
+    # the start, by hand: the sequences whose 8,192-token KV fits beside bf16 weights in 8 x 80 GB, halved, rounded up
+    full = int((8 * 80e9 - total * 2) // (L * beta))
+    B0 = -(-full // 2)
+    require(full == int(serving.max_batch("llama-3.1-70b", "h100-sxm", L, n_chips=8)), 1,
+            f"{full} sequences fit by hand, {serving.max_batch('llama-3.1-70b', 'h100-sxm', L, n_chips=8):.0f} by the "
+            f"library")
 
     def t(b, ctx):
         return ((total - vocab * d + b * d) * 2 + b * ctx * beta) / (8 * W)

@@ -11,6 +11,8 @@ from ..claims import Verdict, register, require
 # Per-GPU bandwidths per direction from the datasheets: HGX H100 NVLink 4 450 GB/s, NVL72 NVLink 5 900 GB/s;
 # ConnectX-7 400 Gb/s = 50 GB/s (HGX H100, GB200 NVL72), ConnectX-8 800 Gb/s = 100 GB/s (GB300 NVL72).
 _LINKS = {"hgx-h100": (450e9, 50e9), "gb200-nvl72": (900e9, 50e9), "gb300-nvl72": (900e9, 100e9)}
+# GPUs in one scale-up domain (datasheets): HGX H100 8 GPUs on NVSwitch; GB200/GB300 NVL72 72 GPUs.
+_DOMAIN = {"hgx-h100": 8, "gb200-nvl72": 72, "gb300-nvl72": 72}
 # Routed experts per token from three MoE config.json files (num_experts_per_tok).
 _TOPK = {"deepseek-v3": 8, "kimi-k2": 8, "qwen3-235b-a22b": 8}
 
@@ -27,14 +29,20 @@ def _check_20() -> Verdict:
                 abs(sy.scale_out_bytes_per_s_per_package / out - 1) < 0.01, 20,
                 f"{key}: catalog links {sy.scale_up_bytes_per_s_per_package / 1e9:.0f} / "
                 f"{sy.scale_out_bytes_per_s_per_package / 1e9:.0f} GB/s vs datasheet {up / 1e9:.0f} / {out / 1e9:.0f}")
+        # The expert group must share the scale-up link it is priced on: EP64, capped at the domain
+        # (an HGX H100 box's NVLink domain is 8 GPUs, so EP8 there).
+        ep = min(64, _DOMAIN[key])
+        require(sy.packages == _DOMAIN[key] and ep <= sy.packages, 20,
+                f"{key}: EP{ep} on a {sy.packages}-package scale-up domain (datasheet {_DOMAIN[key]})")
         for model, k in _TOPK.items():
-            r = parallelism.boundary_traffic_ratio(model, layers, 64, up, out)
-            # hand: k layers (dispatch fp8 1 B + combine bf16 2 B) / (activation bf16 2 B) x 63/64 x beta_out / beta_up
-            hand = k * 3 * 63 / 64 * layers * out / up / 2
+            r = parallelism.boundary_traffic_ratio(model, layers, ep, up, out)
+            # hand: k layers (dispatch fp8 1 B + combine bf16 2 B) / (activation bf16 2 B) x (E-1)/E x beta_out / beta_up
+            hand = k * 3 * (ep - 1) / ep * layers * out / up / 2
             require(np.allclose(r, hand), 20, f"{model} on {key}: ratio {r[0]:.3f} vs hand {hand[0]:.3f}")
             need[(model, key)] = int(np.argmax(r >= 1)) + 1 if np.any(r >= 1) else 99
-        rows[f"{key} (scale-up/out {up / out:.0f}x): DeepSeek-V3 / Kimi K2 / Qwen3-235B"] = (
-            f"ratio at 1 layer/stage {' / '.join(f'{k * 3 * 63 / 64 * out / up / 2:.2f}' for k in _TOPK.values())}; "
+        rows[f"{key}, EP{ep} (scale-up/out {up / out:.0f}x): DeepSeek-V3 / Kimi K2 / Qwen3-235B"] = (
+            f"ratio at 1 layer/stage "
+            f"{' / '.join(f'{k * 3 * (ep - 1) / ep * out / up / 2:.2f}' for k in _TOPK.values())}; "
             f">= 1 from {' / '.join(str(need[(m, key)]) for m in _TOPK)} layers")
     require(max(need.values()) <= 4, 20, f"a stage now needs {max(need.values())} layers to hide its boundary")
     gap = [up / out for up, out in _LINKS.values()]
