@@ -202,6 +202,7 @@ SLIPS = [
     ("H100's bidirectional NVLink 900 GB/s taken per direction", "hardware.toml",
      _set("chips", "h100-sxm", "scale_up_bytes_per_s", 900e9)),
     ("GB200's 72-GPU NVLink domain typed as 36", "hardware.toml", _set("chips", "gb200", "scale_up_domain", 36)),
+    ("gpt-oss-120b's top-4 routing typed as top-8", "models.toml", _set("models", "gpt-oss-120b", "experts_per_token", 8)),
 ]
 
 # Claims whose checks rest only on a simulation or a measurement on this machine.
@@ -371,6 +372,7 @@ EACH_CLAIM_ITS_SLIPS = [
     ("Mixtral's top-2 routing typed as top-1", 1),
     ("H100's bidirectional NVLink 900 GB/s taken per direction", 1),   # chapter 0's table; every all-chips check
     ("GB200's 72-GPU NVLink domain typed as 36", 1),
+    ("gpt-oss-120b's top-4 routing typed as top-8", 20),        # chapter 6's layers-per-stage table
     ("Qwen3-30B-A3B's 768-wide experts typed as 1,536 (Qwen3-235B's)", 14),
 ]
 

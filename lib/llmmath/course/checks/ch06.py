@@ -19,7 +19,7 @@ _TOPK = {"deepseek-v3": 8, "kimi-k2": 8, "qwen3-235b-a22b": 8}
 
 @register(20)
 def _check_20() -> Verdict:
-    require_sheets(20, systems="all", models_=['deepseek-v3', 'kimi-k2', 'qwen3-235b-a22b'])
+    require_sheets(20, systems="all", models_=['deepseek-v3', 'kimi-k2', 'qwen3-235b-a22b', 'gpt-oss-120b'])
     rows = {}
     need = {}
     layers = np.arange(1, 9)
