@@ -30,6 +30,7 @@
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
 
 from llmmath import claims, hardware, models, parallelism, plots, serving, explorers, widgets
 
@@ -240,7 +241,65 @@ for key in ("deepseek-v3", "kimi-k2"):
 # the stages' floors add up to the unpipelined step, and the last-but-one column
 # is what the uneven split costs. The last column is each row's weights + KV as
 # a share of a GPU's 186 GB.
-#
+
+# %% slideshow={"slide_type": "subslide"}
+b21, L21, P21 = 2048, 8192, np.arange(1, 9)
+pipes21 = {key: [parallelism.pipelined_decode(key, "gb200", 64, P, b21, L21, weight_dtype="fp8") for P in P21]
+           for key in ("deepseek-v3", "kimi-k2")}
+cost21 = {key: np.array([d.imbalance for d in ds]) for key, ds in pipes21.items()}
+step21 = pipes21["deepseek-v3"][0].sum_of_stages_s  # one stage: the whole step
+fig, (ax, ax2) = plots.new_axes(2, width=4.2, height=3.6)
+for P, d in zip(P21, pipes21["deepseek-v3"]):
+    t = d.stages_s * 1e3
+    ax.bar(np.full(P, P), t, bottom=np.cumsum(t) - t, width=0.7, edgecolor="white", lw=0.8,
+           color=["C3" if s == np.argmax(t) else "C0" for s in range(P)])
+ax.plot(P21, [P * d.stage_s * 1e3 for P, d in zip(P21, pipes21["deepseek-v3"])], "kx", ms=7, mew=1.5,
+        label="P × slowest stage")
+ax.axhline(step21 * 1e3, color="k", ls="--", lw=1, label="one stage (whole step)")
+ax.bar([], [], color="C0", label="a stage's floor"); ax.bar([], [], color="C3", label="slowest stage")
+ax.set_ylim(0, step21 * 1e3 * 1.5); ax.set_xticks(P21)
+ax.set_xlabel("pipeline stages P"); ax.set_ylabel("floor per GPU per micro-batch (ms)")
+ax.set_title("DeepSeek-V3 on GB200: stages stacked", fontsize=10)
+ax.legend(fontsize=8, loc="upper left", ncols=2)
+for key, style in (("deepseek-v3", "o-"), ("kimi-k2", "s--")):
+    ax2.plot(P21, cost21[key], style, ms=5, label=key)
+ax2.axhline(1, color="k", ls=":", lw=1.2, label="one stage: nothing saved")
+ax2.set_ylim(bottom=1 - 0.1 * (cost21["deepseek-v3"].max() - 1))
+ax2.set_xticks(P21); ax2.set_xlabel("pipeline stages P"); ax2.set_ylabel("chip-seconds per token / one stage's")
+ax2.set_title("what the uneven split costs", fontsize=10); ax2.grid(True, alpha=0.3); ax2.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# **Reading the figure.** Left: each bar is one $P$, its segments the stages'
+# floors stacked; every bar reaches the dashed line of the unpipelined step, so
+# pipelining saves no memory or compute time, it only cuts the step into
+# pieces. The crosses are $P$ times the slowest (red) stage, the chip time a
+# token costs once the slowest stage sets the pace; their height above the
+# dashed line is the cost on the right, which never drops below 1 (dotted). The
+# cost does not grow steadily with $P$: it follows how evenly the layers split,
+# with the heavier dense layers up front and the LM head at the end (printed below).
+
+# %%
+worst21 = int(P21[np.argmax(cost21["deepseek-v3"])])
+print(f"DeepSeek-V3: the stages add up to {step21 * 1e3:.3f} ms at every P; P x slowest stage costs "
+      + ", ".join(f"+{c - 1:.1%} at P={P}" for P, c in zip(P21, cost21["deepseek-v3"]) if P > 1)
+      + f"; the worst split is P={worst21}")
+# The plotted bars and crosses are the claim check's hand-derived stage floors and costs (claim 21).
+check21 = claims.check(21)
+assert f"({step21 * 1e3:.2f} ms per GPU" in check21.summary
+for P in (1, 2, 4, 8):
+    floors_txt, cost_txt = check21.evidence[f"P={P}: stage floors (hand)"].split("; slowest x P = ")
+    hand = np.array([float(x) for x in floors_txt.removesuffix(" ms").split(", ")])
+    assert np.allclose(pipes21["deepseek-v3"][P - 1].stages_s * 1e3, hand, rtol=2e-3, atol=5e-4), P
+    assert abs(cost21["deepseek-v3"][P - 1] - float(cost_txt.split(" x")[0])) < 1e-3, P
+kimi_costs = check21.evidence["kimi-k2 on 64 gb200: unpipelined step / slowest x P at P = 2, 4, 8"]
+assert np.allclose(cost21["kimi-k2"][[1, 3, 7]], [float(x) for x in kimi_costs.split(" / ")[1].rstrip(" x").split(", ")],
+                   atol=1e-3)
+for ds in pipes21.values():
+    assert all(abs(d.sum_of_stages_s / ds[0].sum_of_stages_s - 1) < 1e-9 for d in ds)  # nothing saved
+assert min(c.min() for c in cost21.values()) >= 1 - 1e-9  # it can only cost
+
+# %% [markdown]
 # **Explore.** Move the pipeline stages $P$ and watch the right panel: the stage
 # floors (bars) shrink as $1/P$, but their sum stays the unpipelined step
 # (dotted); with an uneven split the slowest stage (red) sets the pace. A
@@ -443,6 +502,64 @@ for key in ("deepseek-v3", "kimi-k2"):
               f"({dp.token_latency_s / base.token_latency_s - 1:+.1%} vs one stage)"
               f"{'' if fit.fits[j] else '  [does not fit in HBM: not runnable]'}")
 
+# %% slideshow={"slide_type": "subslide"}
+speaker_hop = 3e-3  # the speaker's "a few milliseconds" per hop, as claim 24's check reads it
+unchanged = 0.10    # claim 24's check: "essentially unchanged" is under 10% more token latency at P = 4
+P24 = np.arange(1, 9)
+pipes24 = {h: [parallelism.pipelined_decode("deepseek-v3", "gb200", E, P, b, 8192, hop_latency_s=h, weight_dtype="fp8")
+               for P in P24] for h in (hop, speaker_hop)}
+added24 = {h: np.array([d.token_latency_s / d.sum_of_stages_s - 1 for d in ds]) for h, ds in pipes24.items()}
+hops_only24 = np.array([ring_hops(P) * hop / d.sum_of_stages_s for P, d in zip(P24, pipes24[hop])])
+in_flight24 = np.array([d.tokens_per_s * d.token_latency_s for d in pipes24[hop]])
+fig, (ax, ax2) = plots.new_axes(2, width=4.2, height=3.6)
+many = P24 > 1  # one stage adds nothing: no point on a log axis
+ax.semilogy(P24[many], added24[speaker_hop][many], "s-", color="C3", ms=5)
+ax.semilogy(P24[many], added24[hop][many], "o-", color="C0", ms=5)
+ax.semilogy(P24[many], hops_only24[many], "o:", color="C0", ms=3, mfc="none")
+ax.axhline(unchanged, color="k", ls="--", lw=1)
+# each line labelled beside it, placed from its own values (a legend would cover one of them)
+ax.text(2, 0.7 * added24[speaker_hop].max(), f"speaker's {speaker_hop * 1e3:.0f} ms hop", color="C3", fontsize=8, va="bottom")
+ax.text(4.3, 2 * added24[hop].max(), f"our {hop * 1e6:.0f} µs hop (solid)", color="C0", fontsize=8, va="bottom")
+ax.text(8, 0.55 * hops_only24[-1], "the hops alone (dotted)", color="C0", fontsize=8, ha="right", va="top")
+ax.text(2, unchanged, f"'unchanged': under {unchanged:.0%} at P = 4", fontsize=8, va="bottom")
+ax.yaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v * 100:g}%"))
+ax.set_ylim(1e-3, 10); ax.set_xticks(P24[many])
+ax.set_xlabel("pipeline stages P"); ax.set_ylabel("token latency added vs one stage")
+ax.set_title("DeepSeek-V3, 64 GB200s per stage", fontsize=10); ax.grid(True, which="major", alpha=0.3)
+ax2.semilogy(P24, in_flight24, "o-", ms=5, base=2, label="in flight per replica, P b")
+ax2.semilogy(P24, np.full(len(P24), b), "k--", lw=1, base=2, label="micro-batch per stage, b")
+ax2.yaxis.set_major_formatter(mticker.StrMethodFormatter("{x:,.0f}"))
+ax2.set_xticks(P24); ax2.set_xlabel("pipeline stages P"); ax2.set_ylabel("sequences")
+ax2.set_title("the batch: per stage and per replica", fontsize=10)
+ax2.grid(True, alpha=0.3); ax2.legend(fontsize=8, loc="upper left")
+plt.show()
+
+# %% [markdown]
+# **Reading the figure.** Left: with hops of tens of microseconds (blue) the
+# latency added stays near the dashed line of "unchanged". The hops alone
+# (dotted, all $P$ of them together) would add much less; what sets the added
+# latency is the slowest stage setting the pace, the uneven split of claim 21.
+# With the speaker's milliseconds (red) the hops alone more than double the
+# latency already at two stages. Right: each stage runs the same micro-batch $b$
+# (dashed), but a replica holds $P\,b$ sequences, so "the same batch" holds per
+# stage, not per replica.
+
+# %%
+print(f"our {hop * 1e6:.1f} us hop adds " + ", ".join(f"{x:.1%} at P={P}" for P, x in zip(P24, added24[hop]) if P > 1)
+      + f"; the hops' own share at P=8 is {hops_only24[-1]:.1%}; the speaker's {speaker_hop * 1e3:.0f} ms hop adds "
+      f"{added24[speaker_hop][1]:.0%} at P=2 and {added24[speaker_hop][3]:.0%} at P=4")
+# The plotted points are the claim check's numbers (claim 24): latency added at P = 2, 4, 8, sequences in flight,
+# the speaker's hop at P = 4, and the threshold at P = 4.
+check24 = claims.check(24)
+assert (f"adding {added24[hop][1]:.1%} / {added24[hop][3]:.1%} / {added24[hop][7]:.1%} at P = 2 / 4 / 8"
+        in check24.summary)
+assert f"would add {added24[speaker_hop][3]:.0%} at P=4" in check24.summary
+for P in (2, 4, 8):
+    assert check24.evidence[f"P={P}"].startswith(f"{P} x {b} = {in_flight24[P - 1]:.0f} sequences in flight"), P
+    assert f"(+{added24[hop][P - 1]:.1%})" in check24.evidence[f"P={P}"], P
+assert added24[hop][3] < unchanged < added24[speaker_hop][3] and added24[speaker_hop][1] > 1
+assert np.all(added24[hop] >= hops_only24 - 1e-12)  # the hops alone never add more than the total
+
 # %% [markdown]
 # **Explore** claim 24's quantities: the token latency as stages (blue) plus
 # hops (orange), against $P$ times the slowest stage (black), and the $P\,b$
@@ -515,6 +632,84 @@ m26 = parallelism.memory_per_gpu("deepseek-v3", ep=64, pp=1, batch=4096, context
 print(f"DeepSeek-V3 on one NVL72, EP64, fp8, 4,096 sequences x 16k tokens: {float(m26.weight_bytes) / 1e9:.0f} GB "
       f"weights + {float(m26.kv_bytes) / 1e9:.0f} GB KV per GPU, of "
       f"{hardware.system('gb200-nvl72').hbm_bytes_per_package / 1e9:.0f} GB")
+
+# %% slideshow={"slide_type": "subslide"}
+# Left: each published layout's EP width over its scale-up domain (an NVL72 rack for GB200, else one 8-GPU node).
+domain26 = {k: hardware.system("gb200-nvl72").packages if "GB200" in d["gpu"] else d["gpus_per_node"]
+            for k, d in deps.items()}
+ep_over26 = {k: d["expert_parallel"] / domain26[k] for k, d in deps.items()}
+pp26 = sorted({d["pipeline_parallel"] for d in deps.values()})
+who26 = {"deepseek-v3-report": "DeepSeek-V3 report", "deepseek-v3r1-day6": "DeepSeek day 6",
+         "sglang-96xh100": "SGLang H100", "sglang-gb200-nvl72": "SGLang GB200"}
+names26 = [f"{who26.get(k.rsplit('-', 1)[0], k.rsplit('-', 1)[0])}, {d['phase']}" for k, d in deps.items()]
+# Right: weights + KV per GPU of DeepSeek-V3 and Kimi K2 on one rack, EP64, fp8, 4,096 sequences, against context.
+B26, L26 = 4096, 16384  # claim 26's check: sequences on the rack, tokens of context each
+ctx26 = (2 ** np.arange(10, 17.01, 0.25)).astype(int)
+mem26 = {(key, P): np.array([parallelism.memory_per_gpu(key, ep=64, pp=P, batch=B26, context=L, weight_dtype="fp8")
+                             .total_bytes for L in ctx26]) / 1e9
+         for key, P in (("deepseek-v3", 1), ("kimi-k2", 1), ("deepseek-v3", 8))}
+hbm26 = {key: hardware.system(key).hbm_bytes_per_package / 1e9 for key in ("gb200-nvl72", "gb300-nvl72")}
+fig, (ax, ax2) = plots.new_axes(2, width=4.2, height=3.6)
+rack = np.array([domain26[k] == hardware.system("gb200-nvl72").packages for k in deps])
+ax.barh(np.flatnonzero(~rack), np.array(list(ep_over26.values()))[~rack], color="C3", label="8-GPU node")
+ax.barh(np.flatnonzero(rack), np.array(list(ep_over26.values()))[rack], color="C0", label="NVL72 rack")
+ax.axvline(1, color="k", ls="--", lw=1, label="EP = domain")
+ax.set_xscale("log"); ax.set_yticks(range(len(names26)), names26); ax.invert_yaxis()
+ax.xaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}×"))
+ax.set_xlabel("EP width / scale-up domain (ratio of GPU counts)")
+ax.set_title(f"published layouts, all PP = {pp26[0]}" if len(pp26) == 1 else "published layouts", fontsize=10)
+ax.legend(fontsize=8, loc="lower right")
+ax2.plot(ctx26, mem26[("deepseek-v3", 1)], "C0-", lw=2, label="DeepSeek-V3, P = 1")
+ax2.plot(ctx26[::4], mem26[("kimi-k2", 1)][::4], "C1x", ms=7, mew=1.5, label="Kimi K2, P = 1")
+ax2.plot(ctx26, mem26[("deepseek-v3", 8)], "C2--", lw=1.5, label="DeepSeek-V3, P = 8")
+at26 = int(np.flatnonzero(ctx26 == L26)[0])
+ax2.plot(L26, mem26[("deepseek-v3", 1)][at26], "ko", ms=6, mfc="none", mew=1.5,
+         label=f"check: {B26:,} sequences × {L26 // 1024}k")
+for key, ls in (("gb200-nvl72", "-"), ("gb300-nvl72", ":")):
+    ax2.axhline(hbm26[key], color="k", ls=ls, lw=1.2)
+    ax2.text(ctx26[0], hbm26[key], f" {key.split('-')[0].upper()} HBM, {hbm26[key]:.0f} GB", fontsize=8,
+             ha="left", va="bottom")
+ax2.set_xscale("log", base=2); ax2.set_ylim(0, 500)
+ax2.set_xticks(ctx26[::8], [f"{L // 1024}k" for L in ctx26[::8]])
+ax2.set_xlabel("context per sequence (tokens)"); ax2.set_ylabel("weights + KV per GPU (GB)")
+ax2.set_title(f"one rack, EP64, fp8, {B26:,} sequences", fontsize=10); ax2.grid(True, alpha=0.3)
+ax2.legend(fontsize=8, loc="upper left")
+plt.show()
+
+# %% [markdown]
+# **Reading the figure.** Left: the GB200 layouts (blue) keep their expert
+# group inside the rack, left of the dashed line; on 8-GPU nodes (red) EP runs
+# well past the node over InfiniBand, and no layout pipelines. Right: without
+# pipelining, one NVL72 holds either model with the check's batch and context
+# (circle) well under a GB200's HBM. What fills a GPU as the context grows is
+# the KV cache; pipeline stages (dashed) divide only the weights, so they move
+# the point where the rack runs out by little (printed below).
+
+# %%
+def longest_context(totals, cap):
+    """The context at which weights + KV reach ``cap`` GB: the KV grows linearly in it, so interpolating is exact."""
+    return float(np.interp(cap, totals, ctx26))
+
+
+for key, cap in hbm26.items():
+    print(f"{key}: DeepSeek-V3 with {B26:,} sequences fits up to "
+          f"{longest_context(mem26[('deepseek-v3', 1)], cap) / 1024:.0f}k tokens each at P = 1, "
+          f"{longest_context(mem26[('deepseek-v3', 8)], cap) / 1024:.0f}k at P = 8")
+# The plotted bars and points are the claim check's numbers (claim 26).
+check26 = claims.check(26)
+ratios26 = dict(item.rsplit(" ", 1) for item in check26.evidence["EP / scale-up domain"].split(", "))
+assert ratios26 == {k: f"{r:.2g}x" for k, r in ep_over26.items()}
+assert check26.evidence["pipeline degrees"] == ", ".join(f"{k} {d['pipeline_parallel']}" for k, d in deps.items())
+m_ds = parallelism.memory_per_gpu("deepseek-v3", ep=64, pp=1, batch=B26, context=L26, weight_dtype="fp8")
+assert abs(m_ds.total_bytes / 1e9 - mem26[("deepseek-v3", 1)][at26]) < 1e-9
+assert check26.evidence["DeepSeek-V3 on one NVL72 (EP64, fp8, 4096 sequences x 16k tokens)"].startswith(
+    f"{float(m_ds.weight_bytes) / 1e9:.0f} GB weights + {float(m_ds.kv_bytes) / 1e9:.0f} GB KV per GPU")
+assert f"({mem26[('deepseek-v3', 1)][at26]:.0f} of {hbm26['gb200-nvl72']:.0f} GB per GPU)" in check26.summary
+assert f"Kimi K2 ({mem26[('kimi-k2', 1)][at26]:.0f} GB)" in check26.summary
+# the check's point fits a GB200 (so a GB300 too) for both models: the crossing lies past it, as the figure shows
+assert all(longest_context(mem26[(key, 1)], hbm26["gb200-nvl72"]) > L26 for key in ("deepseek-v3", "kimi-k2"))
+assert np.allclose(np.diff(mem26[("deepseek-v3", 1)]) / np.diff(ctx26),
+                   (mem26[("deepseek-v3", 1)][-1] - mem26[("deepseek-v3", 1)][0]) / (ctx26[-1] - ctx26[0]))
 
 # %% [markdown]
 # The same question for four models on one GB200 NVL72 rack (186 GB per GPU),
