@@ -175,6 +175,92 @@ for d_inf in (1e12, 1e13, 1e14, 1e15):
     print(f"{d_inf:>14.0e} {N[i]:>13.3g} {float(training.tokens_for_loss(N[i], 2.0, 'epoch')) / N[i]:>13.0f} "
           f"{pen:>29.2f}x")
 
+# %% slideshow={"slide_type": "subslide"}
+runs = _catalog.load("training_runs.toml")["runs"]
+ops28 = {}   # the check's operating points: each Llama 3.1 run, the loss it reached, and the served tokens it is cheapest for
+for key in ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"):
+    n, d = models.get(runs[key]["model"]).active_params, runs[key]["tokens"]
+    loss = float(training.chinchilla_loss(n, d, "epoch"))
+    tr_pm, _ = training.train_and_serve_flops(n * np.array([0.999, 1.001]), loss, 0.0, "epoch")
+    q = -float(np.log(tr_pm[1] / tr_pm[0]) / np.log(1.001 / 0.999))   # training falls as N^-q near the run: slope, numerically
+    ops28[key] = dict(n=n, d=d, loss=loss, q=q, d_inf=3 * q * d)
+    ops28[key]["n_eq"], ops28[key]["pen"] = training.train_serve_equal_cost_penalty(3 * q * d, target_loss=loss)
+
+op = ops28["llama-3.1-405b"]
+N28 = np.logspace(np.log10(op["n"]) - 1, np.log10(op["n"]) + 1, 4001)
+tr28, sv28 = training.train_and_serve_flops(N28, op["loss"], op["d_inf"], "epoch")
+i_min = int(np.nanargmin(tr28 + sv28))
+i_eq = int(np.argmin(np.abs(np.log(N28 / op["n_eq"]))))
+D_serve = np.logspace(12.5, 15.5, 121)
+pen_curve = {}
+for key, o in ops28.items():
+    pens = []
+    for d_inf in D_serve:
+        try:
+            pens.append(training.train_serve_equal_cost_penalty(d_inf, target_loss=o["loss"])[1])
+        except ValueError:          # serving too small ever to equal training: the heuristic has no point there
+            pens.append(np.nan)
+    pen_curve[key] = np.array(pens)
+
+fig, (ax1, ax2) = plots.new_axes(2, width=5.0, height=4.2)
+tot_min = (tr28 + sv28)[i_min]
+ax1.semilogx(N28, tr28 / tot_min, "C0-", label="training, 6 N D(N)")
+ax1.semilogx(N28, sv28 / tot_min, "C1-", label="serving, 2 N D_inf")
+ax1.semilogx(N28, (tr28 + sv28) / tot_min, "k-", label="total")
+ax1.plot(N28[i_min], 1.0, "ko", label="minimum: the run's size")
+ax1.plot(N28[i_eq], (tr28 + sv28)[i_eq] / tot_min, "rs", label="training = serving")
+ax1.set_xlim(op["n"] / 2.5, op["n"] * 10); ax1.set_ylim(0, 3.6)
+ax1.set_xticks([2e11, 5e11, 1e12, 2e12, 4e12], labels=["200B", "500B", "1T", "2T", "4T"], minor=False)
+ax1.set_xticks([], minor=True)
+ax1.set_xlabel("model size N (parameters)"); ax1.set_ylabel("compute (multiples of the minimum total)")
+ax1.set_title(f"Llama-3.1-405B's loss, {op['d_inf'] / 1e12:.0f}T tokens served")
+ax1.grid(True, alpha=0.3); ax1.legend(fontsize=8, loc="upper center")
+for (key, o), color in zip(ops28.items(), ("C0", "C1", "C2")):
+    ax2.semilogx(D_serve, pen_curve[key], "-", color=color, label=f"loss {o['loss']:.3f} ({key})")
+    ax2.plot(o["d_inf"], o["pen"], "o", color=color)
+ax2.axhline(1, color="k", ls="--", lw=1, label="the heuristic: equal = minimum")
+ax2.set_ylim(0.9, 2.6)
+ax2.set_xlabel("tokens served, D_inf"); ax2.set_ylabel("total at equal costs (x the minimum)")
+ax2.set_title("What 'make them equal' costs (dots: the runs)")
+ax2.grid(True, alpha=0.3); ax2.legend(fontsize=8, loc="upper right")
+plt.show()
+
+# %% [markdown]
+# **Reading the figure.** Left: the check's case for Llama-3.1-405B — its loss,
+# served for as many tokens as make its own size the cheapest (the dot). There
+# training : serving stands $1 : q$, and this run's $q$ is below 1, so training is
+# the larger cost; the two meet (red square) at a bigger model, on a higher
+# total. Right: that equal-cost total over the minimum, against the tokens
+# served, for the losses of the three Llama 3.1 runs. Each curve touches the
+# dashed line (the heuristic exact) only where training falls as $N^{-1}$, i.e.
+# $q = 1$; the runs' own operating points (dots) sit on either side of it: the
+# smaller models served past it, the 405B short of it, on the steep side. The
+# numbers at the dots, and the check's:
+
+# %%
+v28_rows = claims.check(28, quiet=True).evidence
+print(f"{'run':<16} {'q':>5} {'served tokens':>14} {'N at minimum':>13} {'N at train = serve':>19} {'cost there / min':>17}")
+for key, o in ops28.items():
+    print(f"{key:<16} {o['q']:>5.2f} {o['d_inf'] / 1e12:>13.0f}T {o['n']:>13.3g} {o['n_eq']:>19.3g} {o['pen']:>16.2f}x")
+    row = next(v for k, v in v28_rows.items() if k.startswith(f"{key} ("))
+    q_s, dinf_s, pen_s = row.split(" / ")
+    # the dot is the check's operating point: its q, its served tokens, and its cost at train = serve
+    assert (f"{o['q']:.2f}", f"{o['d_inf'] / 1e12:.0f}T", f"{o['pen']:.2f}x the minimum") == (q_s, dinf_s, pen_s), (key, row)
+    # by hand (the derivation above): training's exponent q = (alpha / beta)(a / b) - 1, a = A / N^alpha, b = B / D^beta
+    fe = training.FITS["epoch"]
+    assert abs(o["q"] / (fe.alpha / fe.beta * (fe.A / o["n"] ** fe.alpha) / (fe.B / o["d"] ** fe.beta) - 1) - 1) < 1e-4
+print(f"left panel: minimum at {N28[i_min]:.3g} parameters (the run: {op['n']:.3g}); training : serving there "
+      f"{tr28[i_min] / sv28[i_min]:.2f} : 1 (by hand 1 : q = {1 / op['q']:.2f} : 1); the equal-cost total is "
+      f"{(tr28 + sv28)[i_eq] / (tr28 + sv28)[i_min]:.2f}x the minimum")
+assert abs(N28[i_min] / op["n"] - 1) < 0.01                                  # the dot sits at the run's size
+assert abs(tr28[i_min] / sv28[i_min] * op["q"] - 1) < 0.01                   # train : serve = 1 : q at the minimum
+assert abs((tr28 + sv28)[i_eq] / (tr28 + sv28)[i_min] / op["pen"] - 1) < 0.01  # the square's height is the right dot's
+assert op["q"] < 1 and N28[i_eq] > N28[i_min]      # the prose: training the larger cost, the square right of the dot
+# each curve's lowest point is the heuristic exact (1x, where q = 1), and each dot on the side of it the prose says
+for key, o in ops28.items():
+    assert abs(np.nanmin(pen_curve[key]) - 1) < 0.01, key
+    assert (o["d_inf"] > D_serve[np.nanargmin(pen_curve[key])]) == (o["q"] > 1) == (key != "llama-3.1-405b"), key
+
 # %%
 v28 = claims.check(28)
 assert v28.verdict == "holds if"

@@ -252,6 +252,69 @@ print(f"DeepSeek-V3 at 128k: pooled {ds_pooled[2]:.0f}, placed {ds_one[2]:.0f} i
       f"({ds_pooled[2] / ds_one[2]:.2f}x fewer); at 1M: pooled {ds_pooled[4]:.0f}, one stage {ds_one[4]:.0f}, "
       f"best with pipeline stages {placed_fit['deepseek-v3'][4][0]:.0f}")
 
+# %% slideshow={"slide_type": "subslide"}
+L34 = 2.0 ** np.arange(10, 25)          # 1k (2^10) .. 16M (2^24) tokens of context
+h100 = hardware.get("h100-sxm")
+slope34, fit34 = {}, {}
+fig, (ax1, ax2) = plots.new_axes(2, width=5.0, height=4.2)
+for m, color in (("llama-3.1-70b", "C1"), ("deepseek-v3", "C2")):
+    mm = models.get(m)
+    read = L34 * mm.kv_bytes_per_token() / h100.hbm_bytes_per_s                  # beta L / W
+    comp = mm.attention_flops_per_token(L34) / h100.flops_per_s("bf16")          # a L / F
+    slope34[m] = read / comp
+    ax1.loglog(L34, read, "-", color=color, label=f"{m}: read the KV cache")
+    ax1.loglog(L34, comp, "--", color=color, label=f"{m}: attention arithmetic")
+ax1.axvline(2**20, color="gray", ls=":", lw=1, label="1M tokens: where windows stop (the speaker)")
+ax1.set_xlabel("context L (tokens)"); ax1.set_ylabel("seconds per generated token, one H100")
+ax1.set_title("A token of context: read it, or compute on it")
+ax1.grid(True, which="both", alpha=0.3); ax1.legend(fontsize=8, loc="upper left")
+for m, color in (("llama-3.1-8b", "C0"), ("llama-3.1-70b", "C1"), ("qwen3-4b", "C4"), ("deepseek-v3", "C2")):
+    wd = "fp8" if models.get(m).is_moe else "bf16"
+    fit34[m] = np.array([deployment.most_sequences(m, "h200", 8, int(c), weight_dtype=wd, pp=None)[0] for c in L34])
+    fits = fit34[m] >= 1
+    ax2.loglog(L34[fits], fit34[m][fits], "o-", ms=3, color=color, label=f"{m}, {wd}")
+ax2.axhline(1, color="k", ls="--", lw=1, label="one sequence")
+ax2.axvline(2**20, color="gray", ls=":", lw=1)
+ax2.set_xlabel("context L (tokens)"); ax2.set_ylabel("sequences that fit on 8 x H200")
+ax2.set_title("Capacity: sequences held at once")
+ax2.grid(True, which="both", alpha=0.3); ax2.legend(fontsize=8, loc="upper right")
+plt.show()
+
+# %% [markdown]
+# **Reading the figure.** Left: per generated token, the time to read each
+# token of context (solid) and to compute attention over it (dashed) both grow
+# in proportion to the context, so on log axes they are parallel lines, and the
+# gap between them is the slope ratio $\beta F / (a W)$ of the derivation, the
+# same at every length. For grouped-query attention (Llama-3.1-70B) reading
+# wins by a wide margin; for latent attention (DeepSeek-V3, absorbed) the two
+# nearly coincide. Right: how many sequences 8 H200s hold at once on their
+# best placement (`deployment.most_sequences`, as in the table above), halving
+# with each doubling of the context until not even one fits (the curve ends at
+# the dashed line). At the 1M mark (dotted) the 70B holds only a couple. The
+# ratios and counts, and the check's:
+
+# %%
+v34_rows = claims.check(34, quiet=True).evidence
+for m, r in slope34.items():
+    print(f"{m:<14} on h100-sxm: KV read / attention compute = {r[0]:.1f}x at every context "
+          f"(spread over 1k-16M: {r.max() / r.min() - 1:.1e})")
+    assert np.allclose(r, r[0], rtol=1e-12)                     # parallel lines: the gap does not depend on L
+    assert f"{m} on h100-sxm {r[0]:.1f}x" in v34_rows["KV-read slope / attention-compute slope per token of context"]
+# by hand (the derivation above): Llama-3.1-70B on an H100, 327,680 B x 989.5e12 / (80 x 4 x 64 x 128 FLOPs x 3.35e12 B/s)
+assert abs(slope34["llama-3.1-70b"][0] / (327_680 * 989.5e12 / (80 * 4 * 64 * 128 * 3.35e12)) - 1) < 1e-9
+assert slope34["llama-3.1-70b"][0] > 20 and slope34["deepseek-v3"][0] < 3       # the prose: a wide margin / nearly coincide
+i128k, i1m = int(np.flatnonzero(L34 == 2**17)[0]), int(np.flatnonzero(L34 == 2**20)[0])
+for m, n_seq in fit34.items():
+    longest = L34[n_seq >= 1].max()
+    print(f"{m:<14} on 8 x H200: {n_seq[i128k]:.0f} sequences at 128k, {n_seq[i1m]:.0f} at 1M; one fits up to "
+          f"{longest / 2**20:g}M tokens")
+    row = next(v for k, v in v34_rows.items() if k.startswith(f"{m} ("))
+    assert row.startswith(f"{n_seq[i128k]:.0f} / {n_seq[i1m]:.0f} on the best placement"), (m, row)   # the plotted points at 128k, 1M
+    held = n_seq[1:] >= 1                                            # the prose: halving with each doubling, to whole sequences
+    assert np.all(np.abs(n_seq[1:][held] - n_seq[:-1][held] / 2) <= 1), (m, n_seq)
+# by hand (the check's): Llama-3.1-70B bf16 on 8 x 141 GB, TP8: (141 GB - 141.1 GB / 8) / (2^20 x 80 layers x 256 B) sequences
+assert fit34["llama-3.1-70b"][i1m] == (141e9 - 70_553_706_496 * 2 / 8) // (2**20 * 80 * 2 * 128 * 2) <= 2
+
 # %%
 v34 = claims.check(34)
 assert v34.verdict == "holds if"
