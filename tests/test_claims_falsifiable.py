@@ -203,6 +203,17 @@ SLIPS = [
      _set("chips", "h100-sxm", "scale_up_bytes_per_s", 900e9)),
     ("GB200's 72-GPU NVLink domain typed as 36", "hardware.toml", _set("chips", "gb200", "scale_up_domain", 36)),
     ("gpt-oss-120b's top-4 routing typed as top-8", "models.toml", _set("models", "gpt-oss-120b", "experts_per_token", 8)),
+    # issue 45: catalogs that restate a chip's figures
+    ("DGX B200's raw 192 GB a GPU entered for the usable 180 in the system", "systems.toml",
+     _set("systems", "hgx-b200", "hbm_bytes_per_package", 192e9)),
+    ("HBM3's 3.35 TB/s copied into the H200 system", "systems.toml",
+     _set("systems", "hgx-h200", "hbm_bytes_per_s_per_package", 3.35e12)),
+    ("GB200 NVL72's HBM per die (93 GB) entered per package", "systems.toml",
+     _set("systems", "gb200-nvl72", "hbm_bytes_per_package", 93e9)),
+    ("an H100's 450 GB/s NVLink in the H800 decode deployment", "deployments.toml",
+     _set("deployments", "deepseek-v3-report-decode", "scale_up_bytes_per_s", 450e9)),
+    ("the H800 deployment's NIC counted in both directions", "deployments.toml",
+     _set("deployments", "deepseek-v3-report-decode", "scale_out_bytes_per_s", 100e9)),
 ]
 
 # Claims whose checks rest only on a simulation or a measurement on this machine.
@@ -373,6 +384,12 @@ EACH_CLAIM_ITS_SLIPS = [
     ("H100's bidirectional NVLink 900 GB/s taken per direction", 1),   # chapter 0's table; every all-chips check
     ("GB200's 72-GPU NVLink domain typed as 36", 1),
     ("gpt-oss-120b's top-4 routing typed as top-8", 20),        # chapter 6's layers-per-stage table
+    ("DGX B200's raw 192 GB a GPU entered for the usable 180 in the system", 19),
+    ("HBM3's 3.35 TB/s copied into the H200 system", 19),
+    ("GB200 NVL72's HBM per die (93 GB) entered per package", 19),
+    ("GB200 NVL72's HBM per die (93 GB) entered per package", 26),
+    ("an H100's 450 GB/s NVLink in the H800 decode deployment", 16),
+    ("the H800 deployment's NIC counted in both directions", 16),
     ("Qwen3-30B-A3B's 768-wide experts typed as 1,536 (Qwen3-235B's)", 14),
 ]
 

@@ -130,6 +130,11 @@ RUNS = {
     "qwen3-235b-a22b": dict(tokens=36e12),
 }
 
+# (system field, chip field, sheet field) a system restates from the chip it names
+_TIED = (("hbm_bytes_per_package", "hbm_bytes", "hbm_bytes"), ("hbm_bytes_per_s_per_package", "hbm_bytes_per_s",
+                                                                "hbm_bytes_per_s"),
+         ("scale_up_bytes_per_s_per_package", "scale_up_bytes_per_s", "scale_up"),
+         ("scale_out_bytes_per_s_per_package", "scale_out_bytes_per_s", None))
 _CHIP_FIELDS = {"hbm_bytes": lambda c: c.hbm_bytes, "hbm_bytes_per_s": lambda c: c.hbm_bytes_per_s,
                 "scale_up": lambda c: c.scale_up_bytes_per_s, "domain": lambda c: c.scale_up_domain}
 _SYSTEM_FIELDS = {"hbm": "hbm_bytes_per_package", "hbm_per_s": "hbm_bytes_per_s_per_package",
@@ -165,6 +170,22 @@ def require_sheets(claim_id: int, *, chips=(), systems=(), models_=(), runs=(), 
             got = getattr(s, _SYSTEM_FIELDS[field])
             require(_close(got, want, rtol), claim_id, f"{key} {_SYSTEM_FIELDS[field]}: catalog {got:.4g} vs sheet "
                                                        f"{want:.4g}")
+    # a system that names its chip restates the chip's per-package figures: each copy must be the chip's, and the
+    # chip's its datasheet's (a usable-vs-raw capacity, an older HBM's bandwidth or a per-die figure in one copy)
+    for key, s in hardware.systems().items():
+        if not (s.chip and (systems == list(SYSTEMS) or key in systems)):
+            continue
+        c = hardware.get(s.chip)
+        for sys_field, chip_field, sheet_field in _TIED:
+            got, chip_v = float(getattr(s, sys_field)), float(getattr(c, chip_field) or math.nan)
+            if math.isnan(got) and math.isnan(chip_v):
+                continue
+            require(_close(got, chip_v, 0.001), claim_id, f"{key} {sys_field} {got:.4g} differs from its chip "
+                                                         f"{s.chip}'s {chip_field} {chip_v:.4g}")
+            want = CHIPS.get(s.chip, {}).get(sheet_field)
+            if want is not None:
+                require(_close(chip_v, want, rtol), claim_id, f"{s.chip} {chip_field}: catalog {chip_v:.4g} vs "
+                                                             f"datasheet {want:.4g}")
     for key in models_:
         m = models.get(key)
         for field, want in MODELS[key].items():

@@ -51,6 +51,11 @@ def _check_16() -> Verdict:
             rows[f"{model} on {key}: per-layer decode floor / all-to-all in 1 rack / in 2 racks"] = (
                 f"{layer_s * 1e6:.0f} us / {one * 1e6:.0f} us / {two * 1e6:.0f} us")
     h800 = parallelism.deployments()["deepseek-v3-report-decode"]
+    # H800 datasheet: NVLink 400 GB/s bidirectional (200 a direction), one 400 Gb/s NIC a GPU (50 GB/s a direction);
+    # the report's achieved figures can only be below them (an H100's 450 GB/s, or a NIC counted both ways, cannot)
+    require(h800["scale_up_bytes_per_s"] <= 400e9 / 2 and h800["scale_out_bytes_per_s"] <= 400e9 / 8, 16,
+            f"H800 deployment links {h800['scale_up_bytes_per_s'] / 1e9:.0f} / {h800['scale_out_bytes_per_s'] / 1e9:.0f}"
+            f" GB/s exceed the H800 datasheet's 200 / 50 GB/s a direction")
     ratio_h800 = h800["scale_up_bytes_per_s"] / h800["scale_out_bytes_per_s"]
     rows["DeepSeek's own decode (H800): EP / GPUs / NVLink:IB ratio"] = (
         f"EP{h800['expert_parallel']} over {h800['nodes']} nodes of 8; ratio {ratio_h800:.1f}, "
