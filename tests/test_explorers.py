@@ -58,3 +58,13 @@ def test_the_wall_explorer_answers_each_control():
         control.value = widgets.other_value(control)
         assert (ex.image.value, ex.text.value) != before, name
         assert "Error" not in ex.text.value and "as much" in ex.text.value, (name, ex.text.value)
+
+
+def test_boundary_explorer_keeps_the_expert_group_inside_the_scale_up_domain():
+    """Claim 20's explorer offers no EP wider than the system's NVLink domain (an HGX H100 box holds 8 GPUs), so it
+    never prices a 64-GPU expert group on an 8-GPU box's NVLink (issue 45)."""
+    from llmmath.course.explorers import ch06
+    ex = ch06.boundary_ratio_explorer()
+    assert max(ex.controls["ep"].options) == 64
+    ex.controls["system"].value = "hgx-h100"
+    assert tuple(ex.controls["ep"].options) == (8,) and ex.controls["ep"].value == 8

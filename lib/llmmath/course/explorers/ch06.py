@@ -118,13 +118,23 @@ def boundary_ratio_explorer(model: str = "deepseek-v3", system: str = "gb200-nvl
         k_sl.value = min(k_sl.value, n)
         k_sl.max = min(32, n)
 
+    def eps(key):  # the expert group rides the scale-up link only inside one domain (an HGX box: 8 GPUs)
+        return [e for e in (8, 16, 32, 64, 128) if e <= hardware.system(key).packages] or [8]
+
+    ep_dd = W.Dropdown(options=eps(system), value=min(64, max(eps(system))), description="EP")
+
+    def fit_ep(change):
+        options = eps(change["new"])
+        value = ep_dd.value if ep_dd.value in options else max(options)
+        ep_dd.options, ep_dd.value = options, value
+
     return explorer(_setup_boundary, _draw_boundary, {
         "system": W.Dropdown(options=keys, value=system, description="system"),
         "model": model_dd,
         "experts_per_token": k_sl,
         "layers_per_stage": W.IntSlider(value=1, min=1, max=16, description="layers/stage"),
-        "ep": W.Dropdown(options=[8, 16, 32, 64, 128], value=64, description="EP"),
-    }, width=7.0, links={"model": cap})
+        "ep": ep_dd,
+    }, width=7.0, links={"model": cap, "system": fit_ep})
 
 register('boundary_ratio_explorer', boundary_ratio_explorer)
 
