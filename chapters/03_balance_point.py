@@ -543,6 +543,90 @@ plt.show()
 kv_balance_explorer = explorers.balance_explorer(chip="h100-sxm", model="llama-3.1-70b", weight_dtype="bf16")
 kv_balance_explorer.widget
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Measured: the KV read on a toy decode step
+#
+# A decode step small enough for this machine (`context.batch_context_sweep`): $B$
+# sequences share one $1024 \times 1024$ fp32 weight ($q = xW$: 4 MiB read once a
+# step, $2Bd^2$ FLOPs), and each reads its own $L$ cached keys and values (scores
+# $s = Kq$, output $o = sV$: $8Ld$ bytes and $4Ld$ FLOPs, half a FLOP per byte), at
+# $L = 0$, 64 and 256, timed round-robin beside the roofline from this machine's
+# ceilings sampled in the same rounds. Put the toy's counts into the derivation
+# above: $B^*(L)$ starts near $R = 2F/W$ at $L = 0$ and has no value past the
+# $L_\text{max}$ printed below, since the cache gives the core half a FLOP per byte
+# it reads, far below its $F/W$.
+#
+# A sweep sees the other face of the same sum. Fit $t = s \max(K, B)$ to the step
+# times at each context (`kernels.fit_knee`): $K$ is the batch past which the time
+# per sequence stops falling. On the roofline it sits at $R$ for $L = 0$, the batch at
+# which the arithmetic overtakes the shared weight read, and past $L_\text{max}$ near
+# $d/(2L)$, the batch whose KV bytes equal the weight bytes; beyond it each more
+# sequence costs its own KV read, which no batch shares. So the knee *falls* while
+# $B^*$ runs away: the longer the context, the less a batch can amortize, and the
+# cost per sequence settles at a read, not at arithmetic. **Check:** the knee at
+# $L = 0$ is at least 1.5× the knee at the longest context (the roofline's ratio is
+# printed; a KV read shared by the batch, as the weights are, would move the knee
+# up, not down).
+
+# %%
+from llmmath.demos import context as context_demo
+
+
+def remeasure_kv_knee():
+    return context_demo.batch_context_sweep(batches=(1, 2, 4, 8, 16, 32, 64), contexts=(0, 64, 256), d_model=1024)
+
+
+kv_sweep = remeasure_kv_knee()
+print(kv_sweep.table())
+print("weight product per batch: " + ", ".join(f"B = {int(b)} {f}" for b, f in zip(kv_sweep.batches,
+                                                                                    kv_sweep.formulation)))
+kv_R = 2 * kv_sweep.flops_per_s / kv_sweep.bytes_per_s
+print(f"this machine (same rounds): F = {kv_sweep.flops_per_s / 1e9:.0f} GFLOP/s, W = "
+      f"{kv_sweep.bytes_per_s / 1e9:.1f} GB/s (read streams), R = 2F/W = {kv_R:.1f}; "
+      f"no batch balances past L_max = {kv_sweep.kv_limit_context:.0f} tokens")
+kv_knees, kv_knees_pred = kv_sweep.fitted_knees, kv_sweep.predicted_knees
+for L_, k_, kp_, bs_ in zip(kv_sweep.contexts, kv_knees, kv_knees_pred, kv_sweep.balance_batches):
+    print(f"  L = {int(L_):>3}: knee measured {k_:5.1f}, roofline {kp_:5.1f}, d / (2L) = "
+          + (f"{kv_sweep.d_model / (2 * L_):5.1f}" if L_ else "  inf")
+          + "; claim 11's B*(L) = " + (f"{bs_:.1f}" if np.isfinite(bs_) else "none (L > L_max)"))
+print(f"the knee falls {kv_knees[0] / kv_knees[-1]:.1f}x from L = {int(kv_sweep.contexts[0])} to L = "
+      f"{int(kv_sweep.contexts[-1])} (roofline: {kv_knees_pred[0] / kv_knees_pred[-1]:.1f}x)")
+kv_B, kv_L = kv_sweep.batches[-1], kv_sweep.contexts[-1]
+kv_read_s = 8 * kv_L * kv_sweep.d_model / kv_sweep.bytes_per_s
+kv_arith_s = (2 * kv_sweep.d_model**2 + 4 * kv_L * kv_sweep.d_model) / kv_sweep.flops_per_s
+print(f"at B = {int(kv_B)}, one sequence costs {kv_sweep.per_sequence_s[0, -1] * 1e6:.0f} us at L = "
+      f"{int(kv_sweep.contexts[0])} and {kv_sweep.per_sequence_s[-1, -1] * 1e6:.0f} us at L = {int(kv_L)}; there its "
+      f"KV read takes {kv_read_s * 1e6:.0f} us at W, its arithmetic {kv_arith_s * 1e6:.0f} us at F")
+if kv_sweep.contexts[0] == 0:
+    r0 = kv_sweep.measured_s[0, 0] / kv_sweep.predicted_s[0, 0]
+    print(f"(at L = 0, B = {int(kv_sweep.batches[0])} the step took {r0:.2f}x its prediction: it read its "
+          f"{context_demo.weight_bytes(kv_sweep.d_model) / 2**20:.0f} MiB weight at "
+          f"{context_demo.weight_bytes(kv_sweep.d_model) / kv_sweep.measured_s[0, 0] / 1e9:.0f} GB/s, "
+          f"{'above' if r0 < 1 else 'below'} the probe's {kv_sweep.bytes_per_s / 1e9:.0f} GB/s over 128 MiB streams: "
+          f"each call follows two of itself, and the weight can stay in the caches between them; 2F over that rate "
+          f"is {2 * kv_sweep.flops_per_s * kv_sweep.measured_s[0, 0] / context_demo.weight_bytes(kv_sweep.d_model):.1f}, "
+          f"beside the knee measured at L = 0)")
+
+# %% slideshow={"slide_type": "subslide"}
+fig, ax = plots.new_axes(width=6.5, height=4.2)
+for i, L_ in enumerate(kv_sweep.contexts):
+    ax.loglog(kv_sweep.batches, kv_sweep.per_sequence_s[i] * 1e6, "o-", color=f"C{i}",
+              label=f"L = {int(L_)}: measured")
+    ax.loglog(kv_sweep.batches, kv_sweep.predicted_s[i] / kv_sweep.batches * 1e6, "--", color=f"C{i}", lw=1,
+              label=f"L = {int(L_)}: roofline")
+    ax.axvline(kv_knees[i], color=f"C{i}", ls=":", lw=1.5)
+ax.set_xlabel("batch B (sequences)"); ax.set_ylabel("step time per sequence (us)")
+ax.set_title("Toy decode step: the knee (dotted, fitted) falls as the context grows", fontsize=9)
+ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8, ncol=2)
+plt.show()
+
+# %%
+measured.check("the KV read lowers the batch past which batching pays", lambda sw: [measured.Fact(
+    f"knee at L = {int(sw.contexts[0])} / knee at L = {int(sw.contexts[-1])}",
+    sw.fitted_knees[0] / sw.fitted_knees[-1], low=1.5,
+    why=f"the roofline gives {sw.predicted_knees[0] / sw.predicted_knees[-1]:.1f}x; a KV read shared by the "
+        f"batch would move the knee up, not down")], kv_sweep, remeasure=remeasure_kv_knee)
+
 # %%
 v11 = claims.check(11)
 assert v11.verdict == "holds if"

@@ -200,6 +200,72 @@ plt.show()
 # %%
 explorers.attention_crossover_explorer()
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Measured: when the context term shows up in a step's time
+#
+# The claim counts FLOPs. A decode step of one sequence waits on memory, so its
+# *time* turns where the bytes do: where the sequence's KV cache reaches the
+# weights' bytes, $L^* = N b_w/\beta$. Chapter 3's toy decode step
+# (`context.context_sweep`), one sequence: a $1024 \times 1024$ fp32 weight (4 MiB)
+# and, per token of context, a key and a value of 1,024 fp32 values (8 KiB), so
+# $L^* = 4d^2/8d = d/2 = 512$ tokens. (Its FLOP crossover $2d^2/4d$ is the same 512:
+# weights and cache both do half a FLOP per byte here. In a real model they part: the
+# last line below gives Llama-3.1-70B's.) The step is timed from $L^*/64$ to $32L^*$,
+# and the weight product and the attention also alone, beside the roofline from this
+# machine's ceilings sampled in the same rounds. Below $L^*$ the weights should set the
+# time (log-log slope near 0), above it the cache (slope near 1). **Check:** the slope
+# is below 0.3 at $L \le L^*/8$ and above 0.6 at $L \ge 8L^*$.
+
+# %%
+from llmmath.demos import context as context_demo
+
+
+def remeasure_context():
+    return context_demo.context_sweep(contexts=(8, 16, 32, 64, 256, 512, 1024, 4096, 8192, 16384), d_model=1024)
+
+
+ctx_sweep = remeasure_context()
+ctx_Lstar = ctx_sweep.crossover_context
+print(ctx_sweep.table())
+print(f"weight product alone ({ctx_sweep.formulation}): {ctx_sweep.weights_s * 1e3:.3f} ms measured, "
+      f"{ctx_sweep.predicted_weights_s * 1e3:.3f} ms predicted (F = {ctx_sweep.flops_per_s / 1e9:.0f} GFLOP/s, "
+      f"W = {ctx_sweep.bytes_per_s / 1e9:.1f} GB/s, the read streams in the same rounds); it read the weight at "
+      f"{context_demo.weight_bytes(ctx_sweep.d_model) / ctx_sweep.weights_s / 1e9:.0f} GB/s (each call follows two "
+      f"of itself: the weight's 4 MiB can stay in this CPU's caches between them)")
+print(f"crossover: the attention alone took as long as the weight product at L = "
+      f"{ctx_sweep.measured_crossover_context:,.0f} tokens; predicted L* = d / 2 = {ctx_Lstar:,.0f}")
+ctx_below, ctx_above = (0, ctx_Lstar / 8), (8 * ctx_Lstar, np.inf)
+print(f"log-log slope of the step time: {ctx_sweep.slope(*ctx_below):.2f} at L <= L*/8 (roofline "
+      f"{ctx_sweep.predicted_slope(*ctx_below):.2f}), {ctx_sweep.slope(*ctx_above):.2f} at L >= 8 L* (roofline "
+      f"{ctx_sweep.predicted_slope(*ctx_above):.2f})")
+m70 = models.get("llama-3.1-70b")
+L70_bytes = m70.weights_read_params * 2 / m70.kv_bytes_per_token("bf16")
+print(f"Llama-3.1-70B at bf16, one sequence: its KV cache reaches its weight bytes at {L70_bytes:,.0f} tokens, "
+      f"its attention FLOPs the weights' at {serving.attention_crossover_context('llama-3.1-70b'):,.0f}; "
+      f"a batch of 64 sharing each weight read reaches the weight bytes at {L70_bytes / 64:,.0f}")
+
+# %% slideshow={"slide_type": "subslide"}
+fig, ax = plots.new_axes(width=6.5, height=4.2)
+ax.loglog(ctx_sweep.contexts, ctx_sweep.step_s * 1e3, "o-", label="step (weights + attention), measured")
+ax.loglog(ctx_sweep.contexts, ctx_sweep.predicted_s * 1e3, "k--", lw=1, label="step, roofline")
+ax.loglog(ctx_sweep.contexts, ctx_sweep.attention_s * 1e3, "s-", ms=4, color="C1", label="attention alone, measured")
+ax.axhline(ctx_sweep.weights_s * 1e3, color="C2", ls="-.", lw=1, label="weight product alone, measured")
+ax.axvline(ctx_Lstar, color="C3", ls=":", label=f"L* = d / 2 = {ctx_Lstar:.0f}")
+ax.set_xlabel("context L (tokens)"); ax.set_ylabel("time per generated token (ms)")
+ax.set_title("Toy decode step, one sequence: flat below L*, linear above", fontsize=9)
+ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
+plt.show()
+
+# %%
+measured.check("one sequence's step is flat below L* and linear in L above it", lambda r: [
+    measured.Fact("log-log slope of the step time at L <= L*/8", r.slope(0, r.crossover_context / 8), high=0.3, unit="",
+                  why=f"the weights set the time there (roofline {r.predicted_slope(0, r.crossover_context / 8):.2f}); "
+                      f"a step that followed the context would give about 1"),
+    measured.Fact("log-log slope of the step time at L >= 8 L*", r.slope(8 * r.crossover_context, np.inf), low=0.6, unit="",
+                  why=f"the cache sets the time there (roofline {r.predicted_slope(8 * r.crossover_context, np.inf):.2f}); "
+                      f"a step blind to the context gives 0")],
+    ctx_sweep, remeasure=remeasure_context)
+
 # %%
 v33 = claims.check(33)
 assert v33.verdict == "off by"
@@ -314,6 +380,53 @@ for m, n_seq in fit34.items():
     assert np.all(np.abs(n_seq[1:][held] - n_seq[:-1][held] / 2) <= 1), (m, n_seq)
 # by hand (the check's): Llama-3.1-70B bf16 on 8 x 141 GB, TP8: (141 GB - 141.1 GB / 8) / (2^20 x 80 layers x 256 B) sequences
 assert fit34["llama-3.1-70b"][i1m] == (141e9 - 70_553_706_496 * 2 / 8) // (2**20 * 80 * 2 * 128 * 2) <= 2
+
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# ### Measured: the KV read sets the slope
+#
+# Claim 33's toy sweep, read for this claim. Past $L^*$ each token of context adds
+# $\beta/W$ to the step ($\beta = 8d$ bytes, a key and a value) and $a/F$ of
+# arithmetic ($a = 4d$ FLOPs), so the read outweighs the arithmetic by
+# $\beta F/(aW) = 2F/W$, this machine's slope ratio (printed). If the read sets the
+# cost, time per generated token grows in proportion to $L$ (log-log slope near 1),
+# the attention alone moves its cache at a rate comparable to the machine's read
+# streams, and it takes several times what its arithmetic would take at $F$. **Check:** the slope at
+# $L \ge 8L^*$ is above 0.7, and the attention at the longest context takes more than
+# twice its arithmetic at $F$ (an attention that waited on arithmetic would take about 1×).
+
+# %%
+def remeasure_kv_slope():
+    return remeasure_context()
+
+
+ctx_long = ctx_sweep.contexts >= 8 * ctx_sweep.crossover_context
+per_token_s = np.polyfit(ctx_sweep.contexts[ctx_long], ctx_sweep.step_s[ctx_long], 1)[0]
+beta_, a_ = context_demo.kv_bytes_per_token(ctx_sweep.d_model), 4 * ctx_sweep.d_model
+print(f"per token of context at L >= 8 L*: {per_token_s * 1e9:.0f} ns measured (slope of a line through the steps); "
+      f"beta / W = {beta_ / ctx_sweep.bytes_per_s * 1e9:.0f} ns, a / F = {a_ / ctx_sweep.flops_per_s * 1e9:.0f} ns "
+      f"(slope ratio 2F/W = {2 * ctx_sweep.flops_per_s / ctx_sweep.bytes_per_s:.1f})")
+for L_, kv_, t_, ar_ in zip(ctx_sweep.contexts[ctx_long], ctx_sweep.kv_bytes_per_s[ctx_long],
+                            ctx_sweep.attention_s[ctx_long], ctx_sweep.attention_arithmetic_s[ctx_long]):
+    print(f"  L = {int(L_):>6,}: attention read its {8 * L_ * ctx_sweep.d_model / 2**20:.0f} MiB of K and V at "
+          f"{kv_ / 1e9:.1f} GB/s ({kv_ / ctx_sweep.bytes_per_s:.2f} of the read streams' "
+          f"{ctx_sweep.bytes_per_s / 1e9:.1f} GB/s, {kv_ / ctx_sweep.copy_bytes_per_s:.2f} of the copy's "
+          f"{ctx_sweep.copy_bytes_per_s / 1e9:.1f} GB/s, read + write); {t_ / ar_:.0f}x its arithmetic at F")
+ctx_fast = ctx_sweep.kv_bytes_per_s[ctx_long] > 1.1 * ctx_sweep.bytes_per_s
+if ctx_fast.any():
+    print(f"(faster than the read streams at L = {', '.join(f'{int(v):,}' for v in ctx_sweep.contexts[ctx_long][ctx_fast])}: "
+          f"a cache that fits in this CPU's {kernels.last_level_cache_bytes() / 2**20:.0f} MiB last-level cache can "
+          f"stay there, in part, from the two untimed calls before each timed one)")
+print(f"log-log slope of the step time at L >= 8 L*: {ctx_sweep.slope(8 * ctx_sweep.crossover_context, np.inf):.2f} "
+      f"(roofline {ctx_sweep.predicted_slope(8 * ctx_sweep.crossover_context, np.inf):.2f}; above 1 where the longer "
+      f"caches read slower, as the rates above show)")
+measured.check("the KV read, not arithmetic, sets the cost of long context", lambda r: [
+    measured.Fact("log-log slope of the step time at L >= 8 L*", r.slope(8 * r.crossover_context, np.inf), low=0.7, unit="",
+                  why="time per generated token in proportion to the context gives 1; a fixed cost gives 0"),
+    measured.Fact(f"attention at L = {int(r.contexts[-1]):,} / its arithmetic at F",
+                  r.attention_s[-1] / r.attention_arithmetic_s[-1], low=2,
+                  why=f"the roofline gives 2F/W = {2 * r.flops_per_s / r.bytes_per_s:.1f}; attention that waited on "
+                      f"arithmetic gives about 1")],
+    ctx_sweep, remeasure=remeasure_kv_slope)
 
 # %%
 v34 = claims.check(34)
