@@ -29,20 +29,17 @@ def _layer_floor_s(m, sy, batch, context, ep):
 
     The rack's own layout (:func:`llmmath.parallelism.stage_deployment`, chapter 6): each GPU serves
     ``batch / ep`` sequences with its own copy of the non-expert weights and holds ``1/ep`` of the
-    experts. A system whose GPU is in the chip catalog uses that chip's roofline. The roadmap racks
-    (Vera Rubin, Rubin Ultra, Helios) use the same bytes per GPU over their own per-package HBM
-    bandwidth from ``systems.toml``: the memory floor, without a compute term (their per-GPU rates are
-    announced, not measured or sheeted; the bytes do not depend on the chip).
+    experts. Every system's GPU is priced on its own roofline (:meth:`llmmath.hardware.System.package_chip`): the
+    catalog chip where the system names one, else the chip its announced per-package figures make (Vera Rubin,
+    Rubin Ultra, Helios; their bf16 rate is assumed from fp8 where only that is announced, and the chip says so).
     """
     from ... import parallelism
 
-    d = parallelism.stage_deployment(m, sy.chip or "gb200", ep, 1, weight_dtype="fp8")
+    chip = sy.package_chip()
+    d = parallelism.stage_deployment(m, chip, ep, 1, weight_dtype="fp8")
     st = d.decode_stages(batch, context)
-    if sy.chip:
-        return st.floor_s[0] / m.n_layers, f"{sy.chip} roofline"
-    read = st.bytes_read["weights"][0] + st.bytes_read["kv"][0]
-    t = read / sy.hbm_bytes_per_s_per_package
-    return t / m.n_layers, f"memory floor at {sy.hbm_bytes_per_s_per_package / 1e12:.1f} TB/s per GPU"
+    return st.floor_s[0] / m.n_layers, (f"{chip.key} roofline" if sy.chip else
+                                        f"roofline of {sy.key}'s announced GPU (not measured)")
 
 
 def _draw_expert_parallel(fig, model, system, ep, racks, context, log2_batch):
