@@ -268,8 +268,10 @@ def test_expert_parallel_explorer_uses_each_systems_own_bandwidth_and_caps_gpus_
     for key in ("vera-rubin-nvl72", "rubin-ultra-nvl576", "helios-mi450"):
         sy = hardware.system(key)
         t, how = widgets_ch05._layer_floor_s(m, sy, B, L, ep)
+        # priced on the roofline of the GPU its announced figures make (System.package_chip): at 64 sequences a
+        # GPU the step is memory-bound, so the floor is the bytes over the package's own HBM bandwidth
         assert float(t) == pytest.approx(need / sy.hbm_bytes_per_s_per_package / 61, rel=1e-6)
-        assert f"{sy.hbm_bytes_per_s_per_package / 1e12:.1f} TB/s" in how
+        assert "announced GPU (not measured)" in how
     # GB300 NVL72 names its chip now: its roofline, at least the memory floor over its 8 TB/s
     t, how = widgets_ch05._layer_floor_s(m, hardware.system("gb300-nvl72"), B, L, ep)
     assert how == "gb300 roofline" and float(t) >= need / 8e12 / 61 * (1 - 1e-9)
