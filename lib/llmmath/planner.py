@@ -452,6 +452,11 @@ def measurements() -> dict:
     return dict(_catalog.load("serving_measurements.toml")["measurements"])
 
 
+def _row(key: str) -> dict:
+    """The published measurement ``key``; ``KeyError`` naming it if the ledger has none."""
+    return _catalog.select(measurements(), [key], "published measurement", "serving_measurements.toml")[0][1]
+
+
 def mtp_depth_measurements() -> dict:
     """Speculative decoding measured at several draft depths on one deployment (``data/serving_measurements.toml``
     [mtp_depth]), by key: ``row`` (the measurement whose deployment and workload it ran), ``mtp_tokens``,
@@ -467,10 +472,7 @@ def regime(key: str) -> str:
     the whole deployment: latency, not throughput), ``"prefill"`` (a prefill instance's input tokens), ``"MoE"`` (a
     mixture-of-experts model decoding or serving at a large batch) or ``"dense"``. Raises ``KeyError`` naming an
     unknown key."""
-    rows = measurements()
-    if key not in rows:
-        raise KeyError(f"no published measurement {key!r} in data/serving_measurements.toml")
-    e = rows[key]
+    e = _row(key)
     b = e.get("batch_per_chip")
     return regime_of(e["model"], e["phase"], None if b is None else b * e["chips"])
 
@@ -502,12 +504,10 @@ def split(key: str) -> str:
     no change has been judged on it since) or ``"validation"`` (every other row: in view while the model's form was
     chosen). Raises ``KeyError`` naming an unknown key, ``ValueError`` for a ``split`` field that is not
     ``"validation"`` or ``"test"``."""
-    rows = measurements()
-    if key not in rows:
-        raise KeyError(f"no published measurement {key!r} in data/serving_measurements.toml")
+    e = _row(key)
     if key in calibration_keys():
         return "calibration"
-    s = rows[key].get("split", "validation")
+    s = e.get("split", "validation")
     if s not in SPLITS[1:]:
         raise ValueError(f"{key}: split must be 'validation' or 'test' (calibration rows are named in "
                          f"engine_constants.toml), got {s!r}")
@@ -728,13 +728,10 @@ def band(tokens_per_s: float, model, chip, *, phase: str, batch=None, compute_dt
     names, widen = assumed_rates(chip, compute_dtype)
     if names:                 # (a chip with its own tables and only the memory assumed keeps widen = 1)
         lo, hi = lo / widen, hi * widen
-        reasons.append(f"rates not measured on {_chip_key(chip)} (x{widen:.2f} either way): " + "; ".join(names))
+        from . import hardware
+        reasons.append(f"rates not measured on {hardware.get(chip).key} (x{widen:.2f} either way): "
+                       + "; ".join(names))
     return lo, hi, reasons
-
-
-def _chip_key(chip) -> str:
-    from . import hardware
-    return hardware.get(chip).key
 
 
 # what a row's unverified field may have been instead (one at a time): lengths half or double, the other KV format
@@ -747,10 +744,7 @@ def row_band(key: str) -> tuple[float, float, float, list[str]]:
     """``(predicted, low, high, reasons)`` for a published measurement: its prediction and :func:`band` around it,
     the inputs band from predicting it again with each unverified length halved and doubled and an unverified KV
     cache in the other format (fp8 or bf16), one field at a time. Raises ``KeyError`` for an unknown key."""
-    rows = measurements()
-    if key not in rows:
-        raise KeyError(f"no published measurement {key!r} in data/serving_measurements.toml")
-    e = rows[key]
+    e = _row(key)
     (_, _, _, p), = predicted_vs_measured([key])
     alt = []
     for field in e.get("unverified", []):

@@ -522,8 +522,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
               zero_stage=z, schedule=schedule, chunks=chunks, compute_dtype=dtype, dropout=dropout)
     ceil = training_step(model, chip, recompute=recompute, **kw)
     m, c = models.get(model), hardware.get(chip)
-    n, B, S = ceil.n_gpus, ceil.layout["microbatches"], int(seq_len)
-    mb = ceil.layout["microbatches"]
+    n, S, mb = ceil.n_gpus, int(seq_len), ceil.layout["microbatches"]
     tokens = int(global_batch) * S
     hw = float(training.train_flops(m.matmul_params_per_token, tokens, S, m, recompute=recompute))
     lin = float(training.train_flops(m.matmul_params_per_token, tokens, recompute=recompute))
@@ -557,6 +556,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     fall.append(("tensor-parallel communication " + ("overlapped with the GEMMs" if tp_overlap else "exposed"),
                  total()))
     if ep > 1:
+        # in Megatron-Core's order the expert group is carved out of the data-parallel ranks: "dp" there counts the
+        # data-parallel groups left beside it (dp / ep where ep divides it)
         degrees = dict(tp=tp, cp=cp, ep=ep, dp=dp // ep if dp % ep == 0 else dp, pp=pp)
         link = _group_link(c, _stride(rank_order, "ep", degrees), ep)
         a2a = micro_batch * S / cp / (tp if tp > 1 else 1) * m.experts_per_token * m.d_model * 2.0
