@@ -93,6 +93,16 @@ print("\nchip ridges F/W (bf16):", ", ".join(f"{c} {hardware.get(c).balance_flop
 print(f"DeepSeek-V3 absorbed MLA, all 128 heads on one GPU (production decode, DP attention): "
       f"{attention.arithmetic_intensity('deepseek-v3', 'bf16'):.0f} FLOP/byte; heads split 4 ways "
       f"(the V3 report's TP4 layout): {attention.arithmetic_intensity('deepseek-v3', 'bf16', heads_split=4):.0f} FLOP/byte")
+# An fp8 cache with bf16 math: DeepSeek's FlashMLA fp8 kernel dequantizes each tile to bf16 before the tensor
+# cores, so the bf16 ridge still applies. Its packed token is 656 bytes (512 fp8 latent values, four fp32 scales,
+# the 64 rope values in bf16), a little more than the 576 of one byte a value.
+mla_fp8 = attention.arithmetic_intensity("deepseek-v3", "fp8", "MLA-absorbed")
+mla_fp8_packed = attention.flops_per_cached_token("deepseek-v3", "MLA-absorbed") / (512 + 4 * 4 + 64 * 2)
+fp8_mem = [c for c in CHIPS if hardware.get(c).balance_flops_per_byte() > mla_fp8_packed]
+print(f"... over an fp8 cache with bf16 math: {mla_fp8:.0f} FLOP/byte at one byte a value, {mla_fp8_packed:.0f} over "
+      f"FlashMLA's 656-byte token; memory-bound only on {', '.join(fp8_mem) or 'no chip here'}")
+assert mla_fp8_packed > hardware.get("h100-sxm").balance_flops_per_byte() and \
+    mla_fp8_packed > hardware.get("b200").balance_flops_per_byte()
 
 # %% [markdown]
 # "mem" means the KV reads take longer than the arithmetic on that chip; "COMP"
@@ -102,6 +112,14 @@ print(f"DeepSeek-V3 absorbed MLA, all 128 heads on one GPU (production decode, D
 # instead of 128, does half the FLOPs per byte (121) and is memory-bound on
 # every chip. (The "MQA" row of Llama-3.1-70B is a
 # hypothetical: the same model with one K/V head.)
+#
+# The case the interview reasons about is a one-byte cache. Store DeepSeek's
+# latent in fp8 and keep the arithmetic in bf16 (as DeepSeek's own fp8 decode
+# kernel does) and the same FLOPs meet half the bytes: the last line above
+# doubles the intensity to 484, or 425 with the scales and the bf16 rope
+# key that the real kernel's token carries. That is past the bf16 ridge of an
+# H100 and a B200 as well as an H200's: absorbed MLA over an fp8 cache is the
+# one decode attention in this table that waits on arithmetic, not on memory.
 #
 # **Picture.** The roofline with each variant's intensity marked: everything to
 # the left of a chip's ridge is limited by bandwidth.
@@ -771,7 +789,7 @@ if rep is not None:
 #
 # | # | time | claim | verdict |
 # |---|---|---|---|
-# | 3 | 7:18 | decode attention is bound by KV reads | **holds if** standard attention (MHA/GQA/MQA: $G$ FLOP/byte, 10–560× below the ridges); absorbed MLA with all 128 heads on one chip (DeepSeek-V3) does 242 FLOP/byte — compute-bound on H200/A100; Kimi K2's 64 heads halve it to 121, memory-bound on every chip |
+# | 3 | 7:18 | decode attention is bound by KV reads | **holds if** standard attention (MHA/GQA/MQA: $G$ FLOP/byte, 10–560× below the ridges); absorbed MLA with all 128 heads on one chip (DeepSeek-V3) does 242 FLOP/byte — compute-bound on H200/A100, and over an fp8 cache with bf16 math 425–484 FLOP/byte, compute-bound on H100 and B200 too; Kimi K2's 64 heads halve it to 121, memory-bound on every chip |
 # | 5 | 11:17 | longer context tips a fixed batch into memory-bound | **holds if** attention is memory-bound: $L^* = 2N/(F\beta/W - a)$, 1,476 tokens for Llama-3.1-70B on H100, from tens to ~16,000 tokens across GQA/MHA models and chips (~79,000 on the export-limited H20); never for absorbed MLA on an H200 |
 # | 6 | 11:39 | the balanced context is the ideal operating point | **holds if** "ideal" means utilisation: both resources busy only there, MFU ≈ $L^*/L$ past it (0.51 at $2L^*$ for Llama-3.1-8B and 70B on H100 and B200); cost per token has no minimum there |
 # | 7 | 12:29 | sparse attention's traffic grows more slowly | **holds if** read as a flatter line: published NSA/DSA/MoBA/Quest are a fixed top-$k$ plus a 9–8000× flatter linear scan; a $\sqrt L$ law needs blocks of size $\propto\sqrt L$, which none uses |

@@ -23,6 +23,11 @@ _CONFIG_GQA = {
 _DS = dict(n_layers=61, n_heads=128, r_kv=512, r_rope=64)
 # Kimi K2 (huggingface.co/moonshotai/Kimi-K2-Instruct, config.json): the same MLA with num_attention_heads 64.
 _KIMI_HEADS = 64
+# An fp8 cache with bf16 math (the case the interview reasons about: one byte a cached value). FlashMLA's fp8
+# decode kernel for DeepSeek (github.com/deepseek-ai/FlashMLA, the V3.2 fp8 deep dive) dequantizes each tile to
+# bf16 before the tensor cores, so the ridge is still the bf16 one. Its packed token is 656 bytes: 512 fp8 latent
+# values, 4 fp32 scales (16 B), and the 64 rope values kept in bf16 (128 B).
+_FLASHMLA_FP8_TOKEN_BYTES = 512 * 1 + 4 * 4 + 64 * 2
 # The V3 report's minimum decode unit splits attention 4 ways (TP4 x DP80, section 3.4.2); DeepSeek's
 # production decode (open-infra "day 6" overview) runs MLA data-parallel, all 128 heads on one GPU.
 _DS_DECODE_TP = 4
@@ -61,6 +66,16 @@ def _check_3() -> Verdict:
     require(abs(got_kimi / hand_kimi - 1) < 1e-12, 3, f"Kimi K2 MLA intensity {got_kimi} vs hand {hand_kimi}")
     kimi_margin = min(_DATASHEET_BF16_FLOP_PER_BYTE.values()) / hand_kimi
     require(kimi_margin > 1, 3, f"Kimi K2's absorbed MLA ({hand_kimi:.0f} FLOP/byte) should sit below every ridge")
+    # fp8 cache, bf16 math: the same FLOPs over half the bytes (576 a token and layer), or over FlashMLA's 656.
+    hand_fp8 = 2 * _DS["n_heads"] * (2 * _DS["r_kv"] + _DS["r_rope"]) / ((_DS["r_kv"] + _DS["r_rope"]) * 1)
+    got_fp8 = attention.arithmetic_intensity("deepseek-v3", "fp8", "MLA-absorbed")
+    require(abs(got_fp8 / hand_fp8 - 1) < 1e-12, 3, f"MLA intensity with an fp8 cache {got_fp8} vs hand {hand_fp8}")
+    packed_fp8 = 2 * _DS["n_heads"] * (2 * _DS["r_kv"] + _DS["r_rope"]) / _FLASHMLA_FP8_TOKEN_BYTES
+    fp8_compute_bound = sorted(c for c, r in _DATASHEET_BF16_FLOP_PER_BYTE.items() if r < packed_fp8)
+    require({"h100-sxm", "b200", "h200", "mi300x"} <= set(fp8_compute_bound), 3,
+            f"absorbed MLA over an fp8 cache ({packed_fp8:.0f}-{hand_fp8:.0f} FLOP/byte) should out-run the H100's "
+            f"(295) and B200's (281) bf16 ridges, got compute-bound only on {fp8_compute_bound}")
+    fp8_memory_bound = sorted(set(_DATASHEET_BF16_FLOP_PER_BYTE) - set(fp8_compute_bound))
     recomputed = attention.arithmetic_intensity("deepseek-v3", "bf16", "MLA-recomputed")
     return Verdict(3, "holds if",
                    f"holds for MHA/GQA/MQA: a cached byte serves only the G query heads of its group, so decode "
@@ -68,10 +83,17 @@ def _check_3() -> Verdict:
                    f"{lo:.0f}-{hi:.0f}x below the chips' ridges, and batching cannot share the cache. It does not "
                    f"hold for MLA with absorbed up-projections and all 128 heads on one chip (DeepSeek-V3): every head "
                    f"reads the same latent, {hand_mla:.0f} FLOP/byte, above the H200's and A100's ridges and near the "
-                   f"H100's; with 64 heads (Kimi K2) the same latent serves half the FLOPs, {hand_kimi:.0f} FLOP/byte, "
-                   f"memory-bound again on every chip ({kimi_margin:.2f}x below the lowest ridge)",
+                   f"H100's; over an fp8 cache with bf16 math, as DeepSeek's fp8 kernel runs it, the same FLOPs meet "
+                   f"half the bytes, {packed_fp8:.0f}-{hand_fp8:.0f} FLOP/byte, compute-bound on every chip here "
+                   f"{'except ' + ', '.join(fp8_memory_bound) if fp8_memory_bound else 'without exception'}; with 64 heads (Kimi K2) the bf16 latent "
+                   f"serves half the FLOPs, {hand_kimi:.0f} FLOP/byte, memory-bound again on every chip "
+                   f"({kimi_margin:.2f}x below the lowest ridge)",
                    {**rows,
                     "DeepSeek-V3 MLA absorbed (hand: 2*128*1088/1152)": f"{hand_mla:.1f} FLOP/byte",
+                    "DeepSeek-V3 MLA absorbed, fp8 cache, bf16 math (hand: 2*128*1088/576; FlashMLA's 656-byte "
+                    "token: /656)": f"{hand_fp8:.1f} | {packed_fp8:.1f} FLOP/byte",
+                    "chips where it is compute-bound with the fp8 cache (FlashMLA's token, bf16 ridge)":
+                        ", ".join(fp8_compute_bound),
                     "Kimi K2 MLA absorbed, 64 heads (hand: 2*64*1088/1152)": f"{hand_kimi:.1f} FLOP/byte",
                     "chips where DeepSeek-V3's absorbed MLA is compute-bound (bf16)": ", ".join(compute_bound),
                     "ridge / MLA intensity, H100 | H200 | B200": " | ".join(f"{mla_margin[c]:.2f}"
