@@ -214,6 +214,11 @@ SLIPS = [
      _set("deployments", "deepseek-v3-report-decode", "scale_up_bytes_per_s", 450e9)),
     ("the H800 deployment's NIC counted in both directions", "deployments.toml",
      _set("deployments", "deepseek-v3-report-decode", "scale_out_bytes_per_s", 100e9)),
+    # issue 45: the all-to-all's latency and achieved rate
+    ("the all-to-all priced at the link's full bandwidth (DeepEP's 0.82 typed as 1)", "engine_constants.toml",
+     lambda d: d["collectives"].__setitem__("all_to_all_fraction", 1.0)),
+    ("NVLink's 3.33 us message latency typed in milliseconds", "deployments.toml",
+     _set("latency", "deepseek-nvlink-intra-node-64B", "seconds", 3.33e-3)),
 ]
 
 # Claims whose checks rest only on a simulation or a measurement on this machine.

@@ -355,3 +355,24 @@ def test_boundary_ratio_experts_override_and_pipelined_imbalance():
     eight = P.pipelined_decode("deepseek-v3", "gb200", 64, 8, 2048, 4096, weight_dtype="fp8")
     assert eight.imbalance > 1.0
     assert eight.chip_s_per_token / one.chip_s_per_token == pytest.approx(eight.imbalance, rel=1e-9)
+
+
+def test_moe_layer_all_to_all_pays_one_latency_per_collective_at_deepeps_share():
+    # By hand, DeepSeek-V3 (d 7,168, top-8; dispatch fp8 + combine bf16 = 3 bytes a value) on GB200 NVL72
+    # (NVLink 900 GB/s a direction, CX-7 50 GB/s): 64 tokens a GPU at EP64 send 64 x 8 x 7,168 x 3 x 63/64 bytes.
+    sent = 64 * 8 * 7168 * 3 * 63 / 64
+    wire = P.moe_layer_all_to_all_s("deepseek-v3", "gb200-nvl72", 64, 4096, latency_s=0, achieved_fraction=1)
+    assert float(wire) == pytest.approx(sent / 900e9, rel=1e-9)
+    # two collectives (dispatch, combine), one message latency each, not one per peer (64 of them)
+    slow = P.moe_layer_all_to_all_s("deepseek-v3", "gb200-nvl72", 64, 4096, latency_s=5e-6, achieved_fraction=0.5)
+    assert float(slow) == pytest.approx(2 * 5e-6 + sent / (0.5 * 900e9), rel=1e-9)
+    # the default: NVLink's 3.33 us in one rack, InfiniBand's 3.7 us across racks, 0.82 of each link
+    d1 = P.moe_layer_all_to_all_s("deepseek-v3", "gb200-nvl72", 64, 4096)
+    assert float(d1) == pytest.approx(2 * 3.33e-6 + sent / (0.82 * 900e9), rel=1e-9)
+    sent2 = 64 * 8 * 7168 * 3 * 127 / 128
+    d2 = P.moe_layer_all_to_all_s("deepseek-v3", "gb200-nvl72", 64, 4096, racks=2)
+    assert float(d2) == pytest.approx(2 * 3.7e-6 + 0.5 * sent2 / (0.82 * 50e9), rel=1e-9)
+    # no tokens, no collective
+    assert float(P.moe_layer_all_to_all_s("deepseek-v3", "gb200-nvl72", 64, 0)) == 0.0
+    with pytest.raises(ValueError, match="achieved_fraction"):
+        P.moe_layer_all_to_all_s("deepseek-v3", "gb200-nvl72", 64, 4096, achieved_fraction=0)

@@ -22,7 +22,8 @@ import dataclasses
 import numpy as np
 
 from . import _catalog, hardware, models, network
-from ._validate import (MAX_INT, broadcast, check_finite, finite_result, flag, non_negative, positive, positive_int,
+from ._validate import (MAX_INT, broadcast, check_finite, finite_result, flag, in_range, non_negative, positive,
+                        positive_int,
                         result, scalar, whole)
 from .units import dtype_bytes
 
@@ -464,14 +465,28 @@ def pipelined_decode(model, chip, chips_per_stage: int, stages: int, batch, cont
 
 @finite_result
 def moe_layer_all_to_all_s(model, system, ep: int, batch_per_rack, racks: int = 1, dispatch_bytes=1.0,
-                           combine_bytes=2.0):
+                           combine_bytes=2.0, latency_s=None, achieved_fraction=None):
     """Dispatch + combine time of one MoE layer, ``batch_per_rack`` sequences on each rack's ``ep`` GPUs.
 
     Each GPU sends its ``batch_per_rack / ep`` tokens' traffic
     (:func:`llmmath.network.moe_all_to_all_bytes_per_token`), so the load per GPU
     is the same however many racks the layer spans; spanning ``racks`` equal
-    racks, a fraction ``1 - 1/racks`` of it leaves the rack over the scale-out
-    NICs (:func:`llmmath.network.all_to_all_time_s`).
+    racks, a fraction ``f = 1 - 1/racks`` of it leaves the rack over the scale-out
+    NICs (:func:`llmmath.network.all_to_all_time_s`). Each of the two collectives
+    issues all its messages at once (DeepEP's kernels, NCCL's grouped sends), so it
+    pays one per-message latency, not one per peer, and both links run at the
+    share of their bandwidth such kernels achieve::
+
+        t = 2 alpha + max((1 - f) s / (eta beta_up), f s / (eta beta_out))
+
+    ``latency_s`` (alpha, seconds; default: DeepSeek's measured 64-byte latency,
+    ``[latency]`` in ``data/deployments.toml``: NVLink inside a node, 3.33 us, while
+    the layer stays in one domain; InfiniBand across leaf switches, 3.7 us, once it
+    spans racks; both marked unverified there). ``achieved_fraction`` (eta; default
+    ``[collectives] all_to_all_fraction`` of ``data/engine_constants.toml``, 0.82:
+    DeepEP's EP256 combine, 40.8 of a NIC's 50 GB/s; the serving step model uses
+    the same constant). Pass ``latency_s=0, achieved_fraction=1`` for the
+    bandwidth-only floor.
 
     ``ep = 1`` on one rack is one GPU holding every expert: no token leaves it, no
     message is sent, and the time is exactly 0 (not even the per-message latency:
@@ -506,9 +521,19 @@ def moe_layer_all_to_all_s(model, system, ep: int, batch_per_rack, racks: int = 
     check_finite("moe_layer_all_to_all_s (bytes each GPU sends)", buffer, batch_per_rack=batch,
                  dispatch_bytes=b_d, combine_bytes=b_c)
     f = 1.0 - 1.0 / racks
-    return network.all_to_all_time_s(buffer, n, s_.scale_up_bytes_per_s_per_package,
+    if latency_s is None:
+        lat = hop_latencies()
+        latency_s = lat["deepseek-ib-cross-leaf-64B" if racks > 1 else "deepseek-nvlink-intra-node-64B"]["seconds"]
+    alpha = non_negative("latency_s", latency_s)
+    eta = (_catalog.load("engine_constants.toml")["collectives"]["all_to_all_fraction"] if achieved_fraction is None
+           else in_range("achieved_fraction", achieved_fraction, 0.0, 1.0))
+    if not eta > 0:
+        raise ValueError(f"achieved_fraction must be > 0 (a share of the link's bandwidth), got {eta}")
+    wire = network.all_to_all_time_s(buffer, n, eta * s_.scale_up_bytes_per_s_per_package,
                                      fraction_out_of_domain=f,
-                                     scale_out_bytes_per_s=s_.scale_out_bytes_per_s_per_package if f else None)
+                                     scale_out_bytes_per_s=eta * s_.scale_out_bytes_per_s_per_package if f else None)
+    # two collectives (dispatch, combine), one latency each; no tokens, no collective
+    return result(np.where(batch > 0, 2 * alpha + wire, 0.0))
 
 
 @dataclasses.dataclass(frozen=True)
