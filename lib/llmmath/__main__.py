@@ -1,6 +1,8 @@
 """Command line: ``python -m llmmath plan ...`` prints a roofline serving plan (:mod:`llmmath.planner`);
 ``python -m llmmath predict ...`` the expected measured rate, term by term (:func:`llmmath.planner.predict`);
-``python -m llmmath simulate ...`` an engine under load (:func:`llmmath.engine.simulate`).
+``python -m llmmath simulate ...`` an engine under load (:func:`llmmath.engine.simulate`);
+``python -m llmmath size ...`` the cheapest chips and placement for N users at a time per token
+(:func:`llmmath.sizing.size`).
 
 Examples::
 
@@ -8,6 +10,7 @@ Examples::
     python -m llmmath plan --model deepseek-v3 --chip gb200-nvl72 --weight-dtype fp8 --ep 72 --dp 72 --json
     python -m llmmath predict --model llama-3.1-70b --chip h100-sxm --chips 8 --tp 8 --input-tokens 2000 \
         --output-tokens 200 --max-tpot-ms 50
+    python -m llmmath size --model llama-3.1-70b --users 500 --tpot-ms 30 --input-tokens 2000 --output-tokens 500
 
 Nothing is downloaded: ``--config`` reads a local Hugging Face ``config.json``. A bad flag is
 refused by argparse (exit status 2) with a message naming the flag and what it allows.
@@ -58,13 +61,31 @@ def _dtype(text: str):
     return value
 
 
-def _model_and_deployment_args(p: argparse.ArgumentParser) -> None:
-    """The flags ``plan`` and ``predict`` share: the model, the chips, the placement and the precisions."""
+def _model_args(p: argparse.ArgumentParser) -> None:
+    """The model: a catalog name or a local config.json."""
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--config", metavar="PATH", help="a local Hugging Face config.json (or its folder)")
     src.add_argument("--model", metavar="NAME", help=f"a catalog model: {', '.join(models.names())}")
     p.add_argument("--name", help="a name for a --config model (default: the config's _name_or_path, else its "
                                   "file's name, or its folder's for a config.json)")
+
+
+def _prices(text: str) -> dict | float:
+    """``--usd-per-chip-hour``: one number for every chip tried, or ``chip=USD,chip=USD``."""
+    if "=" not in text:
+        return _positive_float(text)
+    out = {}
+    for part in text.split(","):
+        chip, _, usd = part.partition("=")
+        if chip.strip() not in hardware.names():
+            raise argparse.ArgumentTypeError(f"{chip.strip()!r} is not a chip; chips: {', '.join(hardware.names())}")
+        out[chip.strip()] = _positive_float(usd)
+    return out
+
+
+def _model_and_deployment_args(p: argparse.ArgumentParser) -> None:
+    """The flags ``plan`` and ``predict`` share: the model, the chips, the placement and the precisions."""
+    _model_args(p)
     p.add_argument("--chip", required=True, metavar="NAME",
                    help=f"a chip ({', '.join(hardware.names())}) or a system ({', '.join(hardware.systems())})")
     p.add_argument("--chips", type=_positive_int, default=None, help="chips in the deployment (default 1, or the system's)")
@@ -92,7 +113,7 @@ def _model_and_deployment_args(p: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m llmmath", description="The course's calculators, offline.")
-    sub = ap.add_subparsers(dest="command", required=True, metavar="{plan,predict,simulate}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="{plan,predict,simulate,size}")
     p = sub.add_parser("plan", help="a roofline serving plan: fits?, max batch, step time, tokens/s, cost",
                        description="A roofline serving plan. Every time is a floor, every rate a ceiling.")
     _model_and_deployment_args(p)
@@ -117,6 +138,8 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--overlap", choices=["none", "two-batch"], default="none",
                    help="two-batch: the engine overlaps one micro-batch's all-to-all with the other's compute "
                         "(DeepSeek, SGLang); default none")
+    q.add_argument("--usd-per-chip-hour", type=_positive_float, default=None,
+                   help="a rental price you supply: prints dollars per 1M tokens at the expected rate and its band")
     q.add_argument("--offline-requests", type=_positive_int, default=None, metavar="N",
                    help="with --phase aggregated: the rate of an offline benchmark queueing N requests at once "
                         "(trtllm-bench throughput), its ramp-up and drain simulated")
@@ -143,6 +166,24 @@ def _parser() -> argparse.ArgumentParser:
                         "flags then describe the decode pool")
     for flag in ("tp", "ep", "dp"):
         r.add_argument(f"--prefill-{flag}", type=_positive_int, default=1, help=f"the prefill pool's {flag} (default 1)")
+    z = sub.add_parser("size", help="the cheapest chips, count and placement for N users at a time per token",
+                       description="Which chips, how many and placed how, to serve the model to --users concurrent "
+                                   "users within --tpot-ms (and --ttft-ms): every placement priced with the one "
+                                   "step model, the cheapest run in the engine simulator (sizing.size).")
+    _model_args(z)
+    z.add_argument("--users", type=_positive_int, required=True, help="concurrent users, each streaming one request")
+    z.add_argument("--tpot-ms", type=_positive_float, required=True, help="the most time per output token, ms")
+    z.add_argument("--ttft-ms", type=_positive_float, default=None, help="the most time to first token, ms (optional)")
+    z.add_argument("--input-tokens", type=_positive_int, required=True, help="prompt length, tokens")
+    z.add_argument("--output-tokens", type=_positive_int, required=True, help="output length, tokens")
+    z.add_argument("--chip", default=None, metavar="NAME[,NAME...]",
+                   help="chips to try (default: every chip with a known price, data/chip_prices.toml)")
+    z.add_argument("--weight-dtype", type=_dtype, default="bf16", help="weights: a name or bytes per element")
+    z.add_argument("--kv-dtype", type=_dtype, default="bf16", help="KV cache: a name or bytes per element")
+    z.add_argument("--usd-per-chip-hour", type=_prices, default=None, metavar="USD|CHIP=USD,...",
+                   help="rental prices: one for every chip tried, or per chip (default: public on-demand list prices)")
+    z.add_argument("--no-engine", action="store_true", help="skip the engine simulation of the cheapest")
+    z.add_argument("--json", action="store_true", help="print the result as JSON")
     return ap
 
 
@@ -155,10 +196,14 @@ _FLAGS = [("prefill pool", "--prefill-chips"), ("no batch of", "--chips"), ("chi
           ("max_tpot_s", "--max-tpot-ms"), ("input_tokens", "--input-tokens"), ("output_tokens", "--output-tokens"),
           ("acceptance", "--mtp-acceptance"), ("requests_per_s", "--requests-per-s"),
           ("tokens of KV", "--input-tokens"), ("token_budget", "--token-budget"), ("one-stage replicas", "--pp"),
-          ("offline_requests", "--offline-requests")]
+          ("offline_requests", "--offline-requests"), ("users", "--users"), ("max_ttft_s", "--ttft-ms"),
+          ("chips is empty", "--chip"), ("no chip has a known price", "--usd-per-chip-hour")]
 
 
 def _flag_for(msg: str) -> str:
+    fix = re.search(r"try (tp|ep|dp|pp)=", msg)       # a message that names its own fix: "... try tp=8"
+    if fix:
+        return f"--{fix.group(1)}"
     hits = [(msg.find(k), flag) for k, flag in _FLAGS if k in msg]
     return min(hits)[1] if hits else "--model"
 
@@ -181,6 +226,8 @@ def main(argv=None) -> int:
             model = models.get(args.model)
         except KeyError as e:
             sub.error(f"argument --model: {e.args[0]}")
+    if args.command == "size":
+        return _size(args, model, sub)
     if args.command == "predict":
         return _predict(args, model, sub)
     if args.command == "simulate":
@@ -188,7 +235,8 @@ def main(argv=None) -> int:
     p = _refusing(sub, lambda: planner.plan(
         model, args.chip, args.chips, context=args.context, batch=args.batch, prompt_tokens=args.prompt_tokens,
         usd_per_chip_hour=args.usd_per_chip_hour, **_deployment_kwargs(args)))
-    print(json.dumps(p.to_dict(), indent=2, allow_nan=False) if args.json else p.table())
+    print(json.dumps(p.to_dict(), indent=2, allow_nan=False) if args.json else
+          re.sub(r"\btry (tp|ep|dp|pp)=(\d+)", r"try --\1 \2", p.table()))
     return 0
 
 
@@ -206,7 +254,10 @@ def _refusing(sub, call):
         return call()
     except (ValueError, KeyError, TypeError) as e:
         msg = e.args[0] if e.args else str(e)
-        sub.error(f"argument {_flag_for(msg)}: {msg}")
+        flag = _flag_for(msg)
+        # the library names a placement's fix as its keyword (tp=8); on the command line it is a flag (--tp 8)
+        msg = re.sub(r"\btry (tp|ep|dp|pp)=(\d+)", r"try --\1 \2", msg)
+        sub.error(f"argument {flag}: {msg}")
 
 
 def _predict(args, model, sub) -> int:
@@ -219,18 +270,43 @@ def _predict(args, model, sub) -> int:
     chip, _ = chip_and_count(args.chip, args.chips)
     lo, hi, reasons = planner.band(p.tokens_per_s_per_chip, model, chip, phase=args.phase, batch=p.batch,
                                    compute_dtype=args.compute_dtype or _default_compute(chip, args.weight_dtype))
+    price = args.usd_per_chip_hour
+    usd = None if price is None else [price / 3600.0 / r * 1e6 for r in (p.tokens_per_s_per_chip, hi, lo)]
+    what = "input" if args.phase == "prefill" else "output"
     if args.json:
-        print(json.dumps({**p.to_dict(), "band_tokens_per_s_per_chip": [lo, hi], "band_reasons": reasons},
+        print(json.dumps({**p.to_dict(), "band_tokens_per_s_per_chip": [lo, hi], "band_reasons": reasons,
+                          f"usd_per_million_{what}_tokens": None if usd is None else usd[0],
+                          "band_usd_per_million_tokens": None if usd is None else usd[1:]},
                          indent=2, allow_nan=False))
     else:
         print(p.table())
         print(f"expected measured: {lo:,.0f}-{hi:,.0f} tokens/s per chip, from " + "; ".join(reasons))
+        print(f"$ per 1M {what} tokens: " + ("(no price given: --usd-per-chip-hour)" if usd is None else
+                                            f"${usd[0]:.3g} (${usd[1]:.3g}-${usd[2]:.3g} over the band) at "
+                                            f"${price:g} a chip-hour"))
     return 0
 
 
 def _default_compute(chip, weight_dtype) -> str:
     from .hardware import default_compute_dtype
     return default_compute_dtype(chip, weight_dtype)
+
+
+def _size(args, model, sub) -> int:
+    from . import sizing
+    chips = None if args.chip is None else [c.strip() for c in args.chip.split(",") if c.strip()]
+    prices = args.usd_per_chip_hour
+    if isinstance(prices, float):
+        if chips is None:
+            sub.error("argument --usd-per-chip-hour: one price for every chip needs --chip to name them; "
+                      "or give CHIP=USD,CHIP=USD")
+        prices = {c: prices for c in chips}
+    s = _refusing(sub, lambda: sizing.size(
+        model, args.users, max_tpot_s=args.tpot_ms / 1e3, max_ttft_s=None if args.ttft_ms is None else args.ttft_ms / 1e3,
+        input_tokens=args.input_tokens, output_tokens=args.output_tokens, chips=chips, weight_dtype=args.weight_dtype,
+        kv_dtype=args.kv_dtype, usd_per_chip_hour=prices, engine_check=not args.no_engine))
+    print(json.dumps(s.to_dict(), indent=2, allow_nan=False) if args.json else s.table())
+    return 0 if s.best is not None else 1
 
 
 def _simulate(args, model, sub) -> int:
@@ -252,8 +328,22 @@ def _simulate(args, model, sub) -> int:
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
         for k, v in out.items():
-            print(f"{k:<32} {v:,.6g}" if isinstance(v, float) else f"{k:<32} {v:,}")
+            print(f"{k:<32} {_with_unit(k, v)}")
     return 0
+
+
+def _with_unit(key: str, v) -> str:
+    """A simulate result with its unit: seconds as ms or s, bytes as GB, tokens/s and counts with separators."""
+    from .units import fmt_bytes, fmt_seconds
+    if key.endswith("tokens_per_s"):
+        return f"{v:,.0f} tokens/s"
+    if key.endswith("_s") or "_s_p" in key:
+        return fmt_seconds(v)
+    if "bytes" in key:
+        return fmt_bytes(v)
+    if key.endswith("_tokens"):
+        return f"{v:,.0f} tokens"
+    return f"{v:,.2f}" if isinstance(v, float) else f"{v:,}"
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ import numpy as np
 from . import _catalog, hardware, models
 from ._validate import finite_result, in_range, non_negative, positive, positive_int, result, scalar, whole
 from .hardware import default_compute_dtype
-from .units import dtype_bytes, dtype_label
+from .units import dtype_bytes, dtype_label, fmt_bytes
 
 __all__ = ["Placement", "check_placement", "Deployment", "StageStep", "expected_busiest_chip_experts", "chip_and_count",
            "placements", "most_sequences", "GPU_MEMORY_UTILIZATION", "runtime_memory_bytes", "default_token_budget",
@@ -107,6 +107,30 @@ def chip_and_count(chip, n_chips):
             return sy.package_chip(), positive_int("n_chips", sy.packages if n_chips is None else n_chips)
     c = hardware.get(chip)
     return c, positive_int("n_chips", 1 if n_chips is None else n_chips)
+
+
+def placement_hint(model, chip, n_chips, context, *, tp=1, ep=1, dp=1, pp=1, **kwargs) -> str:
+    """What to change so that one sequence of ``context`` tokens fits where this placement holds none: ``"try tp=4
+    (...)"``, or ``""`` when nothing on these ``n_chips`` chips fits.
+
+    Tries, in order, the smallest tensor-parallel degree (a power of two up to the chip's scale-up domain and the
+    chip count) that holds the weights and one sequence's KV cache, then pipeline stages at the widest such degree.
+    ``kwargs``: the precisions and memory view of :class:`Deployment`.
+    """
+    c, n = chip_and_count(chip, n_chips)
+    widths = [k for k in (1, 2, 4, 8, 16, 32, 64) if k <= min(c.scale_up_domain, n) and n % k == 0]
+    tries = [dict(tp=k, ep=ep, dp=dp, pp=pp) for k in widths if k > tp] + [
+        dict(tp=widths[-1], ep=ep, dp=dp, pp=q) for q in (2, 4, 8) if q > pp and n % (widths[-1] * q) == 0]
+    for pl in tries:
+        try:
+            d = Deployment(model, chip, n_chips, **pl, **kwargs)
+        except (ValueError, KeyError):
+            continue
+        if d.weights_fit and d.max_batch(context) >= 1:
+            changed = " ".join(f"{k}={v}" for k, v in pl.items() if v != {"tp": tp, "ep": ep, "dp": dp, "pp": pp}[k])
+            return (f"try {changed} ({d.placement.chips_per_replica} chips a replica hold "
+                    f"{fmt_bytes(d.weight_bytes_per_chip)} of weights each, {d.replicas} replica(s))")
+    return ""
 
 
 def _divisors(n: int) -> list[int]:

@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from . import _catalog, models
-from .deployment import Deployment, Placement
+from .deployment import Deployment, Placement, placement_hint
 from .predict import Prediction, calibrated, predict
 from ._validate import at_least, positive, scalar, whole
 from .units import dtype_bytes, fmt_bytes, fmt_seconds
@@ -140,6 +140,7 @@ class Plan:
     ttft_s: float
     prefill_tokens_per_s_per_chip: float
     binds: str
+    fix: str = ""
     note: str = FLOOR_NOTE
 
     def _fits_text(self) -> str:
@@ -148,14 +149,16 @@ class Plan:
         if not self.weights_fit:
             w, u = _bytes_apart(self.weight_bytes_per_chip, usable)
             return (f"no: the weights alone, {w} per chip, exceed the {u} usable (one replica spans "
-                    f"{self.placement.chips_per_replica} chip(s); spread it with tp, ep and pp)")
+                    f"{self.placement.chips_per_replica} chip(s); "
+                    + (self.fix or "spread it over more chips with tp, ep and pp") + ")")
         total = self.weight_bytes_per_chip + self.kv_bytes_per_chip
         t, u = _bytes_apart(total, usable)
         n = self.at_batch.batch
         why = (f"weights {fmt_bytes(self.weight_bytes_per_chip)} + KV cache {fmt_bytes(self.kv_bytes_per_chip)} "
                f"({n:,.0f} sequence{'' if n == 1 else 's'}) = {t} per chip, {'<=' if total <= usable else '>'} "
                f"{u} usable")
-        return f"yes: {why}" if self.fits else f"no: {why}; at most {self.max_batch:,.0f} sequences fit"
+        return f"yes: {why}" if self.fits else (f"no: {why}; at most {self.max_batch:,.0f} sequences fit"
+                                                 + (f"; {self.fix}" if self.fix and self.max_batch < 1 else ""))
 
     def rows(self) -> list[tuple[str, str]]:
         """(quantity, value) pairs for a table, values formatted with units (the note is :attr:`note`)."""
@@ -163,7 +166,12 @@ class Plan:
         ob, oc = self.at_balance, self.at_batch
 
         def op(o):
-            usd = "(no price given)" if o.usd_per_million_tokens is None else f"${o.usd_per_million_tokens:.3g}"
+            if not self.weights_fit:                   # nothing can run: no times, no price
+                return [("  step time, tokens/s, cost", "none: the weights do not fit")]
+            if not o.fits:                             # a batch whose cache does not fit: its floor, not a price
+                usd = f"not priced: {o.batch:,.0f} sequences' KV cache does not fit"
+            else:
+                usd = "(no price given)" if o.usd_per_million_tokens is None else f"${o.usd_per_million_tokens:.3g}"
             return [("  step time (floor)", fmt_seconds(o.step_time_s)),
                     ("  tokens/s per user (ceiling)", f"{o.tokens_per_s_per_user:,.1f}"),
                     ("  tokens/s per chip (ceiling)", f"{o.tokens_per_s_per_chip:,.0f}"),
@@ -211,8 +219,10 @@ class Plan:
                 ("max batch at this context", f"{self.max_batch:,.0f}"),
                 ("max context at the chosen batch", max_ctx),
                 ("balance batch (compute = memory)", bal)] + blocks + [
-                (f"time to first token, {self.prompt_tokens:,}-token prompt", fmt_seconds(self.ttft_s)),
-                ("prefill tokens/s per chip (ceiling)", f"{self.prefill_tokens_per_s_per_chip:,.0f}"),
+                (f"time to first token, {self.prompt_tokens:,}-token prompt",
+                 fmt_seconds(self.ttft_s) if self.weights_fit else "none: the weights do not fit"),
+                ("prefill tokens/s per chip (ceiling)",
+                 f"{self.prefill_tokens_per_s_per_chip:,.0f}" if self.weights_fit else "none: the weights do not fit"),
                 ("binding resource at the chosen batch", self.binds)]
 
     def table(self) -> str:
@@ -251,7 +261,8 @@ def _operating(d: Deployment, batch_total, L, price, max_batch) -> Operating:
     return Operating(batch=float(batch_total), step_time_s=t, compute_s=comp, weight_s=w, kv_s=kv,
                      tokens_per_s_per_user=1.0 / t, tokens_per_s_per_chip=batch_total / (t * n),
                      tokens_per_s=batch_total / t, chip_s_per_million_tokens=per_tok_chip_s * 1e6,
-                     usd_per_million_tokens=None if price is None else per_tok_chip_s * 1e6 * price / 3600.0,
+                     usd_per_million_tokens=(None if price is None or not batch_total <= max_batch
+                                             else per_tok_chip_s * 1e6 * price / 3600.0),   # what cannot run: no price
                      binds=binds, fits=bool(batch_total <= max_batch))
 
 
@@ -346,6 +357,10 @@ def plan(model, chip, n_chips=None, context=8192, batch=None, *, weight_dtype="b
                 max_context_at_batch=float(max_ctx), balance_batch=float(balance),
                 no_balance_reason=None if math.isfinite(balance) else NO_BALANCE, at_balance=at_balance,
                 at_batch=at_batch, ttft_s=float(ttft),
+                fix="" if max_batch >= 1 else placement_hint(
+                    m, chip, n_chips, L, tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                    compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction,
+                    gpu_memory_utilization=gpu_memory_utilization, engine=engine),
                 prefill_tokens_per_s_per_chip=float(prefill_rate), binds=binds)
 
 

@@ -567,8 +567,12 @@ def predict(model, chip, n_chips=None, *, input_tokens, output_tokens, batch=Non
     L = T + O / 2.0 if context is None else float(positive("context", scalar("context", context)))
     B = d.max_batch(L) if batch is None else float(positive("batch", scalar("batch", batch)))
     if B < 1:
+        from .deployment import placement_hint
+        hint = placement_hint(model, chip, n_chips, L, tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype,
+                              kv_dtype=kv_dtype, compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction,
+                              gpu_memory_utilization=gpu_memory_utilization, engine=engine)
         raise ValueError(f"no batch of {L:,.0f}-token sequences (the mean context, input + output / 2) fits {d}: "
-                         f"use more chips or smaller dtypes")
+                         + (f"{hint}; or smaller dtypes" if hint else "use more chips or smaller dtypes"))
     budget = d.replica_token_budget                 # each dp rank's max_num_batched_tokens, together
     if max_tpot_s is not None:
         if phase == "aggregated":      # the decode step shares its time with the prefill chunks of arriving requests
