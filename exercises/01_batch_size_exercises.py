@@ -8,7 +8,7 @@
 
 # %% [markdown]
 # # Chapter 1 — Exercises: batch size
-# *Generated from `solutions/01_batch_size.py` by `tools/make_exercises.py`; edit that file, not this one.*
+# *Generated from `solutions/01_batch_size_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
 # Seven problems on the decode roofline. Work each by hand first (a calculator
 # and the datasheet numbers given are enough), then put your number in `answer`

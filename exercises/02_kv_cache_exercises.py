@@ -8,7 +8,7 @@
 
 # %% [markdown]
 # # Chapter 2 — Exercises: the KV cache and attention
-# *Generated from `solutions/02_kv_cache.py` by `tools/make_exercises.py`; edit that file, not this one.*
+# *Generated from `solutions/02_kv_cache_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
 # Seven problems on decode attention. Work each by hand first (the config fields
 # and datasheet numbers given are enough), then put your number in `answer` and

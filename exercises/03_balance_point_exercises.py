@@ -8,7 +8,7 @@
 
 # %% [markdown]
 # # Chapter 3 — Exercises: the balance point
-# *Generated from `solutions/03_balance_point.py` by `tools/make_exercises.py`; edit that file, not this one.*
+# *Generated from `solutions/03_balance_point_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
 # Six problems on the balance batch, its two sparsities, KV traffic and overlap.
 # Work each by hand first, then put your number in `answer` and run the cell:

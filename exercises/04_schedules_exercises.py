@@ -8,7 +8,7 @@
 
 # %% [markdown]
 # # Chapter 4 — Exercises: schedules
-# *Generated from `solutions/04_schedules.py` by `tools/make_exercises.py`; edit that file, not this one.*
+# *Generated from `solutions/04_schedules_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
 # Six problems on the fixed-cadence batcher and the HBM read time. Work each by
 # hand first, then put your number in `answer` and run the cell: `check_answer`

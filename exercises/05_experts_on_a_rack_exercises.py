@@ -8,7 +8,7 @@
 
 # %% [markdown]
 # # Chapter 5 — Exercises: experts on a rack
-# *Generated from `solutions/05_experts_on_a_rack.py` by `tools/make_exercises.py`; edit that file, not this one.*
+# *Generated from `solutions/05_experts_on_a_rack_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
 # Six problems on expert-parallel traffic, scale-up vs scale-out, collectives
 # and domain bandwidth. Work each by hand, put your number in `answer`, run the

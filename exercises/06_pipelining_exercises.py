@@ -8,7 +8,7 @@
 
 # %% [markdown]
 # # Chapter 6 — Exercises: pipelining
-# *Generated from `solutions/06_pipelining.py` by `tools/make_exercises.py`; edit that file, not this one.*
+# *Generated from `solutions/06_pipelining_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
 # Six problems on bubbles, stage boundaries and per-GPU memory under expert,
 # tensor and pipeline parallelism. Work each by hand, put your number in

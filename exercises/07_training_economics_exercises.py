@@ -8,7 +8,7 @@
 
 # %% [markdown]
 # # Chapter 7 — Exercises: training economics
-# *Generated from `solutions/07_training_economics.py` by `tools/make_exercises.py`; edit that file, not this one.*
+# *Generated from `solutions/07_training_economics_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
 # Six problems. Work each by hand, put your number in `answer`, run the cell.
 

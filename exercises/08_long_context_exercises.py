@@ -8,7 +8,7 @@
 
 # %% [markdown]
 # # Chapter 8 — Exercises: long context
-# *Generated from `solutions/08_long_context.py` by `tools/make_exercises.py`; edit that file, not this one.*
+# *Generated from `solutions/08_long_context_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
 # Eight problems. Work each by hand, put your number in `answer`, run the cell.
 # Datasheet figures: H100 989.5 TFLOP/s bf16, 3.35 TB/s; H200 141 GB; B200

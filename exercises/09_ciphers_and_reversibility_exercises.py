@@ -8,7 +8,7 @@
 
 # %% [markdown]
 # # Chapter 9 — Exercises: ciphers, reversible networks, memory for compute
-# *Generated from `solutions/09_ciphers_and_reversibility.py` by `tools/make_exercises.py`; edit that file, not this one.*
+# *Generated from `solutions/09_ciphers_and_reversibility_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
 # Seven problems. Work each by hand, put your number in `answer`, run the cell.
 

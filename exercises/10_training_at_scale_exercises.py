@@ -8,7 +8,7 @@
 
 # %% [markdown]
 # # Chapter 10 — Exercises: training at scale
-# *Generated from `solutions/10_training_at_scale.py` by `tools/make_exercises.py`; edit that file, not this one.*
+# *Generated from `solutions/10_training_at_scale_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
 # Nine problems on model state, activations, the FLOPs of a step, MFU,
 # pipeline bubbles, data-parallel communication and what an fp8 recipe buys. Work each by hand, put

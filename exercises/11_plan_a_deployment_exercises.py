@@ -8,7 +8,7 @@
 
 # %% [markdown]
 # # Chapter 11 — Exercises: plan a deployment
-# *Generated from `solutions/11_plan_a_deployment.py` by `tools/make_exercises.py`; edit that file, not this one.*
+# *Generated from `solutions/11_plan_a_deployment_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
 # Eight problems on reading a config, fitting a batch, counting a windowed
 # cache, odd precisions, a step's floor, a price per million tokens, how far

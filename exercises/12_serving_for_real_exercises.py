@@ -8,7 +8,7 @@
 
 # %% [markdown]
 # # Chapter 12 — Exercises: serving for real
-# *Generated from `solutions/12_serving_for_real.py` by `tools/make_exercises.py`; edit that file, not this one.*
+# *Generated from `solutions/12_serving_for_real_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
 # Seven problems on the terms between the ceiling and a measured rate: a weight
 # read at the bandwidth a real chip sustains, the expert all-to-all a token
@@ -58,7 +58,7 @@ ok = check_answer("12.3", answer)
 # %% [markdown]
 # ### Problem 4 — the fixed cost of a layer
 # vLLM serves the model of Problem 1 to one user at 133 tokens/s on one H100.
-# Take Problem 1's weight read (4.92 ms) and about 0.02 ms of arithmetic; the
+# Take your weight read from Problem 1 and about 0.02 ms of arithmetic; the
 # rest of each step is a fixed cost of each of the model's 32 layers (kernel
 # launches and the gaps between them). How many microseconds a layer?
 

@@ -97,7 +97,7 @@ assert abs(speculative.expected_tokens_per_step(2, 0.8) - answer) < 1e-12
 # %% [markdown]
 # ### Problem 4 — the fixed cost of a layer
 # vLLM serves the model of Problem 1 to one user at 133 tokens/s on one H100.
-# Take Problem 1's weight read (4.92 ms) and about 0.02 ms of arithmetic; the
+# Take your weight read from Problem 1 and about 0.02 ms of arithmetic; the
 # rest of each step is a fixed cost of each of the model's 32 layers (kernel
 # launches and the gaps between them). How many microseconds a layer?
 

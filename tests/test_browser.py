@@ -7,7 +7,8 @@ and checks that the explorer's figure and text change. Chapters 5 and 8: opens t
 the cells an explorer needs (its imports, then the explorer's own cell), moves one control (chapter 5's
 expert-parallel "racks" slider, chapter 8's long-context "model, chips" dropdown) and checks the
 figure and text change. The first minute of a reader: from the repository's root, a double-click on
-``01_batch_size.py`` in ``chapters/``, ``exercises/`` and ``solutions/`` opens notebooks (never a text
+``chapters/01_batch_size.py``, ``exercises/01_batch_size_exercises.py`` and
+``solutions/01_batch_size_solutions.py`` opens notebooks in tabs with distinct titles (never a text
 editor; by the JupyterLab setting the project installs, not one set here), and a double-click on
 ``lib/llmmath/units.py`` shows plain Python in the same view; a chapter saved from JupyterLab (a copy
 under ``build/``) is byte for byte the committed file; a chapter opened by a double-click stays clean (no unsaved
@@ -400,7 +401,8 @@ def test_double_click_opens_notebooks_from_the_repository_root(lab, browser):
     back the same bytes, tests/test_notebook_format.py). Nothing is rewritten. (The kernels these
     notebooks start are shut down with the server.)"""
     base, token = lab
-    opened = [f"{d}/01_batch_size.py" for d in ("chapters", "exercises", "solutions")]
+    opened = ["chapters/01_batch_size.py", "exercises/01_batch_size_exercises.py",
+              "solutions/01_batch_size_solutions.py"]
     module = "lib/llmmath/units.py"
     before = {p: (ROOT / p).read_bytes() for p in [*opened, module]}
     page, outside = _loopback_page(lab, browser)
@@ -418,7 +420,7 @@ def test_double_click_opens_notebooks_from_the_repository_root(lab, browser):
                 arg=k, timeout=90_000)
             assert page.locator(".jp-FileEditor").count() == 0, f"{path} opened in a text editor"
             tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current").first
-            assert tab.inner_text().strip().startswith("01_batch_size.py"), tab.inner_text()
+            assert tab.inner_text().strip().startswith(path.split("/")[-1]), tab.inner_text()
         page.screenshot(path=str(SHOTS / "browser-double-click.png"))
 
         # a library module: plain Python, shown in the same notebook view (light format, a cell per block)

@@ -36,6 +36,14 @@ def test_no_notebook_outputs_are_committed():
 
 
 def test_every_chapter_has_solutions_and_exercises():
-    for p in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.py")):
-        assert (ROOT / "chapters" / p.name).exists(), f"solutions/{p.name} has no chapter"
-        assert (ROOT / "exercises" / p.name).exists(), f"solutions/{p.name} has no generated exercise"
+    # NN_slug_solutions.py and NN_slug_exercises.py: JupyterLab titles a tab with the file name, so the
+    # three notebooks of a chapter open in tabs with distinct titles
+    solutions = sorted((ROOT / "solutions").glob("[0-9][0-9]_*.py"))
+    assert solutions
+    for p in solutions:
+        assert p.name.endswith("_solutions.py"), f"solutions/{p.name}: name it NN_slug_solutions.py"
+        slug = p.name[:-len("_solutions.py")]
+        assert (ROOT / "chapters" / f"{slug}.py").exists(), f"solutions/{p.name} has no chapter"
+        assert (ROOT / "exercises" / f"{slug}_exercises.py").exists(), f"solutions/{p.name} has no generated exercise"
+    exercises = {p.name for p in (ROOT / "exercises").glob("[0-9][0-9]_*.py")}
+    assert exercises == {p.name.replace("_solutions.py", "_exercises.py") for p in solutions}

@@ -1,5 +1,8 @@
 """Generate exercises/ from solutions/ by removing the worked answers.
 
+``solutions/NN_slug_solutions.py`` gives ``exercises/NN_slug_exercises.py`` (the suffixes keep
+JupyterLab's tab titles apart from the chapter's, ``chapters/NN_slug.py``).
+
 Rules (text-level, so the output is a readable diff of the input):
 
 * a cell whose header line carries ``tags=["solution"]`` is dropped whole
@@ -70,8 +73,15 @@ def strip_solutions(text: str, name: str = "") -> str:
     return HEADER.format(name=name) + body
 
 
+def exercise_name(solution_name: str) -> str:
+    """``01_batch_size_solutions.py`` -> ``01_batch_size_exercises.py``."""
+    if not solution_name.endswith("_solutions.py"):
+        raise ValueError(f"{solution_name}: a solution notebook is named NN_slug_solutions.py")
+    return solution_name[:-len("_solutions.py")] + "_exercises.py"
+
+
 def expected_exercises() -> dict[Path, str]:
-    return {EXERCISES / p.name: strip_solutions(p.read_text(encoding="utf-8"), p.name)
+    return {EXERCISES / exercise_name(p.name): strip_solutions(p.read_text(encoding="utf-8"), p.name)
             for p in sorted(SOLUTIONS.glob("[0-9][0-9]_*.py"))}
 
 
@@ -80,7 +90,11 @@ def main(argv=None) -> int:
     ap.add_argument("--check", action="store_true", help="fail if exercises/ is out of date")
     args = ap.parse_args(argv)
     stale = []
-    for path, text in expected_exercises().items():
+    expected = expected_exercises()
+    orphans = sorted(p.name for p in EXERCISES.glob("[0-9][0-9]_*.py") if p not in expected)
+    if orphans:  # e.g. an exercise left behind by a renamed or removed solution
+        print("exercises without a solution (remove them):", ", ".join(orphans))
+    for path, text in expected.items():
         current = path.read_text(encoding="utf-8") if path.exists() else None
         if current != text:
             stale.append(path.name)
@@ -88,9 +102,10 @@ def main(argv=None) -> int:
                 path.write_text(text, encoding="utf-8")
     if args.check and stale:
         print("out of date (run python tools/make_exercises.py):", ", ".join(stale))
+    if args.check and (stale or orphans):
         return 1
     verb = "up to date:" if args.check else "wrote:"
-    print(verb, ", ".join(stale if not args.check else [p.name for p in expected_exercises()]) or "nothing changed")
+    print(verb, ", ".join(stale if not args.check else [p.name for p in expected]) or "nothing changed")
     return 0
 
 

@@ -67,8 +67,28 @@ _CLOSER = 3.0
 _KEY_RE = re.compile(r"^(\d+)\.(\d+)$")
 
 
+# What check_answer says where the answer key is left out (a student release of the course:
+# tools/release.py ships the library without data/answers/, and the autograder checks the answers).
+_NO_KEY = ("[{key}] cannot be checked here: this install of llmmath has no answer key (llmmath/data/answers/ "
+           "is left out of a student release). Your answer is checked when your work is collected and "
+           "autograded; the feedback then says right, or how far off and why.")
+
+
+def has_answer_key() -> bool:
+    """Whether this install of llmmath has the answer key (a student release has not)."""
+    folder = resources.files("llmmath.data").joinpath("answers")
+    return folder.is_dir() and any(f.name.endswith(".toml") for f in folder.iterdir())
+
+
 def answer_keys() -> dict:
-    """The whole answer key, all chapters (for tests; readers should not need it)."""
+    """The whole answer key, all chapters (for tests; readers should not need it).
+
+    Raises:
+        FileNotFoundError: this install has no answer key (a student release).
+    """
+    if not has_answer_key():
+        raise FileNotFoundError("this install of llmmath has no answer key (llmmath/data/answers/*.toml): "
+                                "a student release leaves it out")
     keys: dict = {}
     folder = resources.files("llmmath.data").joinpath("answers")
     for f in sorted(folder.iterdir(), key=lambda p: p.name):
@@ -256,7 +276,9 @@ def check_answer(key: str, value, quiet: bool = False) -> bool | None:
     """Check a reader's answer to exercise ``key`` (e.g. ``"01.3"``).
 
     Prints a verdict and returns True (right), False (wrong) or None (not
-    answered yet: ``value`` is None or ``...``). Never prints the answer.
+    answered yet: ``value`` is None or ``...``; or not checkable here: an install
+    without the answer key, as a student release is, says so and returns None
+    instead of raising). Never prints the answer.
 
     The key may be written ``"1.3"`` or with spaces around it; it means ``"01.3"``.
     The answer is right when it is within the entry's ``rel_tol`` (relative,
@@ -304,11 +326,14 @@ def check_answer(key: str, value, quiet: bool = False) -> bool | None:
     NaN, infinities and integers too large to be a float (``10**400``) are
     answers, just wrong ones: each gets a message saying what it is, and False.
     """
+    say = (lambda *_: None) if quiet else print
+    if not has_answer_key():  # a student release: say so, no traceback (None: not checked)
+        say(_NO_KEY.format(key=key))
+        return None
     keys = answer_keys()
     key = _normalise_key(key, keys)
     entry = keys[key]
     unit = entry["unit"]
-    say = (lambda *_: None) if quiet else print
     hint = f" Hint: {entry['hint']}" if entry.get("hint") else ""
     if value is None or value is Ellipsis:
         say(f"[{key}] not answered yet: replace the ... with your number ({unit}) and run the cell again.")
