@@ -143,8 +143,10 @@ def _solutions_retitled(app, docname, source):
 
 def _claims_page(app):
     import claims_page  # tools/claims_page.py: generated from llmmath.course.claims at every build
+    import lectures     # tools/lectures.py: the lecturer's guide, from book/lectures/*.toml
 
     claims_page.write(HERE / "_generated" / "claims.md")
+    lectures.write_page(HERE / "_generated" / "lectures.md")
 
 
 def setup(app):

@@ -28,6 +28,15 @@ shown. ``tools/check_slides.py`` (and ``tests/test_slides.py``) measure every
 built slide in Chromium.
 ``--export-only`` re-exports the notebooks executed by the last build (after a
 change to the template or the pagination; nothing is executed).
+
+Speaker notes: a chapter's ``book/lectures/NN_slug.toml`` (``tools/lectures.py``)
+gives, for each of its slides, the minutes to spend, what to say and what to ask
+the room. Each slide's notes go into its deck as a cell of ``slide_type: notes``
+(in memory, after the first piece of the slide once paginated, and repeated,
+marked "continued", on the sub-slides the pagination added), which the template
+writes as reveal.js's ``<aside class="notes">``: ``s`` shows them in the speaker
+view. The notes files are checked against the chapters before anything is
+executed; a chapter without one gets a deck without notes.
 """
 
 from __future__ import annotations
@@ -45,6 +54,7 @@ EXECUTED = ROOT / "build" / ".executed-slides"
 sys.path.insert(0, str(ROOT / "tools"))
 import book_assets  # noqa: E402
 import build_book  # noqa: E402
+import lectures  # noqa: E402
 import paginate_slides  # noqa: E402
 
 A = "_assets"
@@ -63,15 +73,17 @@ def chapter_text(path: Path) -> str:
     return text
 
 
-def export(executed: Path, out_dir: Path) -> tuple[Path, int]:
-    """Write the executed notebook's reveal.js deck into ``out_dir``; return it and its number of slides.
+def deck_notebook(nb, chapter: Path):
+    """The (executed) notebook as its deck shows it: cut to slides that fit (:func:`paginate_slides.paginate`),
+    with the chapter's speaker notes after the first piece of each slide (:func:`lectures.with_notes`)."""
+    return lectures.with_notes(nb, chapter, paginate=paginate_slides.paginate)
 
-    The notebook is first cut to slides that fit (:func:`paginate_slides.paginate`)."""
-    import nbformat
+
+def slides_exporter():
+    """nbconvert's SlidesExporter, configured for the course's template (offline, 1280x720)."""
     from nbconvert import SlidesExporter
     from traitlets.config import Config
 
-    nb = paginate_slides.paginate(nbformat.read(str(executed), as_version=4))
     c = Config()
     c.SlidesExporter.template_name = "llmmath-reveal"
     c.SlidesExporter.extra_template_basedirs = [str(ROOT / "book" / "slides")]
@@ -92,13 +104,37 @@ def export(executed: Path, out_dir: Path) -> tuple[Path, int]:
     c.SlidesExporter.jupyter_widgets_base_url = f"{A}/"
     exporter = SlidesExporter(config=c)
     exporter.mermaid_js_url = exporter.mermaid_layout_elk_js_url = ""  # not config traits; unused
-    body, _ = exporter.from_notebook_node(nb, resources={"mathjax_shim_url": f"{A}/mathjax2-shim.js",
-                                                         "metadata": {"name": executed.stem},
-                                                         "llmmath_slides": paginate_slides.template_settings()})
+    return exporter
+
+
+def export_html(nb, name: str) -> str:
+    """A deck notebook (:func:`deck_notebook`) as its reveal.js HTML."""
+    resources = {"mathjax_shim_url": f"{A}/mathjax2-shim.js", "metadata": {"name": name},
+                 "llmmath_slides": paginate_slides.template_settings()}
+    body, _ = slides_exporter().from_notebook_node(nb, resources=resources)
+    return body
+
+
+def export(executed: Path, out_dir: Path) -> tuple[Path, int]:
+    """Write the executed notebook's reveal.js deck into ``out_dir``; return it and its number of slides.
+
+    The notebook is first cut to slides that fit and given its speaker notes (:func:`deck_notebook`)."""
+    import nbformat
+
+    nb = deck_notebook(nbformat.read(str(executed), as_version=4), ROOT / "chapters" / f"{executed.stem}.py")
+    body = export_html(nb, executed.stem)
     n_slides = sum(1 for cell in nb.cells if cell.metadata.get("slideshow", {}).get("slide_type") in ("slide", "subslide"))
     out = out_dir / f"{executed.stem}.slides.html"
     out.write_text(body, encoding="utf-8")
     return out, n_slides
+
+
+def _report(out: Path, n: int) -> str:
+    body = out.read_text(encoding="utf-8")
+    n_later = body.count("<em>Continued: screen")  # lectures.CONTINUED: a later screen repeats its slide's notes
+    n_notes = body.count('<aside class="notes">') - n_later
+    return (f"{out.relative_to(ROOT)}: {n} slides and sub-slides; speaker notes for {n_notes} slides "
+            f"(repeated on {n_later} later screens)")
 
 
 def kernel_profile(ipython_dir: Path) -> Path:
@@ -130,7 +166,8 @@ def write_index(decks: list[Path]) -> Path:
                      "<style>body{font-family:sans-serif;max-width:50em;margin:3em auto;line-height:1.6}</style>"
                      "</head><body><h1>llmmath — lecture slides</h1><p>One deck per chapter, executed when built. "
                      "Arrows move between slides (down: the figures and explorers under a slide); "
-                     "<kbd>s</kbd> opens the speaker view; <kbd>Esc</kbd> the overview.</p><ul>"
+                     "<kbd>s</kbd> opens the speaker view, with the speaker notes (minutes, what to say, "
+                     "what to ask the room); <kbd>Esc</kbd> the overview.</p><ul>"
                      + "".join(items) + "</ul></body></html>\n", encoding="utf-8")
     return index
 
@@ -147,6 +184,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     srcs = [p.resolve() for p in args.chapters] or sorted((ROOT / "chapters").glob("[0-9][0-9]_*.py"))
     t0 = time.perf_counter()
+    try:  # the speaker notes match their chapters' slides, before anything is executed
+        for p in srcs:
+            lectures.deck_notes(p)
+    except lectures.NotesError as e:
+        print(f"{e}\nno slides were written (python tools/lectures.py checks the notes)", file=sys.stderr)
+        return 1
     if args.export_only:
         executed = [EXECUTED / "chapters" / (p.stem + ".ipynb") for p in srcs]
         missing = [str(e) for e in executed if not e.is_file()]
@@ -157,7 +200,7 @@ def main(argv=None) -> int:
         for e in executed:
             out, n = export(e, OUT)
             decks.append(out)
-            print(f"{out.relative_to(ROOT)}: {n} slides and sub-slides")
+            print(_report(out, n))
         write_index(sorted(OUT.glob("*.slides.html")))
         return 0
     if args.chapters:  # only these chapters: the other decks stay
@@ -185,7 +228,7 @@ def main(argv=None) -> int:
     for r in sorted(results, key=lambda r: Path(r.src).name):
         out, n = export(Path(r.dest), OUT)
         decks.append(out)
-        print(f"{out.relative_to(ROOT)}: {n} slides and sub-slides")
+        print(_report(out, n))
     index = write_index(sorted(OUT.glob("*.slides.html")))
     cdn = book_assets.cdn_references(OUT)
     if cdn:
