@@ -13,13 +13,26 @@
 # Every number comes from the shared library `llmmath` (installed from `lib/`),
 # which computes it from a catalog of real chips and real models, each figure
 # with its source. Cells that end in a **check** recompute a claim and fail if the
-# numbers stop supporting it. Sliders let you change the inputs; a kernel demo
-# measures the effect on the machine you are using (a GPU through CuPy if you
-# have one, otherwise NumPy on the CPU; set `LLMMATH_DEVICE=cpu` to force the CPU).
+# numbers stop supporting it. Sliders let you change the inputs; a [kernel](../book/glossary.md#kernel) demo
+# measures the effect on the machine you are using (a GPU through
+# [CuPy](../book/glossary.md#cupy-and-numpy) if you have one, otherwise NumPy on the CPU; set
+# `LLMMATH_DEVICE=cpu` to force the CPU).
 #
-# **After this chapter you can** turn any kernel into two times — arithmetic
-# over a rate, bytes over a bandwidth — read a chip's datasheet as a roofline,
-# and say whether a kernel on that chip is compute-bound or memory-bound.
+# **After this chapter you can** turn any [kernel](../book/glossary.md#kernel) (one function a chip
+# runs: a matrix multiply, a copy) into two times — arithmetic over a rate,
+# bytes over a bandwidth — read a chip's datasheet as a
+# [roofline](../book/glossary.md#roofline), and say whether a kernel on that chip is
+# [compute-bound or memory-bound](../book/glossary.md#compute-bound-and-memory-bound).
+
+# %% [markdown]
+# **Before you start.** This is the first chapter: read the
+# [prerequisites](../book/prerequisites.md) page first if matrix-multiply costs, a
+# transformer's layers or orders of magnitude feel rusty. Entries that matter here:
+# [FLOP](../book/glossary.md#flop), [HBM](../book/glossary.md#hbm),
+# [arithmetic intensity](../book/glossary.md#arithmetic-intensity),
+# [roofline](../book/glossary.md#roofline) and [balance point](../book/glossary.md#balance-point);
+# symbols $F$, $W$, $C$, $I$, $B$, $d$ on the [notation](../book/notation.md) page (one meaning
+# each, all course long). About 45 minutes, most of it in section 4's measurements.
 
 # %%
 import numpy as np
@@ -34,9 +47,11 @@ from llmmath.units import fmt_bytes_per_s, fmt_flops_per_s, fmt_seconds
 # ## 1. The two times
 #
 # A chip does two things for a kernel: arithmetic and data movement from its
-# main memory (HBM on an accelerator, DRAM on a CPU). With peak arithmetic rate
-# $F$ (FLOP/s) and memory bandwidth $W$ (bytes/s), a kernel that does
-# $\text{FLOPs}$ operations and moves $\text{bytes}$ bytes needs at least
+# main memory ([HBM](../book/glossary.md#hbm), high-bandwidth memory, on an accelerator; DRAM on a
+# CPU). With peak arithmetic rate $F$ ([FLOP](../book/glossary.md#flop)/s: floating-point
+# operations per second) and [memory bandwidth](../book/glossary.md#memory-bandwidth) $W$
+# (bytes/s), both for one chip, a kernel that does $\text{FLOPs}$ operations and
+# moves $\text{bytes}$ bytes needs at least
 #
 # $$t_\text{compute} = \frac{\text{FLOPs}}{F}, \qquad t_\text{memory} = \frac{\text{bytes}}{W},
 # \qquad t \;\ge\; \max(t_\text{compute},\, t_\text{memory}).$$
@@ -45,13 +60,17 @@ from llmmath.units import fmt_bytes_per_s, fmt_flops_per_s, fmt_seconds
 # time would be their sum, so the truth lies in $[\max, \text{sum}]$ — within a
 # factor of 2. One multiply-add counts as **2 FLOPs** throughout.
 #
-# Dividing the two gives the kernel's **arithmetic intensity** $I = \text{FLOPs}/\text{bytes}$.
+# Dividing the two gives the kernel's **arithmetic intensity** $I = \text{FLOPs}/\text{bytes}$
+# (FLOP/byte; [glossary](../book/glossary.md#arithmetic-intensity)).
 # The kernel is compute-bound when $I > F/W$ and memory-bound when $I < F/W$;
-# $F/W$ is the chip's **balance point** (the ridge of the roofline).
+# $F/W$ is the chip's **balance point** ([glossary](../book/glossary.md#balance-point): the
+# ridge of the roofline drawn in section 3).
 #
-# Worked example — multiplying a $(B \times d)$ activation by a $(d \times d)$
-# bf16 weight: $2Bd^2$ FLOPs, and at least $2d^2$ bytes of weight (plus $4Bd$
-# bytes of input and output). For $B \ll d$ the intensity is $\approx 2Bd^2 / 2d^2 = B$
+# Worked example — multiplying a $(B \times d)$ matrix of
+# [activations](../book/glossary.md#activation) ($B$ tokens, the **batch**, each a vector
+# of $d$ numbers, the model's hidden size) by a $(d \times d)$ weight matrix stored in
+# [bf16](../book/glossary.md#precision) (2 bytes a number): $2Bd^2$ FLOPs, and at least
+# $2d^2$ bytes of weight (plus $4Bd$ bytes of input and output). For $B \ll d$ the intensity is $\approx 2Bd^2 / 2d^2 = B$
 # FLOP/byte: **the batch is the arithmetic intensity.** Remember this; chapter 1
 # is built on it.
 
@@ -74,11 +93,17 @@ print(f"floor = {fmt_seconds(roofline.roofline_time_s(flops, n_bytes, F, Wbw))};
 # ## 2. The catalog as a table
 #
 # `llmmath.hardware` holds the chips the course uses. FLOP/s are **dense** (never
-# the "with sparsity" datasheet figure, which is 2× for 2:4 structured sparsity),
+# the "with sparsity" datasheet figure, which is 2× for 2:4 structured sparsity:
+# [dense FLOP/s](../book/glossary.md#dense-flops)),
 # bandwidths are **per direction**, capacities in decimal GB. Every figure's
-# source URL is in `lib/llmmath/data/hardware.toml` and on `chip.sources`.
+# source URL is in `lib/llmmath/data/hardware.toml` and on `chip.sources`
+# (the chips are introduced in the [glossary](../book/glossary.md#chips-in-the-catalog)).
 # Two derived columns matter all through the course: $F/W$, the FLOPs a chip can
-# do per byte it reads, and $C/W$, the time to read its whole HBM once.
+# do per byte it reads, and $C/W$, the time to read its whole HBM once, where $C$ is
+# the chip's HBM capacity in bytes ([glossary](../book/glossary.md#hbm-read-time)). The last two
+# columns belong to chapter 5: each chip's bandwidth to the other chips of its
+# [scale-up](../book/glossary.md#scale-up) network, and how many chips that network joins
+# (its domain).
 
 # %%
 def catalog_table(dtype="bf16"):
@@ -101,7 +126,8 @@ print("\nsource of the H100 figures:", dict(hardware.get("h100-sxm").sources))
 # H100 whose compute was cut for export while its HBM was not, so it does
 # about a seventh of the arithmetic per byte. $C/W$ is a few tens of
 # milliseconds for every chip with HBM (chapter 4 builds a serving schedule on
-# that); the L40S, whose memory is GDDR6, is the slowest to read itself.
+# that); the L40S, whose memory is GDDR6 (a cheaper, slower kind than HBM), is the
+# slowest to read itself.
 
 # %%
 cat = hardware.catalog()
@@ -149,8 +175,9 @@ roof_explorer.widget
 # ## 4. This machine as a chip
 #
 # First, what the machine is: `machine.describe()` reads the CPU, its vector units,
-# its caches, the memory and the BLAS that NumPy calls, with the kernel set the BLAS
-# chose for this CPU. Every measured number in the course depends on these: the
+# its [caches](../book/glossary.md#cache), the memory and the
+# [BLAS](../book/glossary.md#blas-gemm-and-gemv) (the linear-algebra library NumPy calls), with
+# the kernel set the BLAS chose for this CPU. Every measured number in the course depends on these: the
 # caches decide which arrays are "large", and the vector units and the BLAS's kernels
 # set the FLOP/s. Keep this printout beside any ratio you compare with someone else's.
 #
@@ -262,6 +289,12 @@ measured.check("chapter 0's kernels sit under this machine's roofline", roofline
 # | arithmetic intensity | FLOPs / bytes | a weight matmul's intensity is its batch (ch. 1) |
 # | balance point | F / W: 150–560 FLOP/byte at bf16 across the catalog | the balance batch (ch. 1, 3) |
 # | HBM read time | C / W: 19.5–43 ms | the serving cadence (ch. 4) |
-#
-# Next: chapter 1 applies the two times to a decode step and turns them into the
-# economics of batching.
+
+# %% [markdown]
+# **Read next.** [Chapter 1](01_batch_size.py) applies the two times to one decode step
+# and turns them into the economics of batching; everything there is this
+# chapter's $F$, $W$ and $I \approx B$. For more on the roofline itself: Williams,
+# Waterman and Patterson, "Roofline: an insightful visual performance model"
+# (*Communications of the ACM*, 2009), and the rooflines chapter of
+# [*How to Scale Your Model*](https://jax-ml.github.io/scaling-book/roofline/) (Google DeepMind's free
+# book on the same arithmetic for TPUs and GPUs).

@@ -9,9 +9,10 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 1 — Batch size: why serving one user at a time is ruinous
 #
-# This chapter checks four claims from the interview, all about the same
-# mechanism: a decode step must stream the model's weights from memory no matter
-# how many sequences share it.
+# This chapter checks four [claims](../book/glossary.md#claim) from the interview (the *time*
+# column is where each is said in the recording), all about the same mechanism: a
+# [decode](../book/glossary.md#decode) step — one new token for each sequence being generated — must
+# stream the model's weights from memory no matter how many sequences share it.
 #
 # | # | time | claim, in our words |
 # |---|---|---|
@@ -21,8 +22,21 @@
 # | 8 | 15:04 | small batches are expensive because the weight reads are shared by too few tokens |
 #
 # **After this chapter you can** compute, for any model on any chip, the step
-# time and cost per token of decoding at batch $B$ and context $L$; the latency
-# floor; and the batch at which decoding stops being memory-bound.
+# time and cost per token of decoding at [batch](../book/glossary.md#batch) $B$ (sequences decoded
+# together) and [context](../book/glossary.md#context) $L$ (tokens each sequence already holds); the
+# [latency floor](../book/glossary.md#latency-floor); and the batch at which decoding stops being memory-bound.
+
+# %% [markdown]
+# **Before you start.** Read [chapter 0](00_rooflines.py) first: this chapter is its two
+# times ($F$ and $W$, the [roofline](../book/glossary.md#roofline), [arithmetic intensity](../book/glossary.md#arithmetic-intensity) $\approx B$)
+# applied to one decode step. Glossary entries that matter here: [decode](../book/glossary.md#decode),
+# [batch](../book/glossary.md#batch), [KV cache](../book/glossary.md#kv-cache), [MoE](../book/glossary.md#moe),
+# [balance batch](../book/glossary.md#balance-batch), [chip-second](../book/glossary.md#chip-second) and
+# [expert parallelism](../book/glossary.md#expert-parallelism); symbols $B$, $L$, $N_\text{tot}$, $N_\text{act}$,
+# $N_\text{mm}$, $P_\text{read}$, $b_w$, $\beta$, $a$, $n$, $R$, $s$, $E$, $k$ on the
+# [notation](../book/notation.md) page. The KV cache and mixtures of experts appear here
+# as one term each; chapters 2 and 3 open them up. About an hour, plus a few
+# minutes for the measured sweep.
 
 # %%
 import numpy as np
@@ -38,23 +52,34 @@ from llmmath.units import fmt_count, fmt_seconds
 # In **decode**, each of $B$ sequences appends one token. Every weight multiplies
 # every sequence's activation, so the step does $2 N_\text{mm}$ FLOPs per
 # sequence ($N_\text{mm}$: the weights a token multiplies; for a dense model
-# almost all of $N_\text{tot}$, for a mixture of experts only the active ones),
-# plus attention over the $L$ cached tokens, $aL$ FLOPs. It must also read the
-# weights, $P_\text{read}\,b_w$ bytes (once, shared by the batch), and every
-# sequence's KV cache, $L\beta$ bytes each. Chapter 0's two times become
+# almost all of the model's $N_\text{tot}$ [parameters](../book/glossary.md#parameters-and-weights), for a
+# [mixture of experts](../book/glossary.md#moe) (MoE: each layer's MLP split into $E$ experts, of
+# which a router sends each token to only $k$; chapter 3) only the $N_\text{act}$ a token uses),
+# plus attention over the $L$ cached tokens, $aL$ FLOPs, where $a$ is the
+# attention FLOPs one new token spends per cached token, summed over the layers
+# ($4 n_h d_h n_\ell$ for standard attention with $n_h$ heads of width $d_h$ in each
+# of $n_\ell$ layers: chapter 2 derives it). It must also read the
+# weights, $P_\text{read}\,b_w$ bytes — $P_\text{read}$ weights (all of them for a dense model,
+# only the experts some token picked for an MoE) at $b_w$ bytes each — once, shared by
+# the batch, and every sequence's [KV cache](../book/glossary.md#kv-cache) (the keys and values
+# attention computed for its earlier tokens, kept so they need not be recomputed;
+# chapter 2 opens it up), $\beta$ bytes per token of context, so $L\beta$ bytes each.
+# On $n$ chips, each with chapter 0's $F$ and $W$, the two times become
 #
-# $$t_\text{compute} = \frac{B\,(2N_\text{mm} + aL)}{F}, \qquad
-#   t_\text{memory} = \frac{P_\text{read}\,b_w + B\,L\,\beta}{W}, \qquad
+# $$t_\text{compute} = \frac{B\,(2N_\text{mm} + aL)}{nF}, \qquad
+#   t_\text{memory} = \frac{P_\text{read}\,b_w + B\,L\,\beta}{nW}, \qquad
 #   t_\text{step} \ge \max(t_\text{compute}, t_\text{memory}),$$
 #
-# with $F$ and $W$ summed over the $n$ chips that hold the model. A step yields
+# with the work spread evenly over the $n$ chips that hold the model. A step yields
 # $B$ tokens, so the machine time per token is
 #
-# $$\text{cost per token} = \frac{n\,t_\text{step}}{B}\ \text{chip-seconds}.$$
+# $$\text{cost per token} = \frac{n\,t_\text{step}}{B}\ \text{chip-seconds}$$
+#
+# (a [chip-second](../book/glossary.md#chip-second) is one chip busy for one second: the course's unit of cost).
 #
 # Assumptions, named once: perfect overlap of compute and memory (the max;
 # no overlap would give the sum, at most 2× more); no communication between the
-# $n$ chips (chapters 5–6 add it); weights in bf16 ($b_w = 2$) unless stated; a
+# $n$ chips (chapters 5–6 add it); weights in [bf16](../book/glossary.md#precision) ($b_w = 2$) unless stated; a
 # mixture of experts routes tokens uniformly, so a step reads only the experts
 # some token picked. Everything here is a **floor**: real systems are slower.
 #
@@ -107,17 +132,21 @@ assert kv_over_compute[0] > 1 and not step.compute_bound.any() and np.isinf(serv
 # *Claim, paraphrased:* among everything an operator controls when serving a
 # model, the number of sequences decoded together dominates the trade between
 # how fast tokens arrive and what they cost.
-# (Chapter 11's [planner](11_plan_a_deployment.py) turns this dial for any model's config, beside capacity, cost and time to first token.)
+# (Chapter 11's [planner](11_plan_a_deployment.py) turns this dial for any model's config, beside capacity, cost and time to first token: [TTFT](../book/glossary.md#ttft), the wait from sending a prompt to the first token of the answer.)
 #
 # **Derivation.** Set $L = 0$ (short context) to see the skeleton. Below the
 # batch where the two times meet, the step is memory-bound and its time is the
 # weight-read time — *independent of $B$*. Cost per token is that time divided
 # by $B$. Above it, the step is compute-bound and cost per token is flat at
-# $2N_\text{mm}/F$. The two times meet at the **balance batch**
+# $2N_\text{mm}/F$. The two times meet at the **balance batch** ([glossary](../book/glossary.md#balance-batch))
 #
 # $$B^* = \frac{P_\text{read}\,b_w / W}{2N_\text{mm}/F} = \underbrace{\frac{F\,b_w}{2W}}_{R,\ \text{the chip}} \cdot
 #   \underbrace{\frac{P_\text{read}}{N_\text{mm}}}_{\approx\ \text{sparsity } s}.$$
 #
+# The chip count $n$ cancels. $R = F b_w/(2W)$ belongs to the chip alone (the multiply-adds it does per
+# weight it reads: about 300 on an H100 in bf16), and $s$ is the model's
+# [sparsity](../book/glossary.md#sparsity), $N_\text{tot}/N_\text{act}$ (1 for a dense model, about 18 for
+# DeepSeek-V3; the ratio in the formula is the read-side version of it, chapter 3).
 # So from $B = 1$ to $B = B^*$ a dense model's latency does not move while its
 # cost per token falls by $R$; past $B^*$ cost stops falling and latency grows
 # in proportion to $B$. At $L = 0$ that is **no trade-off at all**: $B^*$ is
@@ -126,13 +155,14 @@ assert kv_over_compute[0] > 1 and not step.compute_bound.any() and np.isinf(serv
 # with the batch. With context there is one: each sequence's KV cache,
 # $B L \beta$ bytes a step. Below $B^*$
 #
-# $$t(B) = \frac{P_\text{read}\,b_w + B\,L\,\beta}{W}, \qquad
-#   \text{cost per token} = \frac{t(B)}{B},$$
+# $$t(B) = \frac{P_\text{read}\,b_w + B\,L\,\beta}{nW}, \qquad
+#   \text{cost per token} = \frac{n\,t(B)}{B},$$
 #
 # so a smaller batch shortens the step (less KV to read) and raises the cost
 # per token (the weight read is shared by fewer sequences). For a mixture of
 # experts the experts touched grow with $B$ too. That is the dial the interview
-# asks about: a "Fast Mode" at about 2.5× the speed for about 6× the price.
+# asks about: a "[Fast Mode](../book/glossary.md#fast-mode)" — a premium tier that serves the same model faster
+# per user at a higher price per token — at about 2.5× the speed for about 6× the price.
 #
 # **Numbers.** Two dense models and two mixtures of experts on four chips, each
 # on the fewest chips that hold its bf16 weights (with 10% headroom):
@@ -193,15 +223,17 @@ print(f"L = 0:    {half_batch} -> {fast.batch:.1f} sequences: {at_zero[0].time_s
 # KV-cache (and, for a mixture of experts, expert) reads that a smaller batch
 # no longer makes.
 #
-# **The second effect: speculative decoding.** The interview names it and
-# defers it. A draft proposes $k$ tokens; the model checks them in one step of
-# $k+1$ tokens per sequence and keeps, on average,
-# $E = (1-\alpha^{k+1})/(1-\alpha)$ of them (each kept with probability
-# $\alpha$). While the step is memory-bound the extra tokens ride on the same
-# weight read, so tokens come up to $E$ times faster; once it is compute-bound
+# **The second effect: [speculative decoding](../book/glossary.md#speculative-decoding).** The interview names it and
+# defers it (chapter 12 returns to it). A cheap draft proposes $\gamma$ tokens (`k` in the
+# printout below); the model checks them in one step of
+# $\gamma+1$ tokens per sequence and keeps, on average,
+# $\tau = (1-p_\text{acc}^{\gamma+1})/(1-p_\text{acc})$ of them (each kept with probability
+# $p_\text{acc}$). While the step is memory-bound the extra tokens ride on the same
+# weight read, so tokens come up to $\tau$ times faster; once it is compute-bound
 # they cost their full share and the gain falls below 1
 # (`speculative.speculative_decode`). DeepSeek-V3 drafts one token with its
-# multi-token-prediction module and reports it kept 85–90% of the time:
+# multi-token-prediction module ([MTP](../book/glossary.md#mtp): extra heads trained to predict the token after
+# next) and reports it kept 85–90% of the time:
 
 # %%
 from llmmath import speculative
@@ -221,12 +253,12 @@ print("Llama-3.1-70B on 8 H100s, a draft of 3 tokens kept 70% of the time (5% of
 # little; at serving batches, where every expert is read anyway, it gives the
 # ~1.8× DeepSeek reports; far past the balance batch it slows the model down. A
 # dense model gains most at small batch, and long context brings the gain back,
-# because the KV cache is read once for all $k+1$ tokens. So speculation is a
+# because the KV cache is read once for all $\gamma+1$ tokens. So speculation is a
 # second dial for speed at a price, strongest exactly where a Fast Mode runs.
 #
 # **Picture.** Cost per token and step time against batch, log axes; the dotted
-# line is $B^*$. DeepSeek-V3 is shown in fp8, as it is usually served (its bf16
-# weights, 1.34 TB, do not fit on 8 H200s).
+# line is $B^*$. DeepSeek-V3 is shown in [fp8](../book/glossary.md#precision) (1 byte a weight), as it is usually
+# served (its bf16 weights, 1.34 TB, do not fit on 8 H200s).
 
 # %% slideshow={"slide_type": "subslide"}
 fig, (axc, axt) = plots.new_axes(2, width=5.5)
@@ -287,23 +319,27 @@ assert check_rest.startswith(f"{fast.batch:.2f}, {fast.speedup:.2f}x, {fast.pric
 # all $N_\text{tot}$ weights would say. Precision cancels at first order: fp8
 # halves $b_w$ and doubles $F$.
 #
-# That last step assumed **pooled bandwidth**: any chip can read any weight, so
+# That last step assumed **pooled bandwidth** ([glossary](../book/glossary.md#pooled-bandwidth)): any chip can read any weight, so
 # the few experts a lone token needs are streamed by all $n$ chips at once. A
-# sparse model is not served that way. Under **expert parallelism** (how
-# DeepSeek serves V3) each chip holds $E/n$ of every layer's experts and only it
-# can read them; each MoE layer ends in an all-to-all, so the layer lasts as long
+# sparse model is not served that way. Under **expert parallelism**
+# ([glossary](../book/glossary.md#expert-parallelism); chapter 5 develops it; it is how DeepSeek serves V3) each chip
+# holds $E/n$ of every layer's $E$ routed experts and only it can read them; each
+# MoE layer ends in an [all-to-all](../book/glossary.md#all-to-all) (every chip sends each other chip
+# its tokens for that chip's experts, and gets the results back), so the layer lasts as long
 # as its busiest chip. The chips whose experts no token picked sit idle — and are
-# paid for. With the other weights $P_\text{other}$ (attention, shared expert,
-# dense layers, LM head) sharded evenly:
+# paid for. With the other weights $P_\text{other}$ (attention, the
+# shared expert every token uses, dense layers, the [LM head](../book/glossary.md#embedding-and-lm-head)) sharded evenly
+# over the chips, $n_\text{moe}$ MoE layers, and $P_e$ the weights of one routed expert
+# in one layer:
 #
-# $$t_\text{step}(B{=}1) = \frac{\big(P_\text{other}/n + n_\text{moe}\,\mathbb{E}[\max_\text{chip} c]\,P_e\big)\,b_w}{W},
+# $$t_\text{step}(B{=}1) = \frac{\big(P_\text{other}/n + n_\text{moe}\,\mathbb{E}[\max_\text{chip} e_\text{chip}]\,P_e\big)\,b_w}{W},
 #   \qquad \frac{\text{cost}(1)}{\text{best}} = \frac{n\,t_\text{step}}{2N_\text{mm}/F},$$
 #
-# where $c$ counts the picked experts on one chip (8 picks among $n$ groups of
-# $E/n$: a multivariate hypergeometric; `serving.expected_busiest_chip_experts`
+# where $e_\text{chip}$ counts the picked experts on one chip (the token's $k = 8$ picks
+# among $n$ groups of $E/n$: a multivariate hypergeometric; `serving.expected_busiest_chip_experts`
 # sums it exactly). At $n = 1$ this is $R$; at one expert per chip ($n = E$) the
 # $n$ chips together are paid to read every weight, and the penalty is
-# $R \cdot N_\text{tot}/N_\text{act} = B^*$. Real deployments sit in between.
+# $R \cdot N_\text{tot}/N_\text{act} = R\,s = B^*$. Real deployments sit in between.
 #
 # **Numbers**, with $R$ written from datasheets so a reader can redo the division
 # (pooled bandwidth first):
@@ -412,11 +448,11 @@ print(f"\nVerdict: holds if the model is a sparse MoE served with expert paralle
 #
 # **Derivation.** $t_\text{step} \ge t_\text{memory} \ge P_\text{read}\,b_w/(nW)$,
 # and for a dense model $P_\text{read}$ is all the weights (minus the untied
-# input-embedding table, of which a step reads only $B$ rows). The only way to
-# lower the floor on given chips is more chips (more $W$) or fewer bytes per
+# input-[embedding](../book/glossary.md#embedding-and-lm-head) table, of which a step reads only $B$ rows). The only way to
+# lower the floor on given chips is more chips (more $nW$) or fewer bytes per
 # weight. For a mixture of experts the caveat of claim 2 returns: at small
 # batch a step reads only the experts it uses, so the "all parameters" floor
-# applies once $B \gg E/k$.
+# applies once $B \gg E/k$ (then every expert is picked by some token).
 #
 # Hand check for Llama-3.1-70B on 8 H100s: $(70{,}553{,}706{,}496 - 128{,}256\cdot 8{,}192)\times 2 / (8 \times 3.35\times10^{12})$
 # (the first line below). For a mixture of experts at $B = 1$ the table gives
@@ -528,21 +564,22 @@ assert v8.verdict == "holds"
 #
 # The claims rest on one physical fact: multiplying a batch of activations by a
 # weight matrix costs the same time for every batch until the arithmetic
-# catches up with the weight reads. Here is that product, $Y = X W$ with $X$ of
-# shape $(B \times d)$ and $W$ of shape $(d \times d)$, timed on this machine for
+# catches up with the weight reads. Here is that product, $Y = X \Theta$ with $X$ of
+# shape $(B \times d)$ and the weight matrix $\Theta$ of shape $(d \times d)$, timed on this machine for
 # growing $B$, beside the roofline prediction from this machine's measured
-# ceilings (chapter 0): $\max\big(2Bd^2/F,\ (d^2 + 2Bd)\,b/W\big)$. The weight
-# is far larger than any cache, so every product really streams it from memory.
+# ceilings (chapter 0): $\max\big(2Bd^2/F,\ (d^2 + 2Bd)\,b_w/W\big)$, with $b_w = 4$ bytes
+# (fp32). The weight is far larger than any cache, so every product really streams it from memory.
 #
-# **What the kernel does, and why not just `X @ W`.** A BLAS multiplies a matrix
-# with a single row by a matrix–vector routine (GEMV) that streams $W$ once. From
+# **What the kernel does, and why not just `X @ W`** (the code's `W` is $\Theta$). A
+# [BLAS](../book/glossary.md#blas-gemm-and-gemv) multiplies a matrix
+# with a single row by a matrix–vector routine (GEMV) that streams $\Theta$ once. From
 # two rows on it switches to its matrix–matrix routine (GEMM), built for big
-# products: it first copies ("packs") $W$ into cache-sized panels, then multiplies
+# products: it first copies ("packs") $\Theta$ into cache-sized panels, then multiplies
 # whole register tiles of rows whether they are filled or not. For a skinny $X$
-# that fixed cost is several reads of $W$ — the plain product is *not* flat below
+# that fixed cost is several reads of $\Theta$ — the plain product is *not* flat below
 # the knee (measured below, beside the kernel). So the sweep's few-row products
-# (`kernels.BlockedWeight`) hold $W$ re-laid out as contiguous blocks of
-# $k_c \times n_c$ and multiply block by block in one NumPy call, then add the
+# (`kernels.BlockedWeight`) hold $\Theta$ re-laid out as contiguous blocks of
+# $k_c \times n_c$ ($k_c$ rows by $n_c$ columns, the BLAS literature's names) and multiply block by block in one NumPy call, then add the
 # $d/k_c$ partial results: each block product is small enough for the BLAS's
 # small-matrix path, which multiplies straight from the block as it streams in.
 # Which block shape works best depends on the BLAS, the CPU and even the number
@@ -550,16 +587,16 @@ assert v8.verdict == "holds"
 # four, 250×64 at 16, 250×32 at 64), so for each batch that some block shape fits
 # (up to 64 rows here) the sweep times the plain product and every block shape
 # small enough for that many rows, and keeps the fastest (the table's last column)
-# — as FFTW plans a transform. Past that the plain product competes alone; its packing of $W$ is then a cost that the
+# — as FFTW plans a transform. Past that the plain product competes alone; its packing of $\Theta$ is then a cost that the
 # compute no longer fully hides, and the line under the table sets the two side by
 # side for any batch that lands outside the band.
 #
 # The ceilings are measured the way the kernel uses the machine, between the
-# sweep's rounds: $W$ as the best of three *read-only* streams (a copy's rate
+# sweep's rounds: the bandwidth $W$ as the best of three *read-only* streams (a copy's rate
 # counts a write beside every read), $F$ as the better of a square product and
 # the best rate this product reached. Every timed call starts from a cold cache
 # (`kernels.evict_caches`: a read-only sweep over twice the last-level cache just
-# before it), the state the floor assumes: every byte of $W$ from memory, and no
+# before it), the state the floor assumes: every byte of $\Theta$ from memory, and no
 # other kernel's modified data to write back on the way. The line under the table
 # lists any batch outside 0.8–1.25× of its prediction and the measured cause.
 
@@ -597,7 +634,7 @@ print(plain.departures())
 # facts, with margins wider than the spread between machines. *Batching amortizes
 # the weight read*: the cost per row at the smallest batch is at least 2× the
 # cheapest cost per row of any batch (the roofline's fall is printed beside it; a
-# kernel that re-read $W$ for every row would give about 1×). The cheapest batch,
+# kernel that re-read $\Theta$ for every row would give about 1×). The cheapest batch,
 # not the largest or a fit through all of them: other work slows a long
 # compute-bound call more than a short one. *No batch beats its floor*: measured ÷
 # predicted stays above 0.3 for every batch (below it the ceilings were
@@ -671,4 +708,13 @@ for v, what, numbers in rows:
     print(f"| {v.claim_id} | {claims.get(v.claim_id).timestamp} | {what} | **{v.verdict}** | {numbers} |")
 
 # %% [markdown]
-# Exercises: `exercises/01_batch_size.py` (answers in `solutions/`).
+# Exercises: `exercises/01_batch_size_exercises.py` (answers in `solutions/`).
+
+# %% [markdown]
+# **Read next.** [Chapter 2](02_kv_cache.py) opens up the KV-cache term ($L\beta$) that
+# this chapter carried as one line, and shows why long context turns decode
+# memory-bound whatever the batch; then [chapter 3](03_balance_point.py) does the same for the
+# mixture-of-experts term (the balance batch $B^* = R\,s$). Outside reading: the
+# "All about transformer inference" chapter of
+# [*How to Scale Your Model*](https://jax-ml.github.io/scaling-book/inference/) derives the same
+# batch economics.

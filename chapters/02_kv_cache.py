@@ -9,7 +9,7 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 2 — The KV cache: why long context is a memory problem
 #
-# Chapter 1 treated the KV cache as one more term in the memory time. This
+# Chapter 1 treated the [KV cache](../book/glossary.md#kv-cache) as one more term in the memory time. This
 # chapter opens it up. Four claims from the interview:
 #
 # | # | time | claim, in our words |
@@ -17,13 +17,25 @@
 # | 3 | 7:18 | in decode, attending over the cached history is limited by reading the cache, not by matrix-multiply speed |
 # | 5 | 11:17 | longer context lengthens the KV reads of each step and can tip a fixed batch from compute-bound to memory-bound |
 # | 6 | 11:39 | the context where the KV-read slope equals the compute slope, both resources busy, is the ideal operating point |
-# | 7 | 12:29 | sparse attention makes the bytes read grow more slowly with context than dense attention's straight line |
+# | 7 | 12:29 | [sparse attention](../book/glossary.md#sparse-attention) makes the bytes read grow more slowly with context than dense attention's straight line |
 #
 # **After this chapter you can** compute the FLOPs, bytes and arithmetic
-# intensity of decode attention for MHA, GQA, MQA and MLA; the context at which
-# a model on a chip turns memory-bound; the utilisation lost past it; and the
-# bytes a sparse-attention scheme reads per step. You will also time a fused
+# intensity of decode attention for the four ways of caching keys and values —
+# [MHA, GQA, MQA](../book/glossary.md#mha-gqa-and-mqa) and [MLA](../book/glossary.md#mla), defined below; the context at which
+# a model on a chip turns memory-bound; the utilisation ([MFU](../book/glossary.md#mfu)) lost past it; and the
+# bytes a [sparse-attention](../book/glossary.md#sparse-attention) scheme reads per step. You will also time a fused
 # decode-attention kernel on your own machine against its byte count.
+
+# %% [markdown]
+# **Before you start.** Read [chapter 1](01_batch_size.py) first: this chapter opens up its
+# $L\beta$ term and reuses its step model and its $a$, $\beta$, $N_\text{mm}$, $P_\text{read}$. You need
+# attention at the level of "queries, keys, values, one softmax per head" (the
+# [prerequisites](../book/prerequisites.md) page says where to learn it). Glossary entries that matter
+# here: [attention](../book/glossary.md#attention), [KV cache](../book/glossary.md#kv-cache), [MHA, GQA and MQA](../book/glossary.md#mha-gqa-and-mqa),
+# [MLA](../book/glossary.md#mla), [MFU](../book/glossary.md#mfu), [sparse attention](../book/glossary.md#sparse-attention) and
+# [FlashAttention](../book/glossary.md#flashattention); symbols $n_h$, $n_\text{kv}$, $d_h$, $G$, $b_\text{kv}$, $n_\ell$,
+# $r_\text{kv}$, $L^*$, $L_\text{blk}$, $k_\text{sel}$ on the [notation](../book/notation.md) page. About an hour;
+# the last subsection (the GPU kernel's occupancy) is optional on a first read.
 
 # %%
 import numpy as np
@@ -42,22 +54,29 @@ CHIPS = ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x", "tpu-v5e", "tpu-v6e"
 # mostly wait.
 #
 # **Derivation.** Take one layer and one sequence with $L$ cached tokens; the
-# new token has $n_h$ query heads of width $h$. For each cached token the step
-# reads its key and value and does, per query head, one dot product $q\cdot k$
-# ($2h$ FLOPs) and one scaled add $p\,v$ ($2h$ FLOPs):
+# new token has $n_h$ query heads of width $d_h$ ([attention](../book/glossary.md#attention)), and the cache
+# holds $n_\text{kv}$ key/value heads per token at $b_\text{kv}$ bytes a value. For each
+# cached token the step reads its key and value and does, per query head, one dot
+# product of the query with the key ($2d_h$ FLOPs) and one add of the value scaled by
+# its softmax weight ($2d_h$ FLOPs):
 #
-# $$\text{FLOPs per cached token} = 4\,n_h h, \qquad
-#   \text{bytes per cached token} = 2\,n_\text{kv} h\, b_\text{kv}, \qquad
-#   I = \frac{4 n_h h}{2 n_\text{kv} h b_\text{kv}} = \frac{2G}{b_\text{kv}},\quad G = \frac{n_h}{n_\text{kv}}.$$
+# $$\text{FLOPs per cached token} = 4\,n_h d_h, \qquad
+#   \text{bytes per cached token} = 2\,n_\text{kv} d_h\, b_\text{kv}, \qquad
+#   I = \frac{4 n_h d_h}{2 n_\text{kv} d_h b_\text{kv}} = \frac{2G}{b_\text{kv}},\quad G = \frac{n_h}{n_\text{kv}}.$$
+#
+# Summed over the $n_\ell$ layers these are chapter 1's $a = 4 n_h d_h n_\ell$ and
+# $\beta = 2 n_\text{kv} d_h b_\text{kv} n_\ell$.
 #
 # So the arithmetic intensity is the **group size** $G$ FLOP/byte at bf16: 1 for
-# MHA, 8 for Llama-3.1-70B's GQA, $n_h$ for MQA. A chip's ridge $F/W$ is
+# **multi-head attention** (MHA: every query head has its own key/value head), 8 for
+# Llama-3.1-70B's **grouped-query attention** (GQA: $G$ query heads share one), $n_h$ for
+# **multi-query attention** (MQA: all share one). A chip's ridge $F/W$ is
 # 150–560 FLOP/byte. Unlike the weights, a cache is private to its sequence, so
 # batching does not raise $I$: $B$ sequences read $B$ caches.
 #
-# **Latent attention (MLA)** is the exception worth knowing. DeepSeek-V2/V3
+# **Latent attention** (MLA, multi-head latent attention) is the exception worth knowing. DeepSeek-V2/V3
 # cache one latent vector $c_\text{KV}$ of $r_\text{kv} = 512$ values and a shared
-# rope key of $r_\text{rope} = 64$ per token and layer (V2 paper, §2.1). With the
+# [rope](../book/glossary.md#rope) key (the rotary position part) of $r_\text{rope} = 64$ values per token and layer (V2 paper, §2.1). With the
 # key and value up-projections **absorbed** into the query and output
 # projections (§2.1.3), every one of the $n_h = 128$ heads scores against the
 # same latent and sums the same latent:
@@ -68,13 +87,15 @@ CHIPS = ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x", "tpu-v5e", "tpu-v6e"
 # That is 18% below the ridge of an H100 (295), so still memory-bound there,
 # and above an H200's (206), where it is compute-bound. Without
 # absorption the latent must be re-expanded to per-head K and V each step
-# ($2 r_\text{kv} n_h (h_\text{nope}+h_v)$ FLOPs per cached token: tens of
+# ($2 r_\text{kv} n_h (d_\text{nope}+d_v)$ FLOPs per cached token, with $d_\text{nope}$ and $d_v$ each
+# head's key width without its rope part and its value width: tens of
 # thousands of FLOP/byte), or the expanded K and V cached (back to $I = 1$).
-# Splitting the heads over $t$ chips divides MLA's intensity by $t$: each chip
-# still reads the whole latent. Which split applies depends on the deployment:
+# Splitting the heads over TP chips ([tensor parallelism](../book/glossary.md#tensor-parallelism)) divides MLA's
+# intensity by TP: each chip still reads the whole latent. Which split applies depends on the deployment:
 # the V3 report (§3.4.2) describes attention in TP4 (heads split 4 ways) for its
 # minimum decode unit, while DeepSeek's production decode as published in its
-# open-infra "day 6" overview runs MLA data-parallel (DP144 with EP144 experts):
+# open-infra "day 6" overview runs MLA [data-parallel](../book/glossary.md#data-parallelism) (DP144: 144 GPUs each on
+# its own sequences, with [expert parallelism](../book/glossary.md#expert-parallelism) EP144 for the experts):
 # each GPU holds all 128 heads for its own sequences, and the intensity stays 242.
 
 # %%
@@ -171,8 +192,9 @@ assert v3.verdict == "holds if"
 # *Claim, paraphrased:* for a fixed batch, raising the context raises the time
 # spent reading caches each step until it, not the arithmetic, sets the pace.
 #
-# **Derivation.** Chapter 1's step, per sequence: compute $(2N_\text{mm} + aL)/F$
-# and cache reads $L\beta/W$ (plus the shared weight read $P b_w/W$). Against the
+# **Derivation.** Chapter 1's step on one chip, per sequence: compute $(2N_\text{mm} + aL)/F$
+# and cache reads $L\beta/W$ (plus the shared weight read $P_\text{read} b_w/W$), with $a$
+# the attention FLOPs and $\beta$ the cache bytes per cached token, all layers (above). Against the
 # batch, both are straight lines; the cache line's slope grows with $L$, the
 # compute line's only through the small $aL$. They are equally steep at
 #
@@ -180,12 +202,13 @@ assert v3.verdict == "holds if"
 #
 # Above $L^*$ no batch is compute-bound. At a finite batch $B$ the weights add
 # memory time, and the step turns memory-bound earlier, at
-# $L_B = \big(2N_\text{mm}/F - P b_w/(BW)\big)/(\beta/W - a/F)$. If
+# $L_B = \big(2N_\text{mm}/F - P_\text{read} b_w/(BW)\big)/(\beta/W - a/F)$. If
 # $F\beta/W \le a$ — attention's own intensity $a/\beta$ above the ridge, as for
 # absorbed MLA on an H200 — the cache line never catches up: $L^* = \infty$.
 #
 # Hand check, Llama-3.1-70B on an H100: $N_\text{mm} = 70{,}553{,}706{,}496 - 128{,}256\cdot8{,}192 = 6.950\times10^{10}$;
-# $\beta = 2\cdot80\cdot8\cdot128\cdot2 = 327{,}680$ B; $a = 4\cdot64\cdot128\cdot80 = 2.62\times10^6$ FLOPs;
+# $\beta = 2\cdot80\cdot8\cdot128\cdot2 = 327{,}680$ B and $a = 4\cdot64\cdot128\cdot80 = 2.62\times10^6$ FLOPs
+# ($n_\ell = 80$ layers, $n_\text{kv} = 8$, $n_h = 64$, $d_h = 128$, $b_\text{kv} = 2$);
 # $F\beta/W = 989.5\times10^{12}\cdot327{,}680/3.35\times10^{12} = 9.68\times10^7$; so
 # $L^* = 1.390\times10^{11}/(9.68\times10^7 - 0.26\times10^7) = 1{,}476$ tokens.
 
@@ -215,7 +238,8 @@ print(f"\nGQA models: {min(gqa):,.0f} .. {max(gqa):,.0f} tokens. DeepSeek-V3 (ab
 # on those whose ridge is below it; Kimi-K2, with half of DeepSeek-V3's heads,
 # has half the intensity and flips earlier (the last line gives both).
 #
-# **Picture.** Step time, and MFU, against context at a fixed batch (Llama-3.1-70B
+# **Picture.** Step time, and MFU ([model FLOPs utilisation](../book/glossary.md#mfu): the FLOP/s the model's
+# own arithmetic needs over the chips' peak $F$), against context at a fixed batch (Llama-3.1-70B
 # on 8 H100s, `serving.decode_step`), and DeepSeek-V3 on 16 H200s for contrast.
 
 # %% slideshow={"slide_type": "subslide"}
@@ -270,15 +294,15 @@ assert v5.verdict == "holds if"
 # model, as drawn, runs at about half the MFU.
 #
 # **Derivation.** Take a batch large enough that the weight reads vanish. Per
-# sequence the step is $\max\big((2N + aL)/F,\ L\beta/W\big)$. Below $L^*$ the
+# sequence the step is $\max\big((2N_\text{mm} + aL)/F,\ L\beta/W\big)$. Below $L^*$ the
 # compute term wins and MFU $=1$; above it
 #
-# $$\text{MFU}(L) = \frac{(2N + aL)/F}{L\beta/W} = \frac{2N + aL}{x\,(2N + aL^*)} \quad (L = xL^*),$$
+# $$\text{MFU}(L) = \frac{(2N_\text{mm} + aL)/F}{L\beta/W} = \frac{L^*}{L}\cdot\frac{2N_\text{mm} + aL}{2N_\text{mm} + aL^*},$$
 #
-# using $2N + aL^* = L^*\beta F/W$. Since $aL^* \ll 2N$ for GQA models, MFU
+# using $2N_\text{mm} + aL^* = L^*\beta F/W$. Since $aL^* \ll 2N_\text{mm}$ for GQA models, MFU
 # $\approx L^*/L$: $\tfrac12$ at $2L^*$ — the interviewer's example holds under the
 # linear model. But the cost per token does **not** have a minimum at $L^*$: it is
-# $(2N + aL)/F$ below (rising slowly) and $L\beta/W$ above (rising fast). $L^*$ is
+# $(2N_\text{mm} + aL)/F$ below (rising slowly) and $L\beta/W$ above (rising fast). $L^*$ is
 # the context that keeps both resources busy — the right target when you
 # design a chip or a model for a workload, not a context you can choose for users.
 # At a finite batch the balance is a curve in $(B, L)$: $L_B$ from claim 5.
@@ -331,9 +355,9 @@ balanced_explorer.widget
 # head of 64 values, 512 bytes a token: memory-bound). The weight product does
 # not grow with the context; the attention does. So the step is flat at short
 # context and grows in proportion to $L$ past the balanced context
-# $L^* = d^2 W/(h F)$, with this machine's matmul rate $F$ and read bandwidth $W$
-# sampled between the rounds. Fitting $t = a + bL$ to the measured steps gives the
-# measured $L^* = a/b$.
+# $L^* = d^2 W/(d_h F)$ ($d = 1024$, head width $d_h = 64$), with this machine's matmul rate $F$ and read bandwidth $W$
+# sampled between the rounds. Fitting a line $t = t_0 + t_L L$ to the measured steps gives the
+# measured $L^* = t_0/t_L$ (the printout's `a / b`).
 
 # %%
 from llmmath.demos import context_flip
@@ -383,14 +407,14 @@ assert v6.verdict == "holds if"
 # | scheme | bytes read per decode step | growth |
 # |---|---|---|
 # | dense | $L\beta$ | linear |
-# | block top-$k$ (blocks of $s$, one summary of $\sigma$ bytes each) | $\lceil L/s\rceil\sigma + k s\beta$ | linear, slope $\sigma/s$ |
-# | same, with $s = \sqrt{L\sigma/(k\beta)}$ | $2\sqrt{Lk\sigma\beta}$ | $\sqrt L$ |
-# | indexer + top-$k$ tokens (DSA) | $L\iota + k\beta$ | linear, slope $\iota$ |
+# | block top-k ($k_\text{sel}$ blocks of $L_\text{blk}$ tokens, one summary of $\sigma$ bytes per block) | $\lceil L/L_\text{blk}\rceil\sigma + k_\text{sel} L_\text{blk}\beta$ | linear, slope $\sigma/L_\text{blk}$ |
+# | same, with $L_\text{blk} = \sqrt{L\sigma/(k_\text{sel}\beta)}$ | $2\sqrt{Lk_\text{sel}\sigma\beta}$ | $\sqrt L$ |
+# | indexer ($\iota$ bytes per token) + top-k tokens (DSA) | $L\iota + k_\text{sel}\beta$ | linear, slope $\iota$ |
 #
 # The square root comes from one specific choice: if the block size grows as
-# $\sqrt L$, the scan over block summaries ($L/s$ of them) and the selected blocks
-# ($k s$ tokens) both cost $\sim\sqrt L$ and balance. With a *fixed* block size,
-# the scan is still linear — just $s\beta/\sigma$ times flatter.
+# $\sqrt L$, the scan over block summaries ($L/L_\text{blk}$ of them) and the selected blocks
+# ($k_\text{sel} L_\text{blk}$ tokens) both cost $\sim\sqrt L$ and balance. With a *fixed* block size,
+# the scan is still linear — just $L_\text{blk}\beta/\sigma$ times flatter.
 #
 # **What the published mechanisms do** (parameters checked against the papers,
 # configs and code; `attention.PUBLISHED` cites each):
@@ -408,8 +432,8 @@ assert v6.verdict == "holds if"
 # * **Quest** (arXiv:2406.10774): pages of 16 tokens with a min and a max key each;
 #   loads the top pages up to a token budget (512–4,096). Slope $1/16$ of dense.
 #
-# None of them uses $s \propto \sqrt L$; DSA, the DeepSeek method actually
-# shipped, keeps a fixed $k$ and a linear indexer — a much smaller slope, not a
+# None of them uses $L_\text{blk} \propto \sqrt L$; DSA, the DeepSeek method actually
+# shipped, keeps a fixed $k_\text{sel}$ and a linear indexer — a much smaller slope, not a
 # square root.
 
 # %%
@@ -471,11 +495,11 @@ plt.show()
 
 # %% [markdown]
 # The right panel is the honest test of "grows more slowly": a square root has
-# exponent ½ everywhere. The fixed-$k$ schemes start near 0 (the top-$k$
+# exponent ½ everywhere. The fixed-$k_\text{sel}$ schemes start near 0 (the top-$k_\text{sel}$
 # constant dominates) and climb toward 1 as their linear scan takes over; only
 # the $\sqrt L$-sized blocks hold ½.
 #
-# **Explore** the block top-$k$ trade: move the block size and the context and
+# **Explore** the block top-k trade: move the block size and the context and
 # watch the blue line leave the dense black one and touch the green $\sqrt L$
 # envelope only where the block is the best one; switch the model (DeepSeek-V3's
 # 1,152-byte latent, Llama-3.1-70B's 4 KiB of K and V per layer) and the chip to
@@ -496,8 +520,8 @@ assert v7.verdict == "holds if"
 # ÷ (memory bandwidth), and twice the context should take twice the time. Here is
 # one, timed on this machine beside that prediction. On a GPU it is the fused
 # kernel of `llmmath.demos.attention_kernels` (split-K over the context, K and V
-# each read once with 16-byte loads, scores and $PV$ on the tensor cores, online
-# softmax, then a small reduction); on a CPU it is two batched matrix products
+# each read once with 16-byte loads, scores and the weighted sum of values on the
+# [tensor cores](../book/glossary.md#sm-warp-tensor-core), an online softmax as in [FlashAttention](../book/glossary.md#flashattention), then a small reduction); on a CPU it is two batched matrix products
 # over an fp32 cache laid out in pages (`attention_kernels.PagedKV`, explained below
 # the plot). The sparse call attends to the few best blocks of the cache (selected
 # beforehand from block-mean keys; the sizes are printed with the table). On a CPU
@@ -535,11 +559,11 @@ plt.show()
 
 # %% [markdown]
 # **Why a layout.** The plain CPU path multiplies each K/V head's whole cache,
-# $L \times D$, by the group's $G$ queries ($D \times G$, four columns here). A BLAS
+# $L \times d_h$, by the group's $G$ queries ($d_h \times G$, four columns here). A BLAS
 # runs that as a general matrix product with one very skinny operand: it first
 # copies ("packs") the tall cache into cache-sized panels, then multiplies register
 # tiles that are mostly empty, so each call reads and writes K several times. Laid
-# out as K pages of 64 tokens stored transposed ($D \times 64$, the way vLLM's
+# out as K pages of 64 tokens stored transposed ($d_h \times 64$, the way [vLLM](../book/glossary.md#vllm)'s
 # paged cache puts the head dimension outside the token index) and V blocks of 256
 # tokens by 64 dimensions, the same products become a stack of small ones the BLAS
 # multiplies straight from each block as it streams in. The next cell times both
@@ -735,11 +759,11 @@ assert np.allclose(kernels.backend().to_numpy(out), ref, atol=1e-4), "the kernel
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Can the fused kernel keep HBM busy? Ask the compiler, then Little's law
 #
-# A memory-bound kernel reaches the bandwidth $W$ only if it keeps $W\,t$ bytes
-# requested-but-not-yet-arrived at all times, where $t$ is the memory latency
-# (Little's law). Our kernel has, per thread block, one prefetched tile of K or V in
-# flight: $64 \times D$ fp16 values, 16 KiB at $D = 128$. How many blocks share an
-# SM is set by what the compiler allocated — registers per thread and shared
+# A memory-bound kernel reaches the bandwidth $W$ only if it keeps $W\,t_\text{lat}$ bytes
+# requested-but-not-yet-arrived at all times, where $t_\text{lat}$ is the memory latency
+# ([Little's law](../book/glossary.md#littles-law)). Our kernel has, per thread block, one prefetched tile of K or V in
+# flight: $64 \times d_h$ fp16 values, 16 KiB at $d_h = 128$. How many blocks share an
+# [SM](../book/glossary.md#sm-warp-tensor-core) (one of the GPU's streaming multiprocessors) is set by what the compiler allocated — registers per thread and shared
 # memory per block — against the SM's limits (CUDA Programming Guide, compute
 # capability 9.0: 64 Ki registers, 228 KiB shared memory, 2,048 threads, 32
 # blocks). NVRTC compiles the kernel for Hopper (`sm_90`) without a GPU, so this
@@ -773,7 +797,7 @@ if rep is not None:
     assert hidden_s > 1e-6, "fewer resident blocks than designed: the kernel would hide under 1 us of latency"
 
 # %% [markdown]
-# Four resident blocks of four warps each, about 8 MiB in flight, enough to ride
+# Four resident blocks of four [warps](../book/glossary.md#sm-warp-tensor-core) (groups of 32 threads) each, about 8 MiB in flight, enough to ride
 # out roughly 1.8 µs of latency at 4.8 TB/s. Registers are what limit it (128 per
 # thread: the Q fragments, the output accumulators and the prefetched tile live
 # there); holding the prefetch in shared memory instead would fit more blocks but
@@ -790,8 +814,16 @@ if rep is not None:
 # | # | time | claim | verdict |
 # |---|---|---|---|
 # | 3 | 7:18 | decode attention is bound by KV reads | **holds if** standard attention (MHA/GQA/MQA: $G$ FLOP/byte, 10–560× below the ridges); absorbed MLA with all 128 heads on one chip (DeepSeek-V3) does 242 FLOP/byte — compute-bound on H200/A100, and over an fp8 cache with bf16 math 425–484 FLOP/byte, compute-bound on H100 and B200 too; Kimi K2's 64 heads halve it to 121, memory-bound on every chip |
-# | 5 | 11:17 | longer context tips a fixed batch into memory-bound | **holds if** attention is memory-bound: $L^* = 2N/(F\beta/W - a)$, 1,476 tokens for Llama-3.1-70B on H100, from tens to ~16,000 tokens across GQA/MHA models and chips (~79,000 on the export-limited H20); never for absorbed MLA on an H200 |
+# | 5 | 11:17 | longer context tips a fixed batch into memory-bound | **holds if** attention is memory-bound: $L^* = 2N_\text{mm}/(F\beta/W - a)$, 1,476 tokens for Llama-3.1-70B on H100, from tens to ~16,000 tokens across GQA/MHA models and chips (~79,000 on the export-limited H20); never for absorbed MLA on an H200 |
 # | 6 | 11:39 | the balanced context is the ideal operating point | **holds if** "ideal" means utilisation: both resources busy only there, MFU ≈ $L^*/L$ past it (0.51 at $2L^*$ for Llama-3.1-8B and 70B on H100 and B200); cost per token has no minimum there |
-# | 7 | 12:29 | sparse attention's traffic grows more slowly | **holds if** read as a flatter line: published NSA/DSA/MoBA/Quest are a fixed top-$k$ plus a 9–8000× flatter linear scan; a $\sqrt L$ law needs blocks of size $\propto\sqrt L$, which none uses |
+# | 7 | 12:29 | sparse attention's traffic grows more slowly | **holds if** read as a flatter line: published NSA/DSA/MoBA/Quest are a fixed top-$k_\text{sel}$ plus a 9–8000× flatter linear scan; a $\sqrt L$ law needs blocks of size $\propto\sqrt L$, which none uses |
 #
-# Exercises: `exercises/02_kv_cache.py` (answers in `solutions/`).
+# Exercises: `exercises/02_kv_cache_exercises.py` (answers in `solutions/`).
+
+# %% [markdown]
+# **Read next.** [Chapter 3](03_balance_point.py) puts this chapter's KV term back into the
+# balance batch and adds the other thing chapter 1 carried as one line, the
+# mixture of experts. For long context as a whole (prefill, price sheets, the
+# memory wall) jump to [chapter 8](08_long_context.py), which builds on this one. Outside
+# reading: the DeepSeek-V2 paper (arXiv:2405.04434, §2.1) for MLA, and Dao et al.,
+# "FlashAttention" (arXiv:2205.14135) for the fused-kernel idea.

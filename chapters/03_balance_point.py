@@ -10,7 +10,7 @@
 # # Chapter 3 — The balance point: sparsity, KV traffic, and running out of users
 #
 # Chapter 1 found the batch $B^*$ at which a decode step stops being limited by
-# weight reads. This chapter asks what sets it for a mixture of experts, what
+# weight reads. This chapter asks what sets it for a [mixture of experts](../book/glossary.md#moe), what
 # moves it, and what it means for how sparse a model should be. Five claims:
 #
 # | # | time | claim, in our words |
@@ -25,6 +25,15 @@
 # senses of "sparsity", with context, and against the HBM that must hold the
 # batch; say what 2–3× past it buys; and price a sparser model at the users you have.
 # A measured MoE layer on this machine shows the knee where experts turn compute-bound.
+
+# %% [markdown]
+# **Before you start.** Read [chapter 1](01_batch_size.py) (the balance batch $B^* = R\,s$ and
+# the decode step model) and [chapter 2](02_kv_cache.py) (the KV term, $a$ and $\beta$). Glossary
+# entries that matter here: [MoE](../book/glossary.md#moe), [sparsity](../book/glossary.md#sparsity),
+# [balance batch](../book/glossary.md#balance-batch) and [compute-bound and memory-bound](../book/glossary.md#compute-bound-and-memory-bound);
+# symbols $R$, $s$, $s_\text{read}$, $E$, $k$, $B^*_\text{expert}$, $B_e$, $d_\text{ff}$,
+# $L_\text{max}$ and $f$ on the [notation](../book/notation.md) page. About an hour and a half, a
+# third of it in the measured sweeps.
 
 # %%
 import numpy as np
@@ -65,7 +74,7 @@ from llmmath.units import fmt_bytes, fmt_count, fmt_seconds
 # * **The whole step** balances — aggregate weight time = aggregate compute time.
 #   Then $s = N_\text{tot}/N_\text{act}$. Attention, the dense layers and the shared
 #   expert are read once and used by every token, so they dilute $s$.
-# * **Each routed expert's own matmul** is compute-bound. Expert $e$ sees on
+# * **Each routed expert's own matmul** is compute-bound. Each expert sees on
 #   average $Bk/E$ tokens and balances when that equals $R$:
 #   $B^*_\text{expert} = R \cdot E/k$. This is the stricter condition.
 #
@@ -163,11 +172,12 @@ assert v9.verdict == "holds if"
 #
 # Here is a real MoE layer: $B$ tokens, each routed (uniformly, top-$k$) to $k$ of
 # $E$ experts; the (token, expert) pairs grouped by expert; one matmul pair per
-# expert that received tokens, $h = \mathrm{relu}(x W_\text{up})$, $y = h\,W_\text{down}$.
-# Each expert holds $2df$ weights, far beyond any cache in total.
+# expert that received tokens, $h = \mathrm{relu}(x \Theta_\text{up})$, $y = h\,\Theta_\text{down}$, for a token's
+# activation $x$ of width $d$ and a hidden width $d_\text{ff}$.
+# Each expert holds $2d\,d_\text{ff}$ weights, far beyond any cache in total.
 #
-# Prediction, expert by expert (the experts run one after another), for an expert with $T_e$ tokens:
-# $\max\big(4T_e d f / F,\ (2df + 2T_e(d+f))\,b/W\big)$, summed over the experts
+# Prediction, expert by expert (the experts run one after another), for an expert with $B_e$ tokens:
+# $\max\big(4B_e d\,d_\text{ff} / F,\ (2d\,d_\text{ff} + 2B_e(d+d_\text{ff}))\,b_w/W\big)$ ($b_w = 4$, fp32), summed over the experts
 # that were touched, with $F$ and $W$ this machine's measured ceilings. The **knee**:
 # the mean expert's batch $Bk/E$ reaches this machine's $R$, i.e. $B = R\,E/k$.
 # Below it, time per token falls as $1/B$ (first more experts get touched, then
@@ -213,7 +223,7 @@ plt.show()
 # Which width is faster depends on the token count, in a pattern set by the BLAS's
 # register tiles, and an odd count can take longer than the next even one. So before
 # the sweep each width is timed for 1–12 and 16 tokens, and an expert with one of
-# those token counts $T$ is multiplied as the fastest timed case with $T$ to $2T$
+# those token counts $B_e$ is multiplied as the fastest timed case with $B_e$ to $2B_e$
 # rows, padded with zero rows when that is faster (as a GPU kernel fills its tile).
 # Zero rows cost multiply-adds, not weight reads, and their outputs are dropped.
 # Other counts up to 48 run as they are at 32 columns, larger ones as the plain
@@ -226,7 +236,7 @@ plt.show()
 # cause of what remains: it times one expert with its weights already in the
 # cache, i.e. the product's own cost when reading memory costs nothing.
 # On a GPU (`benchmarks/gpu_moe.py` runs DeepSeek-V3's routed layer, $E = 256$,
-# $k = 8$, $d = 7168$, $f = 2048$) the knee sits near $R \cdot 32 \approx 6{,}000$–$9{,}000$ tokens.
+# $k = 8$, $d = 7168$, $d_\text{ff} = 2048$) the knee sits near $R \cdot 32 \approx 6{,}000$–$9{,}000$ tokens.
 
 # %%
 mem_bound = sweep.memory_s >= sweep.compute_s
@@ -251,7 +261,7 @@ for T, t in zip(toks, in_cache_s):
 # the sum — the same effect that makes operators run past the balance point (claim
 # 10, below). And with many tokens per expert the product, even from the cache,
 # runs slower than the square product that measured $F$ (its last column): an
-# expert's $T \times 1152$ by $1152 \times 576$ product is small and skinny for a
+# expert's $B_e \times 1152$ by $1152 \times 576$ product is small and skinny for a
 # BLAS, and the layer adds a Python loop over 32 experts, so the compute-bound
 # batches sit that far above the roofline.
 #
@@ -304,9 +314,9 @@ measured.check("batching amortizes the expert weights", moe_facts, sweep,
 # ### Measured: the knee moves with sparsity (claims 9 and 15)
 #
 # The same layer with a quarter of the experts ($E = 8$, still top-4, same $d$ and
-# $f$: sparsity 2 instead of 8; a quarter of the expert bytes, printed below). The roofline says the knee $B = R\,E/k$ moves in proportion to $E/k$:
+# $d_\text{ff}$: sparsity 2 instead of 8; a quarter of the expert bytes, printed below). The roofline says the knee $B = R\,E/k$ moves in proportion to $E/k$:
 # four times fewer experts, a four times smaller batch to leave the weight-read floor.
-# Each knee is fitted (`MoESweep.fitted_knee_batch`: $t = s\max(K, B)$ through the
+# Each knee is fitted (`MoESweep.fitted_knee_batch`: $t = t_B\max(B_\text{knee}, B)$, with $t_B$ the time per sequence past the knee $B_\text{knee}$, through the
 # batches where the mean expert has at least four tokens, so that all but ~2% of the experts are read).
 
 # %%
@@ -346,14 +356,15 @@ measured.check("the knee moves with sparsity", lambda pair: [measured.Fact(
 # pick a batch two or three times the balance batch. (The interviewer then
 # restates this as "2–3 thousand", which is the *undoubled* 300 × 8.)
 #
-# **Derivation.** The roofline's $\max(t_c, t_w)$ assumes compute and memory traffic
-# overlap perfectly; then utilization $t_c/t_\text{step} = \min(B/B^*, 1)$ hits
+# **Derivation.** The roofline's $\max(t_\text{compute}, t_\text{memory})$ assumes compute and memory traffic
+# overlap perfectly; then utilization $t_\text{compute}/t_\text{step} = \min(B/B^*, 1)$ hits
 # 100% at $B^*$ and nothing is gained beyond it. With **no** overlap the step takes
-# $t_c + t_w$, and since $t_c/t_w = B/B^* = x$,
+# $t_\text{compute} + t_\text{memory}$, and since $t_\text{compute}/t_\text{memory} = B/B^*$ (the memory time
+# here is the weight read),
 #
-# $$\text{utilization} = \frac{x}{1+x}, \qquad \frac{\text{cost per token}}{2N/F} = 1 + \frac1x .$$
+# $$\text{utilization} = \frac{B/B^*}{1+B/B^*}, \qquad \frac{\text{cost per token}}{2N_\text{act}/F} = 1 + \frac{B^*}{B} .$$
 #
-# At $x = 1$: 50% of peak, twice the ideal cost; at $x = 2$: 67%, 1.5×; at $x = 3$: 75%, 1.33×.
+# At $B = B^*$: 50% of peak, twice the ideal cost; at $2B^*$: 67%, 1.5×; at $3B^*$: 75%, 1.33×.
 # Real kernels lie between the bounds; 2–3× recovers most of the gap, at the price
 # of a 2–3× longer step (compute-bound latency grows with $B$).
 
@@ -422,11 +433,12 @@ util_explorer.widget
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Measured: where does this machine sit between the two bounds?
 #
-# Time the plain $Y = XW$ (a BLAS GEMM, without chapter 1's blocked layouts) for a
+# Time the plain $Y = X\Theta$ (a BLAS GEMM, without chapter 1's blocked layouts) for a
 # $d \times d$ weight ($d = 4000$, fp32: 64 MB, twice this CPU's last-level cache)
 # against the batch, beside both bounds built from this
 # machine's ceilings sampled between the same rounds (`kernels.batch_sweep`):
-# full overlap $\max(t_c, t_w)$ and none, $t_c + t_w$. Then fit the overlap
+# full overlap $\max(t_\text{compute}, t_\text{memory})$ and none, $t_\text{compute} + t_\text{memory}$ (`t_c` and `t_w` in the
+# plot's legend). Then fit the overlap
 # fraction $f$ of $t = \max + (1 - f)\min$ through every batch (`kernels.fit_overlap`,
 # least absolute deviations in logs, no free scale) and read off what $f$ predicts
 # for utilization 2–3× past the knee (`serving.utilization_vs_balance(x, f)`).
@@ -487,16 +499,16 @@ assert v10.verdict == "holds if"
 # **Derivation.** Put the KV reads ($L\beta$ bytes per sequence) and the attention
 # arithmetic ($aL$ FLOPs per sequence) back in:
 #
-# $$\frac{N\,b_w}{W} + \frac{B\,L\,\beta}{W} = \frac{B\,(2N_\text{act} + aL)}{F}
+# $$\frac{N_\text{tot}\,b_w}{W} + \frac{B\,L\,\beta}{W} = \frac{B\,(2N_\text{act} + aL)}{F}
 #  \quad\Longrightarrow\quad
-#  B^*(L) = \frac{N\,b_w/W}{(2N_\text{act} + aL)/F - L\beta/W}.$$
+#  B^*(L) = \frac{N_\text{tot}\,b_w/W}{(2N_\text{act} + aL)/F - L\beta/W}.$$
 #
 # The KV term eats the per-sequence margin; when it reaches zero,
 # $L_\text{max} = \dfrac{2N_\text{act}/F}{\beta/W - a/F}$, **no batch balances**: each
 # extra sequence brings more reads than arithmetic. The speaker drops $a$; keeping it
 # matters for one architecture. Attention does $a/\beta$ FLOPs per KV byte: for GQA
-# that is $2n_h/(n_{kv} b_{kv})$, 4 to 16 (Llama-3.1-70B: 8; Qwen3-235B, 64 heads on 4 KV heads: 16), far below any chip's
-# $F/W$. For DeepSeek's absorbed MLA it is $2n_h(2r_{kv}+h_\text{rope})/((r_{kv}+h_\text{rope})\,b_{kv}) = 242$
+# that is $2n_h/(n_\text{kv} b_\text{kv})$, 4 to 16 (Llama-3.1-70B: 8; Qwen3-235B, 64 heads on 4 KV heads: 16), far below any chip's
+# $F/W$. For DeepSeek's absorbed MLA it is $2n_h(2r_\text{kv}+r_\text{rope})/((r_\text{kv}+r_\text{rope})\,b_\text{kv}) = 242$
 # FLOP/byte — above the F/W of an A100 (153) or H200 (206). There attention is
 # compute-bound and $B^*$ *falls* with context. Kimi K2 caches the same latent
 # but has 64 heads, not 128: 121 FLOP/byte, below every chip's $F/W$, so its
@@ -547,18 +559,18 @@ kv_balance_explorer.widget
 # ### Measured: the KV read on a toy decode step
 #
 # A decode step small enough for this machine (`context.batch_context_sweep`): $B$
-# sequences share one $1024 \times 1024$ fp32 weight ($q = xW$: 4 MiB read once a
+# sequences share one $d \times d$ fp32 weight ($d = 1024$; the product $x\Theta$: 4 MiB read once a
 # step, $2Bd^2$ FLOPs), and each reads its own $L$ cached keys and values (scores
-# $s = Kq$, output $o = sV$: $8Ld$ bytes and $4Ld$ FLOPs, half a FLOP per byte), at
+# against the keys, then a weighted sum of the values: $8Ld$ bytes and $4Ld$ FLOPs, half a FLOP per byte), at
 # $L = 0$, 64 and 256, timed round-robin beside the roofline from this machine's
 # ceilings sampled in the same rounds. Put the toy's counts into the derivation
 # above: $B^*(L)$ starts near $R = 2F/W$ at $L = 0$ and has no value past the
 # $L_\text{max}$ printed below, since the cache gives the core half a FLOP per byte
 # it reads, far below its $F/W$.
 #
-# A sweep sees the other face of the same sum. Fit $t = s \max(K, B)$ to the step
-# times at each context (`kernels.fit_knee`): $K$ is the batch past which the time
-# per sequence stops falling. On the roofline it sits at $R$ for $L = 0$, the batch at
+# A sweep sees the other face of the same sum. Fit $t = t_B \max(B_\text{knee}, B)$ to the step
+# times at each context (`kernels.fit_knee`): $B_\text{knee}$ is the batch past which the time
+# per sequence ($t_B$) stops falling. On the roofline it sits at $R$ for $L = 0$, the batch at
 # which the arithmetic overtakes the shared weight read, and past $L_\text{max}$ near
 # $d/(2L)$, the batch whose KV bytes equal the weight bytes; beyond it each more
 # sequence costs its own KV read, which no batch shares. So the knee *falls* while
@@ -704,10 +716,10 @@ size_explorer.widget
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Measured: the knee does not move with the size of the weight
 #
-# The claim in one line of this machine: time $Y = XW$ against the batch for a
+# The claim in one line of this machine: time $Y = X\Theta$ against the batch for a
 # weight four times larger than claim 10's ($4000 \times 16000$, 256 MB, against
 # $4000 \times 4000$, 64 MB; both beyond this CPU's last-level cache), and fit each
-# sweep's knee $K$ (the best $t = s\max(K, B)$, `kernels.fit_knee`). A dense weight
+# sweep's knee $B_\text{knee}$ (the best $t = t_B\max(B_\text{knee}, B)$, `kernels.fit_knee`). A dense weight
 # has sparsity 1, so $B^* = R$ whatever its size: reading four times the bytes takes
 # four times as long, and so does multiplying them by each row. Both sweeps run on
 # one BLAS thread (`one_thread=True`); the roofline knee printed for the larger one
@@ -830,4 +842,12 @@ assert v15.verdict == "holds if"
 # | 14 | 26:04 | sparsity, not size, sets $B^*$ | **holds if** short context: dense 1B–405B all at 295 on H100; KV, capacity and step time bring size back |
 # | 15 | 31:06 | sparser is free until users run out | **holds if** enough users ($R s$) and HBM: saturated cost 2N_act/F for 32–1,024 experts; short of users the sparser model costs more |
 #
-# Exercises: `exercises/03_balance_point.py` (answers in `solutions/`).
+# Exercises: `exercises/03_balance_point_exercises.py` (answers in `solutions/`).
+
+# %% [markdown]
+# **Read next.** [Chapter 4](04_schedules.py) turns the step time into a schedule (a
+# batch departs on a fixed cadence) and asks what a user waits. If the mixture of experts
+# is what interests you, go on to [chapter 5](05_experts_on_a_rack.py), where the experts are
+# spread over a rack and the all-to-all between them is priced. Outside reading:
+# the DeepSeek-V3 technical report (arXiv:2412.19437) for the model whose numbers
+# recur here.

@@ -21,6 +21,14 @@
 # process, read off its waiting and total latency (mean, tail, worst), say what
 # happens when arrivals outrun the seats, and compute the natural cadence of any chip.
 
+# %% [markdown]
+# **Before you start.** Read [chapter 0](00_rooflines.py) (the HBM read time $C/W$) and
+# [chapter 1](01_batch_size.py) (the decode step and its time $t_\text{step}$); the rest is a
+# little probability (a uniform wait, a Poisson stream of arrivals). Glossary entries
+# that matter here: [HBM read time](../book/glossary.md#hbm-read-time), [continuous batching](../book/glossary.md#continuous-batching),
+# [TTFT](../book/glossary.md#ttft) and [decode](../book/glossary.md#decode); symbols $T$ (the cadence), $w$, $t_a$, $\lambda$,
+# $B_\text{max}$, $\rho$ on the [notation](../book/notation.md) page. About 40 minutes.
+
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
@@ -35,21 +43,21 @@ from llmmath.units import fmt_bytes, fmt_seconds
 # a request that just missed a departure waits up to 20 ms for the next and then
 # rides it for 20 ms: about 40 ms at worst for one step.
 #
-# **Derivation.** Departures at $nT$. A request arriving at time $a$ boards
-# departure $\lceil a/T\rceil$ (if it has a seat), so its wait $w = \lceil a/T\rceil T - a \in [0, T)$.
+# **Derivation.** Departures at $jT$ ($j = 1, 2, \dots$; $T$ the cadence). A request arriving at time $t_a$ boards
+# departure $\lceil t_a/T\rceil$ (if it has a seat), so its wait $w = \lceil t_a/T\rceil T - t_a \in [0, T)$.
 # If arrivals are spread evenly in phase relative to the cadence — true of a
 # Poisson stream, and of any stream whose phase against the timetable is random
 # or drifts (a periodic stream locked at one phase waits the same every time,
-# anywhere in $[0, T)$) — then $w \sim U(0, T)$:
+# anywhere in $[0, T)$) — then $w \sim U(0, T)$, uniform on $[0, T)$:
 #
 # $$\mathbb E[w] = \tfrac{T}{2},\quad \sup w = T,\quad
 #   \text{latency} = w + t_\text{step} \in [t_\text{step},\ T + t_\text{step}),\quad
 #   \mathbb E[\text{latency}] = \tfrac{T}{2} + t_\text{step}.$$
 #
 # With $t_\text{step} = T$: worst $2T = 40$ ms, mean $1.5T = 30$ ms. Two assumptions
-# hide in "has a seat": a departure carries at most $c$ requests. If more than $c$
+# hide in "has a seat": a departure carries at most $B_\text{max}$ requests. If more than $B_\text{max}$
 # arrive in one interval, the rest wait a further $T$ each; if the arrival rate
-# $\lambda$ exceeds $c/T$ for long, the queue grows without bound.
+# $\lambda$ (requests per second) exceeds $B_\text{max}/T$ for long, the queue grows without bound.
 #
 # **Simulation** (`schedule.simulate_cadence`, vectorized: a million arrivals in
 # tens of milliseconds), against the closed forms:
@@ -73,7 +81,7 @@ assert abs(r.mean_wait_s / (T / 2) - 1) < 0.005 and r.max_latency_s <= 2 * T
 
 # %% [markdown]
 # **Measured: a real cadence loop.** The same schedule, run for real for 0.4 s
-# (`schedule_bench.run_cadence`): a Python loop sleeps until each departure $kT$
+# (`schedule_bench.run_cadence`): a Python loop sleeps until each departure $jT$
 # ($T$ = 20 ms), boards every request whose arrival time (200 of them, drawn up
 # front, uniform) has passed, runs a tiny fixed step (`np.exp` of $2^{18}$
 # numbers), and records when each step really started. The simulation runs on
@@ -120,8 +128,8 @@ ax2.legend(fontsize=8); ax2.grid(True, alpha=0.3)
 plt.show()
 
 # %% [markdown]
-# **When the trains fill.** Give each departure $c$ seats and vary the load
-# $\rho = \lambda T / c$. Below 1 the worst case stays near $2T$ — a little above
+# **When the trains fill.** Give each departure $B_\text{max}$ seats and vary the load
+# $\rho = \lambda T / B_\text{max}$. Below 1 the worst case stays near $2T$ — a little above
 # it, because Poisson arrivals bunch and now and then overfill a train; at $\rho$
 # close to 1 those overflows pile up; above 1 the backlog, and the wait, grow
 # linearly in time, at $(\rho - 1)$ seconds per second.
@@ -160,7 +168,7 @@ cadence_explorer = explorers.cadence_explorer(period_ms=20)
 cadence_explorer.widget
 
 # %% [markdown]
-# Continuous batching (Orca, OSDI'22; vLLM) is this same picture with $T$ equal to
+# [Continuous batching](../book/glossary.md#continuous-batching) (Orca, OSDI'22; [vLLM](../book/glossary.md#vllm)) is this same picture with $T$ equal to
 # one decode step: a request joins at the next step boundary. The bound is per
 # step — time to the first token of a new request, once its prefill is done — not
 # the time for a whole response, which takes one step per output token.
@@ -382,4 +390,13 @@ print(f"claim 13 in numbers: {allv.size} parts, {allv.min() * 1e3:.0f}-{allv.max
 # | 12 | 23:35 | 20 ms cadence → ≤ 40 ms for one step | **holds if** every train has a seat for all who arrived: latency in $[T, 2T)$, mean $1.5T$ = 30 ms (simulated and closed form agree); overfull trains push it past $2T$, overload without bound; per step, not per response |
 # | 13 | 24:10 | $C/W \approx$ 20 ms everywhere, and sets the step | **off by** the median's factor (above): at one significant figure the median part does not round to 20 ms, yet it lies within a factor $\sqrt{10}$ of it, the same order of magnitude. As an upper bound on a useful step it holds |
 #
-# Exercises: `exercises/04_schedules.py` (answers in `solutions/`).
+# Exercises: `exercises/04_schedules_exercises.py` (answers in `solutions/`).
+
+# %% [markdown]
+# **Read next.** [Chapter 5](05_experts_on_a_rack.py) leaves the single server and spreads a
+# mixture of experts over a rack, where the network joins memory and arithmetic
+# as a third time. For how real engines schedule (continuous batching, chunked
+# prefill, preemption) jump to [chapter 12](12_serving_for_real.py)'s engine under load. Outside
+# reading: Yu et al., "Orca: a distributed serving system for transformer-based
+# generative models" (OSDI 2022), and Kwon et al., "Efficient memory management for
+# large language model serving with PagedAttention" (SOSP 2023, the vLLM paper).

@@ -10,9 +10,9 @@
 # # Chapter 5 — Experts on a rack: scale-up, scale-out, and how big a model a domain can serve
 #
 # A mixture-of-experts layer scatters each token to a few experts that live on
-# other GPUs and gathers the results back: an **all-to-all**. Where that traffic
-# runs — the fast **scale-up** fabric inside a domain (NVLink, Infinity Fabric,
-# TPU ICI) or the slower **scale-out** network between domains — decides how
+# other GPUs and gathers the results back: an **all-to-all** ([glossary](../book/glossary.md#all-to-all)). Where that traffic
+# runs — the fast **scale-up** fabric inside a domain ([glossary](../book/glossary.md#scale-up): [NVLink](../book/glossary.md#nvlink), AMD's Infinity Fabric,
+# Google's TPU ICI) or the slower **scale-out** network between domains ([glossary](../book/glossary.md#scale-out)) — decides how
 # large an expert layer can usefully be. Five claims:
 #
 # | # | time | claim, in our words |
@@ -28,6 +28,16 @@
 # collectives with MPI and fit their latency and bandwidth, and read a system's
 # spec sheet as the three numbers that bound the model it can serve.
 
+# %% [markdown]
+# **Before you start.** Read [chapter 1](01_batch_size.py) (expert parallelism at batch 1)
+# and [chapter 3](03_balance_point.py) (the mixture of experts and its balance batch).
+# Glossary entries that matter here: [scale-up](../book/glossary.md#scale-up), [scale-out](../book/glossary.md#scale-out),
+# [NVLink](../book/glossary.md#nvlink), [NVL72](../book/glossary.md#nvl72), [InfiniBand](../book/glossary.md#infiniband), [all-to-all](../book/glossary.md#all-to-all),
+# [collective](../book/glossary.md#collective), [alpha–beta model](../book/glossary.md#alphabeta-model) and [DeepEP](../book/glossary.md#deepep);
+# symbols $\text{bw}_\text{up}$, $\text{bw}_\text{out}$, $\alpha$, $M$, $\text{bw}$, EP, $n_\text{dom}$,
+# $b_\text{disp}$, $b_\text{comb}$ and $W_\text{domain}$ on the [notation](../book/notation.md) page. About an hour;
+# the MPI measurement runs two processes on this machine.
+
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
@@ -38,7 +48,7 @@ from llmmath import claims, hardware, models, mpi_bench, network, parallelism, p
 # ## The systems
 #
 # A scale-up **domain** is the set of GPUs that reach each other through the
-# fast fabric: 8 on an HGX board, 72 in an NVL72 rack, thousands in a TPU pod.
+# fast fabric: 8 on an HGX board, 72 in an [NVL72](../book/glossary.md#nvl72) rack, thousands in a TPU pod.
 # The catalog (`lib/llmmath/data/systems.toml`, every figure sourced) counts
 # them three ways — **packages** (what you cable), **dies** (a Blackwell package
 # holds two) and the number in the product's **name** — and gives per-GPU
@@ -63,19 +73,19 @@ for s in hardware.systems().values():
 #
 # ## Claim 16 (36:41) — one rack bounds an expert layer
 #
-# *Claim, paraphrased:* with experts spread over GPUs (expert parallelism, EP),
+# *Claim, paraphrased:* with experts spread over GPUs ([expert parallelism](../book/glossary.md#expert-parallelism), EP),
 # every token must reach GPUs all over the domain, and only inside one rack is
-# that all-to-all fast; so a rack caps the expert layer.
+# that [all-to-all](../book/glossary.md#all-to-all) fast; so a rack caps the expert layer.
 #
 # **Derivation.** Per MoE layer, each token is **dispatched** to its $k$ experts
 # ($d$ values each, fp8 in DeepSeek-V3: $b_\text{disp} = 1$ byte) and the results
-# are **combined** back (bf16, $b_\text{comb} = 2$). With $E$ GPUs and uniform
-# placement, $(E-1)/E$ of those copies leave the GPU:
+# are **combined** back (bf16, $b_\text{comb} = 2$). With the experts spread over EP GPUs and uniform
+# placement, $(\text{EP}-1)/\text{EP}$ of those copies leave the GPU:
 #
-# $$\text{bytes per token per layer} = k\,d\,(b_\text{disp} + b_\text{comb})\,\frac{E-1}{E}.$$
+# $$\text{bytes per token per layer} = k\,d\,(b_\text{disp} + b_\text{comb})\,\frac{\text{EP}-1}{\text{EP}}.$$
 #
 # Each routed copy costs the expert $6\,d\,d_\text{ff}$ FLOPs (three matrices of a
-# SwiGLU), so the expert does
+# [SwiGLU](../book/glossary.md#transformer-layer) MLP of width $d_\text{ff}$), so the expert does
 #
 # $$\frac{\text{expert FLOPs}}{\text{all-to-all bytes}} = \frac{6\,d_\text{ff}}{b_\text{disp} + b_\text{comb}}$$
 #
@@ -103,13 +113,15 @@ for key in ("hgx-h100", "hgx-b200", "gb200-nvl72", "mi300x-8"):
 # rack's 64 GPUs (the speaker's DeepSeek-on-NVL72 layout: 256 experts, 4 per
 # GPU). Inside one rack the all-to-all rides NVLink. Spread the layer over two
 # racks at the same load per GPU and half of every GPU's traffic must leave
-# through its NIC: the wire time becomes $\max\big(\tfrac12 s/\text{bw}_\text{up},\ \tfrac12 s/\text{bw}_\text{out}\big)$,
+# through its [NIC](../book/glossary.md#scale-out): with $M$ the bytes each GPU sends in one all-to-all and
+# $\text{bw}_\text{up}$, $\text{bw}_\text{out}$ one GPU's [scale-up](../book/glossary.md#scale-up) and scale-out bandwidths, the wire time
+# becomes $\max\big(\tfrac12 M/\text{bw}_\text{up},\ \tfrac12 M/\text{bw}_\text{out}\big)$,
 # i.e. $\tfrac12\,\text{bw}_\text{up}/\text{bw}_\text{out}$ times the one-rack time — 9× on a GB200 rack
-# (over $D$ racks, $(1 - 1/D)\,\text{bw}_\text{up}/\text{bw}_\text{out}$).
+# (over $n_\text{dom}$ racks, $(1 - 1/n_\text{dom})\,\text{bw}_\text{up}/\text{bw}_\text{out}$).
 #
 # Bandwidth is not the whole cost. Each collective also pays a per-message
 # latency $\alpha$, and kernels reach only part of a link's bandwidth. DeepSeek's
-# DeepEP, which these layouts use, sends every message of a dispatch (or a
+# [DeepEP](../book/glossary.md#deepep), which these layouts use, sends every message of a dispatch (or a
 # combine) at once, so a collective pays one $\alpha$, not one per peer: a few µs
 # (DeepSeek measured 3.3 µs for 64 bytes over NVLink in a node, 3.7 µs over
 # InfiniBand across leaf switches). Its low-latency kernels measure tens to
@@ -120,7 +132,9 @@ for key in ("hgx-h100", "hgx-b200", "gb200-nvl72", "mi300x-8"):
 # about twice what one NIC carries: inside a node NVLink carries part of the
 # traffic (the numbers below). The curves below therefore charge each layer
 #
-# $$t = 2\alpha + \max\!\Big(\frac{(1-f)\,s}{0.82\,\text{bw}_\text{up}},\ \frac{f\,s}{0.82\,\text{bw}_\text{out}}\Big),\qquad f = 1 - 1/D .$$
+# $$t = 2\alpha + \max\!\Big(\frac{(1-f_\text{out})\,M}{0.82\,\text{bw}_\text{up}},\ \frac{f_\text{out}\,M}{0.82\,\text{bw}_\text{out}}\Big),\qquad f_\text{out} = 1 - 1/n_\text{dom}$$
+#
+# ($f_\text{out}$: the share of the traffic that leaves the domain).
 #
 # Inside one rack the two latencies are a large share of a short collective, so
 # leaving the rack costs less than the 9× of bandwidth alone at a modest batch,
@@ -201,7 +215,7 @@ ep_explorer.widget
 # H800's export-limited NVLink (160 GB/s) is only 3.2× its InfiniBand (50 GB/s),
 # so leaving the node costs little extra, and because it overlaps the
 # all-to-all of one micro-batch with the compute of another. The bound is a cost
-# cliff of height $(1-1/D)\,\text{bw}_\text{up}/\text{bw}_\text{out}$ over $D$ domains, not a wall.
+# cliff of height $(1-1/n_\text{dom})\,\text{bw}_\text{up}/\text{bw}_\text{out}$ over $n_\text{dom}$ domains, not a wall.
 
 # %%
 v16 = claims.check(16)
@@ -210,24 +224,24 @@ assert v16.verdict == "holds if"
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Measured: real collectives and the alpha–beta model
 #
-# The all-to-all times above come from the **alpha–beta model**: a message of
-# $n$ bytes costs $\alpha + n/\beta$, with $\alpha$ the per-message latency (s) and
-# $\beta$ the link bandwidth (bytes/s). (Many texts write $\alpha + n\beta$ with
-# $\beta$ in seconds per byte, the inverse; and this $\beta$ is not the KV bytes
-# per token that chapters 2 and 8 call $\beta$.) For $p$ ranks the standard
-# algorithms cost
+# The all-to-all times above come from the **alpha–beta model** ([glossary](../book/glossary.md#alphabeta-model)): a message of
+# $M$ bytes costs $\alpha + M/\text{bw}$, with $\alpha$ the per-message latency (s) and
+# $\text{bw}$ the link bandwidth (bytes/s). The literature calls the bandwidth term $\beta$
+# (often in seconds per byte, the inverse); in this course $\beta$ is the KV bytes
+# per token of chapters 1, 2 and 8, so here it is $\text{bw}$ (the printout below still says
+# `beta`). For $n$ ranks (chips) the standard [collectives](../book/glossary.md#collective) cost
 #
 # | collective | time |
 # |---|---|
-# | all-gather, reduce-scatter (ring) | $(p-1)\alpha + \frac{p-1}{p}\,n/\beta$ |
-# | all-reduce (ring) | $2(p-1)\alpha + 2\frac{p-1}{p}\,n/\beta$ |
-# | all-to-all (pairwise) | $(p-1)\alpha + \frac{p-1}{p}\,n/\beta$ |
-# | all-to-all, every message at once (DeepEP, the curves above) | $\alpha + \frac{p-1}{p}\,n/\beta$ |
+# | all-gather, reduce-scatter (ring) | $(n-1)\alpha + \frac{n-1}{n}\,M/\text{bw}$ |
+# | all-reduce (ring) | $2(n-1)\alpha + 2\frac{n-1}{n}\,M/\text{bw}$ |
+# | all-to-all (pairwise) | $(n-1)\alpha + \frac{n-1}{n}\,M/\text{bw}$ |
+# | all-to-all, every message at once (DeepEP, the curves above) | $\alpha + \frac{n-1}{n}\,M/\text{bw}$ |
 #
 # Here is the model against real MPI collectives (mpi4py over MPICH from PyPI),
-# on 2 processes of this machine: $\alpha$ and $\beta$ are fitted from a
+# on 2 processes of this machine: $\alpha$ and $\text{bw}$ are fitted from a
 # ping-pong sweep, then every collective is *predicted* from them. On one
-# machine the "network" is shared memory, so $\beta$ is a memory-copy speed. The
+# machine the "network" is shared memory, so $\text{bw}$ is a memory-copy speed. The
 # same call runs on real nodes: `mpi_bench.run(n_procs=16, hostfile="hosts")`
 # (or launch `python -m llmmath.demos.mpi_collectives` with your own `mpiexec`/`srun`
 # and load its JSON with `mpi_bench.CollectiveResults.from_json`).
@@ -407,9 +421,10 @@ assert v18.verdict == "holds if"
 # chip-seconds (chapter 1): active parameters are priced by compute. Total
 # parameters must (a) fit in the domain's HBM, unless pipelined over several
 # domains (chapter 6 shows pipelining removes that limit), and (b) be read
-# once per step: $t \ge N_\text{tot} b_w / W_\text{domain}$. (b) survives
+# once per step: $t_\text{step} \ge N_\text{tot} b_w / W_\text{domain}$, with $W_\text{domain}$ the HBM bandwidth of
+# all the domain's chips together. (b) survives
 # pipelining, because the stages run one after another. So at a step-time
-# target $t^*$ a domain can serve at most $N_\text{tot} \le t^* W_\text{domain}/b_w$.
+# target $t^*_\text{step}$ a domain can serve at most $N_\text{tot} \le t^*_\text{step} W_\text{domain}/b_w$.
 
 # %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=7.5, height=4)
@@ -450,7 +465,7 @@ assert v19.verdict == "holds if"
 # grew ~8× while, in the speaker's words, each GPU's bandwidth grew only
 # 1.5–2× per generation (the cell below measures that step too).
 #
-# **Derivation.** $W_\text{domain} = \text{packages} \times W_\text{GPU}$: the
+# **Derivation.** $W_\text{domain} = \text{packages} \times W$ (one GPU package's $W$): the
 # domain's growth multiplies the chip's. From HGX H100 to GB200 NVL72 (computed
 # below from the systems catalog), and the weight-read latency floor of a model
 # that fills the domain falls by the product.
@@ -509,4 +524,12 @@ assert v27.verdict == "holds"
 # | 19 | 47:02 | active by compute, total by the domain | **holds if** "domain" means its bandwidth: capacity is lifted by pipelining, the read-time floor is not (DeepSeek-V3 and Kimi K2 at fp8: 25 and 38 ms on an HGX H100, under 2 ms on an NVL72) |
 # | 27 | 1:18:23 | domain bandwidth grew fastest | **holds**: the domain's growth times the chip's (HGX H100 → NVL72, printed above); the ~8× is the domain, not the bandwidth |
 #
-# Exercises: `exercises/05_experts_on_a_rack.py`.
+# Exercises: `exercises/05_experts_on_a_rack_exercises.py`.
+
+# %% [markdown]
+# **Read next.** [Chapter 6](06_pipelining.py) cuts a model into pipeline stages and asks what
+# that saves and what it cannot, with the expert-parallel groups of this chapter
+# inside each stage. Outside reading: DeepSeek's DeepEP repository
+# (github.com/deepseek-ai/DeepEP) for the all-to-all kernels, and Thakur,
+# Rabenseifner and Gropp, "Optimization of collective communication operations in
+# MPICH" (2005) for the collective costs in the table above.

@@ -9,8 +9,8 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 6 — Pipelining: what it saves, what it cannot, and how models are actually laid out
 #
-# **Pipeline parallelism** (PP) cuts a model's layers into $P$ consecutive
-# **stages** on different domains and streams **micro-batches** through them.
+# **Pipeline parallelism** (PP; [glossary](../book/glossary.md#pipeline-parallelism)) cuts a model's layers into PP consecutive
+# **stages** on different domains and streams **micro-batches** ([glossary](../book/glossary.md#micro-batch)) through them.
 # Six claims about what that buys in serving:
 #
 # | # | time | claim, in our words |
@@ -27,6 +27,14 @@
 # parallelism, and decide when a pipeline boundary on the slow network costs
 # anything.
 
+# %% [markdown]
+# **Before you start.** Read [chapter 5](05_experts_on_a_rack.py) (scale-up and scale-out, the
+# all-to-all, EP) and [chapter 1](01_batch_size.py) (the decode step's floors). Glossary entries
+# that matter here: [pipeline parallelism](../book/glossary.md#pipeline-parallelism), [micro-batch](../book/glossary.md#micro-batch),
+# [bubble](../book/glossary.md#bubble), [expert parallelism](../book/glossary.md#expert-parallelism) and
+# [tensor parallelism](../book/glossary.md#tensor-parallelism); symbols PP, EP, TP, $m$, $b$, $\ell$, $i$, $t_i$,
+# $t_\text{hop}$, $b_\text{act}$ on the [notation](../book/notation.md) page. About an hour.
+
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
@@ -38,14 +46,14 @@ from llmmath import claims, hardware, models, parallelism, plots, serving, explo
 # ## Schedules and the bubble
 #
 # In **training**, each micro-batch goes forward through the stages and then
-# backward. The first stage waits $p-1$ slots before the pipeline is full and the
-# last finishes $p-1$ slots early, so with $m$ micro-batches a fraction
+# backward. The first stage waits $\text{PP}-1$ slots before the pipeline is full and the
+# last finishes $\text{PP}-1$ slots early, so with $m$ micro-batches a fraction
 #
-# $$\text{bubble} = \frac{p-1}{m+p-1}$$
+# $$\text{bubble} = \frac{\text{PP}-1}{m+\text{PP}-1}$$
 #
-# of every stage's time is idle — for GPipe (all forwards, then all backwards)
+# of every stage's time is idle (the [bubble](../book/glossary.md#bubble)) — for GPipe (all forwards, then all backwards)
 # and 1F1B (alternate one forward, one backward) alike; 1F1B's gain is memory:
-# a stage holds at most $p$ micro-batches' activations instead of $m$. The
+# a stage holds at most PP micro-batches' activations instead of $m$. The
 # timelines below come from a small simulator (`parallelism.pipeline_schedule`),
 # and its idle fraction matches the formula.
 
@@ -68,7 +76,7 @@ print(f"bubble formula for p=4, m=8: {parallelism.bubble_fraction(4, 8):.1%}")
 # %% [markdown]
 # **Explore** the schedules: stages, micro-batches, and the backward/forward
 # time ratio. (In decode, micro-batches loop back for their next token, so with
-# $m \ge p$ one pass's drain overlaps the next pass's fill: no bubble.)
+# $m \ge \text{PP}$ one pass's drain overlaps the next pass's fill: no bubble.)
 
 # %% slideshow={"slide_type": "subslide"}
 pipe_explorer = explorers.pipeline_explorer()
@@ -93,20 +101,20 @@ plt.show()
 # plus combine multiply up to that easily.
 #
 # **Derivation.** Per token, the boundary carries one activation, $d\,b_\text{act}$
-# bytes, over the scale-out link's bandwidth $\text{bw}_\text{out}$. Inside a stage of $\ell$ MoE layers, each layer
+# bytes ($b_\text{act}$ bytes per value), over the scale-out link's bandwidth $\text{bw}_\text{out}$. Inside a stage of $\ell$ MoE layers, each layer
 # dispatches the token to $k$ experts and combines $k$ results over $\text{bw}_\text{up}$:
-# $\ell\,k\,d\,(b_\text{disp}+b_\text{comb})\frac{E-1}{E}$ bytes. The boundary is
+# $\ell\,k\,d\,(b_\text{disp}+b_\text{comb})\frac{\text{EP}-1}{\text{EP}}$ bytes. The boundary is
 # the less busy link when
 #
-# $$\frac{\ell\,k\,d\,(b_\text{disp}+b_\text{comb})\,\tfrac{E-1}{E}\,/\,\text{bw}_\text{up}}{d\,b_\text{act}/\text{bw}_\text{out}} \;\ge\; 1
-# \quad\Longleftrightarrow\quad 2k\ell \gtrsim \frac{\text{bw}_\text{up}}{\text{bw}_\text{out}}\ \ (\text{all } b \text{ equal}).$$
+# $$\frac{\ell\,k\,d\,(b_\text{disp}+b_\text{comb})\,\tfrac{\text{EP}-1}{\text{EP}}\,/\,\text{bw}_\text{up}}{d\,b_\text{act}/\text{bw}_\text{out}} \;\ge\; 1
+# \quad\Longleftrightarrow\quad 2k\ell \gtrsim \frac{\text{bw}_\text{up}}{\text{bw}_\text{out}}\ \ (\text{all bytes per value equal}).$$
 #
 # With DeepSeek-V3's $k = 8$ routed experts (the speaker guessed 16–32),
 # $2k = 16$ already beats a 9× gap with one layer per stage, and two layers beat
 # the 18× of a GB200 rack wired with 400 Gb/s NICs.
 #
 # **The expert group must fit the fast link.** The in-stage traffic goes over
-# $\text{bw}_\text{up}$ only if the $E$ GPUs of the expert-parallel group share a
+# $\text{bw}_\text{up}$ only if the EP GPUs of the expert-parallel group share a
 # scale-up domain. An HGX H100 box's NVLink domain is 8 GPUs, so an EP64 group
 # there would send most of its all-to-all over the NIC. Each system below runs
 # EP $= \min(64, \text{its domain})$; a group wider than its domain would be
@@ -191,14 +199,14 @@ assert v20.verdict == "holds"
 # *Claim, paraphrased:* in inference, pipelining does not reduce the time spent
 # reading weights or doing arithmetic; it moves that work to other racks.
 #
-# **Derivation.** Stage $s$ holds its own layers (the first also the input
+# **Derivation.** Stage $i$ holds its own layers (the first also the input
 # embedding, the last the final norm and LM head). It does those layers' FLOPs
-# and reads their weight and KV bytes for its micro-batch, so its floor $t_s$ is
+# and reads their weight and KV bytes for its micro-batch, so its floor $t_i$ is
 # the roofline of its share, and the memory-bound floors add up to the whole
-# step: $\sum_s t_s = t_\text{step}$. Nothing is saved. With $P$ micro-batches
-# circulating, the slowest stage is busy $P\,\max_s t_s$ per round, so
+# step: $\sum_i t_i = t_\text{step}$. Nothing is saved. With PP micro-batches
+# circulating, the slowest stage is busy $\text{PP}\,\max_i t_i$ per round, so
 #
-# $$\frac{\text{chip-s per token, pipelined}}{\text{chip-s per token, one stage}} = \frac{P\,\max_s t_s}{\sum_s t_s} \;\ge\; 1 .$$
+# $$\frac{\text{chip-s per token, pipelined}}{\text{chip-s per token, one stage}} = \frac{\text{PP}\,\max_i t_i}{\sum_i t_i} \;\ge\; 1 .$$
 #
 # Equal stages give exactly 1; an uneven split costs.
 #
@@ -270,13 +278,13 @@ ax2.set_title("what the uneven split costs", fontsize=10); ax2.grid(True, alpha=
 plt.show()
 
 # %% [markdown]
-# **Reading the figure.** Left: each bar is one $P$, its segments the stages'
+# **Reading the figure.** Left: each bar is one PP, its segments the stages'
 # floors stacked; every bar reaches the dashed line of the unpipelined step, so
 # pipelining saves no memory or compute time, it only cuts the step into
-# pieces. The crosses are $P$ times the slowest (red) stage, the chip time a
+# pieces. The crosses are PP times the slowest (red) stage, the chip time a
 # token costs once the slowest stage sets the pace; their height above the
 # dashed line is the cost on the right, which never drops below 1 (dotted). The
-# cost does not grow steadily with $P$: it follows how evenly the layers split,
+# cost does not grow steadily with PP: it follows how evenly the layers split,
 # with the heavier dense layers up front and the LM head at the end (printed below).
 
 # %%
@@ -300,8 +308,8 @@ for ds in pipes21.values():
 assert min(c.min() for c in cost21.values()) >= 1 - 1e-9  # it can only cost
 
 # %% [markdown]
-# **Explore.** Move the pipeline stages $P$ and watch the right panel: the stage
-# floors (bars) shrink as $1/P$, but their sum stays the unpipelined step
+# **Explore.** Move the pipeline stages PP and watch the right panel: the stage
+# floors (bars) shrink as $1/\text{PP}$, but their sum stays the unpipelined step
 # (dotted); with an uneven split the slowest stage (red) sets the pace. A
 # configuration whose weights + KV exceed the GPU's HBM is drawn hatched grey.
 
@@ -317,8 +325,8 @@ floors_explorer.widget
 # runs layers 0–3 and sends each micro-batch's activations to rank 1, which runs
 # layers 4–7, so two micro-batches are in flight. 20 alternated rounds; the
 # fastest round of each way counts (load only adds time). The prediction uses
-# each stage's own measured compute time $t_s$ per micro-batch: a round takes
-# $m \sum_s t_s$ on one rank and $(m + P - 1) \max_s t_s$ pipelined.
+# each stage's own measured compute time $t_i$ per micro-batch: a round takes
+# $m \sum_i t_i$ on one rank and $(m + \text{PP} - 1) \max_i t_i$ pipelined.
 
 # %%
 from llmmath import measured, mpi_bench
@@ -357,13 +365,13 @@ assert v21.verdict == "holds"
 # layers, which greatly eases the per-rack memory limit.
 # *Claim 25, paraphrased:* it cannot do the same for the KV cache.
 #
-# Training's version of this accounting is in [chapter 10](10_training_at_scale.py): weights and optimizer state shrink by $P$, but under 1F1B the first stage still holds $P$ micro-batches of activations, all $L$ layers' worth.
+# Training's version of this accounting is in [chapter 10](10_training_at_scale.py): weights and optimizer state shrink by PP, but under 1F1B the first stage still holds PP micro-batches of activations, all $n_\ell$ layers' worth.
 #
-# **Derivation.** Per GPU, with expert parallelism $E$ inside a stage, $P$
-# stages and micro-batches of $b$ sequences (routed experts spread over the $E$
+# **Derivation.** Per GPU, with expert parallelism EP inside a stage, PP
+# stages and micro-batches of $b$ sequences (routed experts spread over the EP
 # GPUs; attention and other dense weights replicated on each):
 #
-# $$\text{weights} \approx \frac{1}{P}\Big(\frac{N_\text{routed}}{E} + N_\text{other}\Big) b_w ,$$
+# $$\text{weights} \approx \frac{1}{\text{PP}}\Big(\frac{N_\text{routed}}{\text{EP}} + N_\text{other}\Big) b_w ,$$
 #
 # and exactly, stage by stage, its own layers' share: the first stage also
 # holds the input embedding and the last the LM head, and 61 layers do not
@@ -371,15 +379,15 @@ assert v21.verdict == "holds"
 # average (DeepSeek-V3 at EP64 in 8 stages: 1.38 times the even share; the
 # library's `Model.stage_params` lists what each stage holds).
 #
-# For the KV cache, decode needs $P$ micro-batches in flight to keep $P$ stages
-# busy, so $P\,b$ sequences hold a cache, and each stage keeps $1/P$ of the
-# layers of each, spread over its $E$ GPUs:
+# For the KV cache, decode needs PP micro-batches in flight to keep PP stages
+# busy, so $\text{PP}\,b$ sequences hold a cache, and each stage keeps $1/\text{PP}$ of the
+# layers of each, spread over its EP GPUs:
 #
-# $$\text{KV} = \frac{(P\,b)\,L\,\beta}{P\,E} = \frac{b\,L\,\beta}{E}\quad\text{— the } P \text{ cancels.}$$
+# $$\text{KV} = \frac{(\text{PP}\,b)\,L\,\beta}{\text{PP}\,\text{EP}} = \frac{b\,L\,\beta}{\text{EP}}\quad\text{— the } \text{PP} \text{ cancels.}$$
 #
-# That is for stages of equal depth. The busiest stage holds $\lceil n_\text{layers}/P\rceil$
-# layers, so when $P$ does not divide the layers its GPUs hold a little more
-# than this: DeepSeek-V3's first stage at $P = 4$ has 16 of 61 layers, 4.9%
+# That is for stages of equal depth. The busiest stage holds $\lceil n_\ell/\text{PP}\rceil$
+# layers, so when PP does not divide the layers its GPUs hold a little more
+# than this: DeepSeek-V3's first stage at $\text{PP} = 4$ has 16 of 61 layers, 4.9%
 # above a quarter. Pipelining never shrinks the KV per GPU; an uneven split
 # grows it.
 
@@ -408,11 +416,11 @@ plt.show()
 
 # %% [markdown]
 # Llama-3.1-405B on eight H200s at 128k context does not fit without a second
-# stage: the weights halve at $P = 2$, and the KV cache stays where it was.
+# stage: the weights halve at $\text{PP} = 2$, and the KV cache stays where it was.
 #
-# **Explore.** Move the stages $P$, and the model, EP, TP, micro-batch and
+# **Explore.** Move the stages PP, and the model, EP, TP, micro-batch and
 # context: the bars (left) are weights and KV per GPU of the busiest stage for
-# every $P$; the weights fall nearly like $1/P$, the KV does not move (claim 25).
+# every PP; the weights fall nearly like $1/\text{PP}$, the KV does not move (claim 25).
 
 # %% slideshow={"slide_type": "subslide"}
 memory_explorer = explorers.pipeline_placement_explorer()
@@ -431,25 +439,25 @@ assert v25.verdict == "holds"
 # *Claim, paraphrased:* in inference, pipelining neither helps nor hurts the
 # batch size you need or the latency you get; it only uses less memory per rack.
 #
-# **Derivation.** Forward-only decode has no bubble only with $m = P$
+# **Derivation.** Forward-only decode has no bubble only with $m = \text{PP}$
 # micro-batches in flight (above), and each still needs the balance batch
 # $b \approx B^*$ of chapter 1 to amortize its stage's weights. So the batch
-# *per stage* is unchanged, but a replica now holds $P\,b$ sequences at once
+# *per stage* is unchanged, but a replica now holds $\text{PP}\,b$ sequences at once
 # (claim 25 uses exactly this). What the claim counts is the time from one token
 # of a sequence to its next, and in decode that is a loop: a micro-batch crosses
-# the $P - 1$ stage boundaries inside the replica, and then the last stage's
+# the $\text{PP} - 1$ stage boundaries inside the replica, and then the last stage's
 # sampled tokens travel back to the first stage, which embeds them for the next
 # step. That return is a hop too (a smaller message than the activations; we
-# charge it a full hop, so the sum is an upper bound): $P$ hops per token, none
-# with one stage. So a token's latency is the sum of the stage floors plus $P$
-# hops, or $P$ times the slowest stage if that is longer:
-# $t = \max(\sum_s t_s + P\,t_\text{hop},\; P \max_s t_s)$ for $P > 1$.
+# charge it a full hop, so the sum is an upper bound): PP hops per token, none
+# with one stage. So a token's latency is the sum of the stage floors plus PP
+# hops, or PP times the slowest stage if that is longer:
+# $t = \max(\sum_i t_i + \text{PP}\,t_\text{hop},\; \text{PP} \max_i t_i)$ for $\text{PP} > 1$.
 #
 # **A hop is more than a wire latency.** DeepSeek's ISCA 2025 paper reports
 # 2.8–3.7 µs for 64-*byte* messages measured CPU-side (our catalog marks that
 # table `unverified`: no stored copy reached it). A pipeline hop moves the
-# micro-batch's activations: with $b$ sequences over $E$ GPUs each GPU sends
-# $b/E$ tokens of $d$ bf16 values through its own NIC, then the next stage's
+# micro-batch's activations: with $b$ sequences over EP GPUs each GPU sends
+# $b/\text{EP}$ tokens of $d$ bf16 values through its own NIC, then the next stage's
 # kernels must start. The speaker guessed "a few milliseconds, maybe off by
 # 10×"; the sum below is tens of **microseconds**. (The 77–360 µs of a DeepEP
 # all-to-all are chapter 5's traffic, not a pipeline hop.)
@@ -537,11 +545,11 @@ plt.show()
 # %% [markdown]
 # **Reading the figure.** Left: with hops of tens of microseconds (blue) the
 # latency added stays near the dashed line of "unchanged". The hops alone
-# (dotted, all $P$ of them together) would add much less; what sets the added
+# (dotted, all PP of them together) would add much less; what sets the added
 # latency is the slowest stage setting the pace, the uneven split of claim 21.
 # With the speaker's milliseconds (red) the hops alone more than double the
 # latency already at two stages. Right: each stage runs the same micro-batch $b$
-# (dashed), but a replica holds $P\,b$ sequences, so "the same batch" holds per
+# (dashed), but a replica holds $\text{PP}\,b$ sequences, so "the same batch" holds per
 # stage, not per replica.
 
 # %%
@@ -562,7 +570,7 @@ assert np.all(added24[hop] >= hops_only24 - 1e-12)  # the hops alone never add m
 
 # %% [markdown]
 # **Explore** claim 24's quantities: the token latency as stages (blue) plus
-# hops (orange), against $P$ times the slowest stage (black), and the $P\,b$
+# hops (orange), against PP times the slowest stage (black), and the $\text{PP}\,b$
 # sequences a replica keeps in flight. Raise the hop latency to see where
 # "unchanged" stops being true.
 
@@ -574,7 +582,7 @@ decode_pipe_explorer.widget
 # **Measured: one hop on this machine.** The pipeline run above also
 # ping-ponged one micro-batch's activations (16 tokens × 256 × 4 bytes) between
 # its two ranks, 50 times. Chapter 5's model predicts it from a ping-pong sweep:
-# $\alpha + n/\beta$.
+# $\alpha + M/\text{bw}$.
 
 # %%
 pp = mpi_bench.run(n_procs=2, sizes=[8, 128, 2048, 32768, 262144], ops=("pingpong",), progress=False)
@@ -617,7 +625,7 @@ for k, d in parallelism.deployments().items():
           f"{d['attention_tensor_parallel']:>4}x{d['attention_data_parallel']:<5} {d['pipeline_parallel']:>3} {d['gpu']:>6}")
 
 # %% [markdown]
-# Every layout uses $P = 1$. On GB200 NVL72 racks, EP stays inside the rack.
+# Every layout uses $\text{PP} = 1$. On GB200 NVL72 racks, EP stays inside the rack.
 # On 8-GPU H800/H100 nodes, operators push EP far past the NVLink domain over
 # InfiniBand: each expert then sees a batch large enough to amortize its weights
 # (chapter 3), and the H800's NVLink/IB gap is small. Would DeepSeek-V3 fit one
@@ -732,7 +740,7 @@ for key, ep, tp, b26 in (("deepseek-v3", 64, 1, 4096), ("kimi-k2", 64, 1, 4096),
 # %% [markdown]
 # (Llama-3.1-405B's row holds 512 sequences per TP8 group, 4,096 over the rack's
 # eight groups.) **Explore.** Set EP to the domain (64), then look for the
-# smallest $P$ that fits as you raise the batch or context: the text names it.
+# smallest PP that fits as you raise the batch or context: the text names it.
 
 # %% slideshow={"slide_type": "subslide"}
 layout_explorer = explorers.pipeline_placement_explorer()
@@ -752,8 +760,16 @@ assert v26.verdict == "holds if"
 # | 20 | 52:56 | boundary harmless if in-stage traffic ≳ 8× | **holds**: $2k\ell$ vs $\text{bw}_\text{up}/\text{bw}_\text{out}$ with the EP group inside the scale-up domain; 1–2 DeepSeek layers per stage suffice |
 # | 21 | 55:35 | no saving in memory or compute time | **holds**: stage floors add up to the whole step; an uneven split only costs |
 # | 22 | 56:04 | relieves per-rack memory | **holds if** "memory" means weights (÷P; DeepSeek-V3 and Kimi K2 on GB200/GB300 NVL72 alike); the KV cache does not shrink |
-# | 24 | 1:00:59 | no effect on the batch needed or on latency | **holds if** "batch" is per stage ($P\,b$ sequences in flight) and hops of tens of µs (not ms) count as unchanged |
-# | 25 | 1:12:51 | KV cannot be sharded by stages | **holds**: $P\,b\,L\beta/(PE) = bL\beta/E$ |
+# | 24 | 1:00:59 | no effect on the batch needed or on latency | **holds if** "batch" is per stage ($\text{PP}\,b$ sequences in flight) and hops of tens of µs (not ms) count as unchanged |
+# | 25 | 1:12:51 | KV cannot be sharded by stages | **holds**: $\text{PP}\,b\,L\beta/(\text{PP}\cdot\text{EP}) = bL\beta/\text{EP}$ |
 # | 26 | 1:13:10 | EP to the domain, little PP | **holds if** the domain is a rack; on 8-GPU nodes practice goes past it over InfiniBand; PP = 1 everywhere |
 #
-# Exercises: `exercises/06_pipelining.py`.
+# Exercises: `exercises/06_pipelining_exercises.py`.
+
+# %% [markdown]
+# **Read next.** [Chapter 7](07_training_economics.py) turns from serving to training: batch size,
+# balancing costs, and how long to train. The training side of pipelining
+# (activations in flight, the interleaved schedule) is in [chapter 10](10_training_at_scale.py).
+# Outside reading: Huang et al., "GPipe" (arXiv:1811.06965), and Narayanan et al.,
+# "Efficient large-scale language model training on GPU clusters using
+# Megatron-LM" (arXiv:2104.04473) for 1F1B and interleaving.

@@ -24,6 +24,14 @@
 # of power laws, compute the Chinchilla-optimal model for a budget from either
 # published fit, and put numbers on the pre-training / RL / inference split.
 
+# %% [markdown]
+# **Before you start.** This chapter stands mostly on its own: it needs the FLOPs of a
+# training token ([6ND](../book/glossary.md#6nd): 2 per parameter forward, 4 backward), the
+# [MFU](../book/glossary.md#mfu) of [chapter 2](02_kv_cache.py), and some comfort with power laws. Glossary entries that
+# matter here: [critical batch size](../book/glossary.md#critical-batch-size), [Chinchilla](../book/glossary.md#chinchilla),
+# [RL](../book/glossary.md#rl) and [MFU](../book/glossary.md#mfu); symbols $B$, $S$, $n_\text{ex}$, $B_\text{crit}$, $N$, $D$, $p$, $q$,
+# $\alpha_N$, $\alpha_D$, $c_\text{RL}$ on the [notation](../book/notation.md) page. About 50 minutes.
+
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
@@ -40,18 +48,20 @@ from llmmath import _catalog, claims, critical_batch, hardware, models, plots, t
 # What a larger batch buys the system is computed in [chapter 10](10_training_at_scale.py): more micro-batches per pipeline, a smaller bubble, a higher MFU.
 #
 # **Derivation** (McCandlish et al., *An Empirical Model of Large-Batch
-# Training*, 2018). Near-optimal SGD with batch $B$ needs
+# Training*, 2018). Near-optimal SGD (stochastic gradient descent) with batch $B$ needs
 #
 # $$S = S_\text{min}\Big(1 + \frac{B_\text{noise}}{B}\Big)\ \text{steps},\qquad
-#   E = E_\text{min}\Big(1 + \frac{B}{B_\text{noise}}\Big)\ \text{examples},\qquad
-#   B_\text{crit} = \frac{E_\text{min}}{S_\text{min}} = B_\text{noise},$$
+#   n_\text{ex} = n_\text{ex,min}\Big(1 + \frac{B}{B_\text{noise}}\Big)\ \text{examples},\qquad
+#   B_\text{crit} = \frac{n_\text{ex,min}}{S_\text{min}} = B_\text{noise},$$
 #
-# so $(S/S_\text{min} - 1)(E/E_\text{min} - 1) = 1$. Examples are within a factor
+# so $(S/S_\text{min} - 1)(n_\text{ex}/n_\text{ex,min} - 1) = 1$ ($B_\text{crit}$ is the
+# [critical batch size](../book/glossary.md#critical-batch-size)). Examples are within a factor
 # $1 + B/B_\text{crit}$ of the minimum: a smaller batch is always at least as good
 # per example, but the difference is noise well below $B_\text{crit}$ (1.125× at
 # $B_\text{crit}/8$) and a factor 2 at $B_\text{crit}$. Above it, each doubling of the
 # batch nearly doubles the examples and saves few steps. $B_\text{noise}$ is
-# predicted by the gradient noise scale $B_\text{simple} = \mathrm{tr}\,\Sigma / |G|^2$.
+# predicted by the gradient noise scale $B_\text{simple} = \mathrm{tr}\,\Sigma / |g|^2$, with $\Sigma$ the
+# covariance of one example's gradient and $g$ the true (full-data) gradient.
 #
 # **Measured.** A noisy linear teacher–student regression (fresh data every
 # step, 32 dimensions, an ill-conditioned input covariance), trained by SGD at
@@ -117,11 +127,11 @@ assert v23.verdict == "holds if"
 #
 # The training planner of [chapter 10](10_training_at_scale.py) is a many-term version: step time as compute plus bubble plus communication, each moving its own way with the parallel degrees.
 #
-# **Derivation.** For $f(x) = a x^p + b x^{-q}$, setting $f'(x) = 0$ gives
-# $p\,a x^p = q\,b x^{-q}$: at the minimum the two terms stand in the ratio
-# $q : p$. They are *equal* exactly when $p = q$ ($x + 1/x$; and $e^x + e^{-x}$ by
-# symmetry), and close when the exponents are close. Applied to the Chinchilla
-# loss $A/N^\alpha + B/D^\beta$ at fixed compute: the terms stand $\beta : \alpha$ —
+# **Derivation.** For $\phi(z) = c_1 z^p + c_2 z^{-q}$, setting $\phi'(z) = 0$ gives
+# $p\,c_1 z^p = q\,c_2 z^{-q}$: at the minimum the two terms stand in the ratio
+# $q : p$. They are *equal* exactly when $p = q$ ($z + 1/z$; and $e^z + e^{-z}$ by
+# symmetry), and close when the exponents are close. Applied to the [Chinchilla](../book/glossary.md#chinchilla)
+# loss $A_N/N^{\alpha_N} + A_D/D^{\alpha_D}$ ($N$ parameters, $D$ training tokens) at fixed compute: the terms stand $\alpha_D : \alpha_N$ —
 # 0.82 with the published fit, 1.05 with Epoch's refit.
 #
 # Applied to the speaker's case — train a model to a target loss, then serve
@@ -131,8 +141,8 @@ assert v23.verdict == "holds if"
 # and grows again beyond; serving compute $2 N D_\text{inf}$ rises throughout.
 #
 # Near a given size the training term behaves like $N^{-q}$. Holding the loss
-# fixed, $\alpha\,a\,d\ln N = -\beta\,b\,d\ln D$ with $a = A/N^\alpha$ and $b = B/D^\beta$, so
-# $q = \frac{\alpha}{\beta}\frac{a}{b} - 1$: at the cheapest size, training : serving $= 1 : q$, and
+# fixed, $\alpha_N\,\ell_N\,\mathrm{d}\ln N = -\alpha_D\,\ell_D\,\mathrm{d}\ln D$ with $\ell_N = A_N/N^{\alpha_N}$ and $\ell_D = A_D/D^{\alpha_D}$, so
+# $q = \frac{\alpha_N}{\alpha_D}\frac{\ell_N}{\ell_D} - 1$: at the cheapest size, training : serving $= 1 : q$, and
 # "make them equal" is exact only where $q = 1$. The check evaluates $q$ on the Llama 3.1
 # runs (their parameters and tokens from the catalogs, verified against the Llama 3 paper's
 # 3.8×10²⁵ FLOPs) and compares the hand result with the library's numeric minimum.
@@ -280,24 +290,25 @@ assert v28.verdict == "holds if"
 # The MFUs that turn these FLOPs into GPU-hours are derived in [chapter 10](10_training_at_scale.py) (Llama 3 405B 38–43 %; DeepSeek-V3 17–22 % of its FP8 peak).
 #
 # **Derivation.** Machine time per token, in units of peak-FLOP time:
-# pre-training $6N/\text{MFU}_\text{pre}$; RL $cN/\text{MFU}_\text{RL}$, with $c$
+# pre-training $6N/\text{MFU}_\text{pre}$ ([MFU](../book/glossary.md#mfu)); [RL](../book/glossary.md#rl) $c_\text{RL}N/\text{MFU}_\text{RL}$, with $c_\text{RL}$
 # between 2 (rollouts never trained on) and 6 (every token trained on), and a low
 # MFU because rollouts are decode; inference $2N/\text{MFU}_\text{inf}$. Equal
 # machine time then needs
 #
-# $$\frac{D_\text{RL}}{D_\text{pre}} = \frac{6}{c}\cdot\frac{\text{MFU}_\text{RL}}{\text{MFU}_\text{pre}},\qquad
+# $$\frac{D_\text{RL}}{D_\text{pre}} = \frac{6}{c_\text{RL}}\cdot\frac{\text{MFU}_\text{RL}}{\text{MFU}_\text{pre}},\qquad
 #   \frac{D_\text{inf}}{D_\text{pre}} = 3\,\frac{\text{MFU}_\text{inf}}{\text{MFU}_\text{pre}}.$$
 #
-# With decode at 30% of training's MFU: $D_\text{RL}/D_\text{pre} = 1.8/c$ = 0.3–0.9 and
+# With decode at 30% of training's MFU: $D_\text{RL}/D_\text{pre} = 1.8/c_\text{RL}$ = 0.3–0.9 and
 # $D_\text{inf}/D_\text{pre} = 0.9$ — "fewer RL tokens", and all three counts within
 # a factor ~3: the same order of magnitude, which is all the thirds rule can
 # honestly claim.
 #
-# *A caveat of this board model:* it charges all of an RL token's $cN$ FLOPs at
+# *A caveat of this board model:* it charges all of an RL token's $c_\text{RL}N$ FLOPs at
 # decode's MFU. Only the rollout ($2N$) is decode; the training part ($4N$ of a
-# token that is trained on) runs at training's MFU. At $\rho = 0.40$ a fully
-# trained RL token costs $2/\rho + 4 = 9$ units of $N/\text{MFU}_\text{pre}$,
-# not $6/\rho = 15$, so RL is somewhat cheaper per token than the formula above
+# token that is trained on) runs at training's MFU. With decode's MFU at
+# $r_\text{MFU} = 0.40$ of pre-training's, a fully
+# trained RL token costs $2/r_\text{MFU} + 4 = 9$ units of $N/\text{MFU}_\text{pre}$,
+# not $6/r_\text{MFU} = 15$, so RL is somewhat cheaper per token than the formula above
 # says and $D_\text{RL}$ somewhat larger; the order of magnitude does not move.
 #
 # **The MFUs, from published runs.** A run's MFU is its model FLOPs over the
@@ -335,7 +346,7 @@ print(f"(the Llama 3 paper measured 38-43% in the 405B's main stage; the whole-r
 #
 # **Explore:** move the MFU ratio (RL rollouts and serving relative to pre-training)
 # and watch the tokens each gets for equal machine time (left: fewer RL tokens
-# whenever the ratio is below $c/6$) and the machine-time shares when the three
+# whenever the ratio is below $c_\text{RL}/6$) and the machine-time shares when the three
 # token counts are equal (right, against a third each); the run sets the
 # pre-training MFU from its published GPU-hours (DeepSeek-V3 on H800, Llama 3.1 405B on H100).
 
@@ -409,8 +420,8 @@ for name, law in (("hoffmann", "hoffmann"), ("hoffmann, unrounded exponents", HO
 #
 # * **÷ 20 N** — tokens against the rule of thumb at the run's *size*: how much
 #   longer than Chinchilla's recipe a model of that size was trained.
-# * **÷ D\*(C)** — tokens against the compute-optimal tokens at the run's
-#   *compute* $C = 6ND$ (Epoch's refit): how far from the best split of the same
+# * **÷ D\*(C)** — tokens against the compute-optimal tokens $D^*$ at the run's
+#   *compute* $6ND$ (the column's C; Epoch's refit): how far from the best split of the same
 #   budget. Spending more compute on a model raises $D^*$ too, so this multiple
 #   is smaller (roughly the square root of the first).
 #
@@ -468,4 +479,12 @@ _verdict_table([
 ])
 
 # %% [markdown]
-# Exercises: `exercises/07_training_economics.py`.
+# Exercises: `exercises/07_training_economics_exercises.py`.
+
+# %% [markdown]
+# **Read next.** [Chapter 8](08_long_context.py) returns to serving, at long context (prefill,
+# the memory wall). The mechanics of a training step — where its bytes and FLOPs
+# go, and how it is split over chips — are [chapter 10](10_training_at_scale.py). Outside
+# reading: McCandlish et al., "An empirical model of large-batch training"
+# (arXiv:1812.06162), and Hoffmann et al., "Training compute-optimal large language
+# models" (arXiv:2203.15556, Chinchilla).

@@ -25,6 +25,15 @@
 # attention design, the batch that fits at a given context, and read a price
 # sheet's long-context tier as a statement about HBM.
 
+# %% [markdown]
+# **Before you start.** Read [chapter 2](02_kv_cache.py) (the KV cache, $a$, $\beta$ and the
+# balanced context $L^*$) and [chapter 1](01_batch_size.py) (the decode step). Glossary entries that
+# matter here: [prefill](../book/glossary.md#prefill), [decode](../book/glossary.md#decode), [KV cache](../book/glossary.md#kv-cache),
+# [sliding-window, chunked and linear attention](../book/glossary.md#sliding-window-chunked-and-linear-attention) and
+# [sparse attention](../book/glossary.md#sparse-attention); symbols $L_\text{prompt}$, $L_\text{FLOP}$, $L_\text{bytes}$, $L_c$,
+# $C_\text{total}$, $n_\text{full}$, $L_\text{win}$, $M_\text{state}$ on the [notation](../book/notation.md) page
+# (chapter 8 has three crossover contexts; the printouts call each `L*`). About an hour.
+
 # %%
 import numpy as np
 import matplotlib.pyplot as plt
@@ -38,10 +47,10 @@ from llmmath import _catalog, claims, deployment, hardware, kernels, long_contex
 # limited by arithmetic; generating, one token per sequence per step, by
 # memory bandwidth.
 #
-# **Derivation.** A prefill of $T$ prompt tokens reads each weight once and
-# multiplies it $T$ times: intensity $\approx T$ FLOP/byte at bf16 — above the
-# chips' balance points (150–560) once $T$ is a few hundred. Its KV writes,
-# $T\beta$ bytes, are small next to $2TN_\text{mm}$ FLOPs. A decode step at batch
+# **Derivation.** A [prefill](../book/glossary.md#prefill) of $L_\text{prompt}$ prompt tokens reads each weight once and
+# multiplies it $L_\text{prompt}$ times: intensity $\approx L_\text{prompt}$ FLOP/byte at bf16 — above the
+# chips' balance points (150–560) once $L_\text{prompt}$ is a few hundred. Its KV writes,
+# $L_\text{prompt}\beta$ bytes, are small next to $2L_\text{prompt}N_\text{mm}$ FLOPs. A decode step at batch
 # $B$ has intensity $\approx B$, and each sequence also reads its whole KV
 # cache. Per token, prefill costs $\approx 2N_\text{mm}/F$; decode costs
 # $\max\big(2N_\text{mm}/F,\ (P_\text{read}b_w/B + L\beta)/W\big)$.
@@ -76,12 +85,12 @@ for m in ("llama-3.1-8b", "llama-3.1-70b"):
 
 # %% [markdown]
 # **An MoE model needs a longer prompt.** Prefill reads each weight once. A
-# dense model then multiplies it $T$ times, but a prompt of a few hundred tokens
+# dense model then multiplies it $L_\text{prompt}$ times, but a prompt of a few hundred tokens
 # already routes to nearly every expert of an MoE layer (each is missed by all
-# $T$ tokens with probability $(1-k/E)^T$), so prefill reads *all* $N_\text{tot}$
+# $L_\text{prompt}$ tokens with probability $(1-k/E)^{L_\text{prompt}}$), so prefill reads *all* $N_\text{tot}$
 # parameters while each token multiplies only its $N_\text{act}$: the intensity
-# is about $T\,N_\text{act}/N_\text{tot}$ FLOP/byte in bf16, and one prompt on
-# one chip turns compute-bound only near $T^* \approx (F/W)\,N_\text{tot}/N_\text{act}$.
+# is about $L_\text{prompt}\,N_\text{act}/N_\text{tot}$ FLOP/byte in bf16, and one prompt on
+# one chip turns compute-bound only near $L^*_\text{prompt} \approx (F/W)\,N_\text{tot}/N_\text{act}$.
 # (MLA's attention is counted in its prefill form, which attends to
 # up-projected keys and values: 81,920 FLOPs per position per layer for
 # DeepSeek-V3, against the 278,528 of the absorbed form decode uses.)
@@ -100,8 +109,8 @@ print(f"deepseek-v3, one 4,096-token prompt on one h100-sxm: compute {float(pre_
 
 # %% [markdown]
 # **Measured.** The same weights (an $8000 \times 6400$ fp32 layer, 205 MB, beyond
-# any CPU cache), run for $T$ tokens at once (one product $X_{T\times d}W$) and one
-# token at a time ($T$ products with a single row), timed on this machine beside
+# any CPU cache), run for $L_\text{prompt}$ tokens at once (one product $X\Theta$, $X$ of
+# $L_\text{prompt}$ rows) and one token at a time ($L_\text{prompt}$ products with a single row), timed on this machine beside
 # the roofline from its measured ceilings: the read-only stream and the better of
 # one large square product and this product's own best rate, sampled between the
 # sweep's rounds; few-row products use chapter 1's blocked layouts. The table
@@ -166,13 +175,13 @@ assert v32.verdict == "holds"
 # **Derivation.** Per new token, the weights cost $2N_\text{mm}$ FLOPs;
 # attention costs $aL$ with, per layer, $4 n_h d_h$ FLOPs per context position
 # for standard attention (scores and values, 2 FLOPs per multiply-add) and
-# $2 n_h (2 r_{kv} + d_\text{rope})$ for latent attention with absorbed
-# projections. They are equal at
+# $2 n_h (2 r_\text{kv} + r_\text{rope})$ for latent attention with absorbed
+# projections. They are equal at (the printout's `L*`)
 #
-# $$L^* = \frac{2 N_\text{mm}}{a} \qquad\text{(Llama-3.1-70B: } \frac{2\times 69.5\times 10^{9}}{80\times 4\times 64\times 128} = 53{,}000 \text{ tokens).}$$
+# $$L_\text{FLOP} = \frac{2 N_\text{mm}}{a} \qquad\text{(Llama-3.1-70B: } \frac{2\times 69.5\times 10^{9}}{80\times 4\times 64\times 128} = 53{,}000 \text{ tokens).}$$
 #
-# Sliding-window layers see at most $W$ positions; top-k attention at most $k$
-# (plus its indexer's cost over all $L$).
+# [Sliding-window](../book/glossary.md#sliding-window-chunked-and-linear-attention) layers see at most $L_\text{win}$ positions; top-k
+# [sparse attention](../book/glossary.md#sparse-attention) at most $k_\text{sel}$ (plus its indexer's cost over all $L$).
 
 # %% slideshow={"slide_type": "subslide"}
 designs = [("llama-3.1-8b", {}), ("llama-3.1-70b", {}), ("llama-3.1-405b", {}), ("qwen3-4b", {}),
@@ -205,16 +214,16 @@ explorers.attention_crossover_explorer()
 #
 # The claim counts FLOPs. A decode step of one sequence waits on memory, so its
 # *time* turns where the bytes do: where the sequence's KV cache reaches the
-# weights' bytes, $L^* = N b_w/\beta$. Chapter 3's toy decode step
+# weights' bytes, $L_\text{bytes} = N_\text{tot} b_w/\beta$ (the `L*` of the printout and the plot). Chapter 3's toy decode step
 # (`context.context_sweep`), one sequence: a $1024 \times 1024$ fp32 weight (4 MiB)
 # and, per token of context, a key and a value of 1,024 fp32 values (8 KiB), so
-# $L^* = 4d^2/8d = d/2 = 512$ tokens. (Its FLOP crossover $2d^2/4d$ is the same 512:
+# $L_\text{bytes} = 4d^2/8d = d/2 = 512$ tokens ($d = 1024$). (Its FLOP crossover $2d^2/4d$ is the same 512:
 # weights and cache both do half a FLOP per byte here. In a real model they part: the
-# last line below gives Llama-3.1-70B's.) The step is timed from $L^*/64$ to $32L^*$,
+# last line below gives Llama-3.1-70B's.) The step is timed from $L_\text{bytes}/64$ to $32L_\text{bytes}$,
 # and the weight product and the attention also alone, beside the roofline from this
-# machine's ceilings sampled in the same rounds. Below $L^*$ the weights should set the
+# machine's ceilings sampled in the same rounds. Below $L_\text{bytes}$ the weights should set the
 # time (log-log slope near 0), above it the cache (slope near 1). **Check:** the slope
-# is below 0.3 at $L \le L^*/8$ and above 0.6 at $L \ge 8L^*$.
+# is below 0.3 at $L \le L_\text{bytes}/8$ and above 0.6 at $L \ge 8L_\text{bytes}$.
 
 # %%
 from llmmath.demos import context as context_demo
@@ -284,7 +293,7 @@ assert v33.verdict == "off by"
 #
 # is the memory-to-compute slope: for Llama-3.1-70B on an H100,
 # $327{,}680 \times 295 / 2{,}621{,}440 = 37$. Capacity: a sequence of $L$
-# tokens holds $L\beta$ bytes, so at most $(C_\text{total} - N b_w)/(L\beta)$
+# tokens holds $L\beta$ bytes, so at most $(C_\text{total} - N_\text{tot} b_w)/(L\beta)$
 # sequences fit — if the chips' HBM were one pool.
 #
 # It is not. A chip holds its own weights and its own sequences' cache, and a
@@ -384,14 +393,14 @@ assert fit34["llama-3.1-70b"][i1m] == (141e9 - 70_553_706_496 * 2 / 8) // (2**20
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Measured: the KV read sets the slope
 #
-# Claim 33's toy sweep, read for this claim. Past $L^*$ each token of context adds
+# Claim 33's toy sweep, read for this claim. Past $L_\text{bytes}$ each token of context adds
 # $\beta/W$ to the step ($\beta = 8d$ bytes, a key and a value) and $a/F$ of
 # arithmetic ($a = 4d$ FLOPs), so the read outweighs the arithmetic by
 # $\beta F/(aW) = 2F/W$, this machine's slope ratio (printed). If the read sets the
 # cost, time per generated token grows in proportion to $L$ (log-log slope near 1),
 # the attention alone moves its cache at a rate comparable to the machine's read
 # streams, and it takes several times what its arithmetic would take at $F$. **Check:** the slope at
-# $L \ge 8L^*$ is above 0.7, and the attention at the longest context takes more than
+# $L \ge 8L_\text{bytes}$ is above 0.7, and the attention at the longest context takes more than
 # twice its arithmetic at $F$ (an attention that waited on arithmetic would take about 1×).
 
 # %%
@@ -467,7 +476,7 @@ explorers.long_context_explorer()
 # 295) the compute is $2N_\text{act}$ and $\beta$ doubles. Either way it is kilobytes.
 # How a model gets there, he said: one global KV shared by every layer
 # (Character.AI's design, also in Gemma-style local/global stacks) —
-# $1 \times 2 \times d_\text{head} \times n_\text{kv}$ bytes at one byte per element — or sparse
+# $1 \times 2 \times d_h \times n_\text{kv}$ bytes at one byte per element — or sparse
 # attention dividing $\beta$ by its sparsity. Latent attention alone does not:
 
 # %%
@@ -658,15 +667,17 @@ assert v37.verdict == "holds if"
 # indexer picks. Do these move the wall, and by how much?
 #
 # **Derivation.** One sequence at context $L$ holds
-# $\big(n_\text{full} L + n_\text{win}\min(L, w) + n_\text{chunk}\min(L, c)\big)\beta_\text{layer}$
-# bytes of K/V plus its linear layers' state $S$, which does not grow. Once $L$
+# $\big(n_\text{full} L + n_\text{win}\min(L, L_\text{win}) + n_\text{chunk}\min(L, L_\text{chunk})\big)\beta_\text{layer}$
+# bytes of K/V ($n_\text{full}$, $n_\text{win}$, $n_\text{chunk}$ layers with full, sliding-window
+# and chunked attention over windows of $L_\text{win}$ and chunks of $L_\text{chunk}$ tokens, $\beta_\text{layer}$
+# bytes per token in one layer) plus its linear layers' state $M_\text{state}$, which does not grow. Once $L$
 # passes the windows and chunks, only the $n_\text{full}$ full layers grow, so
-# the cache is $n_\text{full}/n_\text{layers}$ of what it would be if every layer
-# attended: the wall moves out by $n_\text{layers}/n_\text{full}$ — 2× for
+# the cache is $n_\text{full}/n_\ell$ of what it would be if every one of the $n_\ell$ layers
+# attended: the wall moves out by $n_\ell/n_\text{full}$ — 2× for
 # gpt-oss, 4× for Scout and Qwen3-Next, 8× for Jamba — and then stands, since those full
 # layers still read the whole context every step. For Qwen3-Next by hand:
 # 12 full layers × 2 KV heads × 256 × (K and V) × 2 bytes = 24,576 bytes a token,
-# and $S$ = 36 × (32 heads × 128 × 128 + 8,192 × 3) × 2 bytes = 39.5 MB, the
+# and $M_\text{state}$ = 36 × (32 heads × 128 × 128 + 8,192 × 3) × 2 bytes = 39.5 MB, the
 # K/V of 1,608 tokens. Below, each design's cache and decode cost per token,
 # from `long_context.architecture_wall` (the largest batch any one-stage
 # placement of 8 chips holds, priced by the one step model).
@@ -706,7 +717,7 @@ print(f"DeepSeek-V3.2 (DSA on DeepSeek-V3's MLA, bf16 latent) at 1M: holds {held
 # %% [markdown]
 # The pattern the table shows: a design that drops layers from the full
 # set divides the cache, and with it the cost per token at long context, by
-# about $n_\text{layers}/n_\text{full}$; the cost still climbs in proportion to
+# about $n_\ell/n_\text{full}$; the cost still climbs in proportion to
 # the context from 128k to 1M, as it does for the dense model, because what is
 # left attends to everything. DSA splits the two walls: it reads about a ninth
 # as much as the latent attention it sits on (its index keys are 132 bytes
@@ -781,6 +792,14 @@ assert np.isclose(held_dsa / ds.kv_bytes_per_sequence(L1m), (1152 + 132) / 1152,
 # | 35 | 1:54:23 | 100–200k is the cost-balanced window | **holds if** read as cost growth (∝ L past a few thousand tokens: 1M costs 7.8× 128k per token for Llama-3.1-70B and DeepSeek-V3 on H100 and B200); the plateau has ended — 1M windows now ship at flat prices |
 # | 36 | 1:54:40 | HBM is not improving fast enough | **holds if** relative to compute and to long-context ambitions: ~1.41× a year per GPU (A100 → B200) |
 # | 37 | 1:54:55 | too sparse hurts quality | **holds if** the budget falls below what the answer needs or the selector misranks; trained top-2048 reports parity |
-# | — | beyond | windowed, chunked, linear and sparse attention move the wall | **moves, does not remove**: the cache (and cost per token at long context) falls by about $n_\text{layers}/n_\text{full}$, 2× for gpt-oss, 4× for Llama 4 Scout and Qwen3-Next, 8× for Jamba; cost still grows about in proportion to the context; DSA reads about 9× less than MLA but holds more |
+# | — | beyond | windowed, chunked, linear and sparse attention move the wall | **moves, does not remove**: the cache (and cost per token at long context) falls by about $n_\ell/n_\text{full}$, 2× for gpt-oss, 4× for Llama 4 Scout and Qwen3-Next, 8× for Jamba; cost still grows about in proportion to the context; DSA reads about 9× less than MLA but holds more |
 #
-# Exercises: `exercises/08_long_context.py`.
+# Exercises: `exercises/08_long_context_exercises.py`.
+
+# %% [markdown]
+# **Read next.** [Chapter 9](09_ciphers_and_reversibility.py) takes up the interview's last
+# theme: when to store and when to recompute, starting from ciphers and
+# adversarial examples. For serving long prompts in practice (chunked prefill,
+# prefill and decode on separate chips) see [chapter 12](12_serving_for_real.py). Outside
+# reading: the DeepSeek-V3.2-Exp report on DeepSeek Sparse Attention, and Beltagy et
+# al., "Longformer" (arXiv:2004.05150) for sliding-window attention.

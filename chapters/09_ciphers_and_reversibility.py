@@ -27,6 +27,15 @@
 # Everything here runs in NumPy on this machine; the data are the handwritten
 # digits that scikit-learn ships (1,797 images of 8×8 pixels with 17 grey levels).
 
+# %% [markdown]
+# **Before you start.** The first half needs only gradients and a little linear algebra;
+# the second half (memory for compute) uses [chapter 1](01_batch_size.py)'s step model and
+# [chapter 2](02_kv_cache.py)'s $\beta$ and $a$. Glossary entries that matter here:
+# [adversarial example](../book/glossary.md#adversarial-example) (with FGSM, avalanche and Feistel networks),
+# [recomputation](../book/glossary.md#recomputation), [activation](../book/glossary.md#activation) and [KV cache](../book/glossary.md#kv-cache);
+# symbols $\mathcal{L}$, $\varepsilon$, $\theta$, $x_1$, $x_2$, $\psi_1$, $\psi_2$, $t_\text{read}$,
+# $t_\text{recompute}$ on the [notation](../book/notation.md) page. About 50 minutes.
+
 # %%
 import time
 
@@ -53,9 +62,9 @@ print(f"train {len(ytr)} images, test {len(y)}; test accuracy {np.mean(model.pre
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### The fast gradient sign method
-# The loss $\ell(x)$ rises fastest, per unit of L∞ change, along the sign of
-# its gradient. FGSM takes one such step of size $\varepsilon$ per pixel
-# (Goodfellow et al. 2015): $x' = \mathrm{clip}\big(x + \varepsilon\,\mathrm{sign}(\nabla_x \ell),\ 0, 1\big)$.
+# The loss $\mathcal{L}(x)$ of an input image $x$ rises fastest, per unit of L∞ change, along the sign of
+# its gradient. [FGSM](../book/glossary.md#adversarial-example) takes one such step of size $\varepsilon$ per pixel
+# (Goodfellow et al. 2015): $x' = \mathrm{clip}\big(x + \varepsilon\,\mathrm{sign}(\nabla_x \mathcal{L}),\ 0, 1\big)$.
 # Pixels are scaled to [0, 1], so one grey level is $1/16 = 0.0625$. (The
 # published anchor: Goodfellow et al.'s ImageNet example, GoogLeNet, turns a
 # panda at 57.7% into a gibbon at 99.3% with $\varepsilon = 0.007$ — the size of
@@ -121,7 +130,8 @@ adv_explorer.widget
 # ### The cipher side: avalanche
 # A block cipher is built so that flipping **any one** input bit flips about
 # half the output bits. Our 64-bit Feistel network (`llmmath.ciphers`: rounds
-# $(L, R) \to (R,\ L \oplus F(R, k_i))$) reaches that after three rounds;
+# $(x_1, x_2) \to (x_2,\ x_1 \oplus \psi(x_2, \kappa_i))$ on the two 32-bit halves, with round function $\psi$ and
+# round key $\kappa_i$) reaches that after three rounds;
 # SHA-256, from Python's standard library, flips half of its 256 output bits.
 
 # %% slideshow={"slide_type": "subslide"}
@@ -156,13 +166,13 @@ print(f"cipher: one bit flipped changes {np.mean(aval[-1]) / 64:.0%} of the outp
 
 # %% [markdown] slideshow={"slide_type": "subslide"}
 # ### Why so small? The linear account
-# For a linear score $w^\top x$, the perturbation $\varepsilon\,\mathrm{sign}(w)$
-# moves the score by $\varepsilon\,\lVert w\rVert_1$, while random signs of the
-# same size move it by about $\varepsilon\,\lVert w\rVert_2$. With $m$ inputs of
-# similar weight, $\lVert w\rVert_1 \approx m\,\overline{|w|}$ but
-# $\lVert w\rVert_2 \approx \sqrt m\,\overline{|w|}$: the worst-case direction
-# gains $\sqrt m$ over random noise, and the size needed to cross a fixed
-# margin falls as $1/m$. In high dimension, many imperceptible changes add up
+# For a linear score $\theta^\top x$ (weights $\theta$), the perturbation $\varepsilon\,\mathrm{sign}(\theta)$
+# moves the score by $\varepsilon\,\lVert \theta\rVert_1$, while random signs of the
+# same size move it by about $\varepsilon\,\lVert \theta\rVert_2$. With $n_\text{in}$ inputs of
+# similar weight, $\lVert \theta\rVert_1 \approx n_\text{in}\,\overline{|\theta|}$ but
+# $\lVert \theta\rVert_2 \approx \sqrt{n_\text{in}}\,\overline{|\theta|}$: the worst-case direction
+# gains $\sqrt{n_\text{in}}$ over random noise, and the size needed to cross a fixed
+# margin falls as $1/n_\text{in}$. In high dimension, many imperceptible changes add up
 # (Goodfellow et al. 2015, section 3). A synthetic check:
 
 # %% slideshow={"slide_type": "subslide"}
@@ -195,14 +205,14 @@ assert v38.verdict == "holds"
 #
 # The ordinary alternatives, selective and full recomputation, are priced in bytes per layer and extra FLOPs per step in [chapter 10](10_training_at_scale.py).
 #
-# **Derivation.** The cipher's trick works for any function $F$: with $+$ in
+# **Derivation.** The cipher's trick works for any round function: with $+$ in
 # place of xor, a **coupling block** maps $(x_1, x_2)$ to
 #
-# $$y_1 = x_1 + F(x_2), \qquad y_2 = x_2 + G(y_1),$$
+# $$y_1 = x_1 + \psi_1(x_2), \qquad y_2 = x_2 + \psi_2(y_1),$$
 #
-# and is undone by $x_2 = y_2 - G(y_1)$, $x_1 = y_1 - F(x_2)$ — no matter what
-# $F$ and $G$ are (RevNets: Gomez et al. 2017). The backward pass walks the
-# blocks in reverse, rebuilding each block's input (and the $F$, $G$ outputs
+# and is undone by $x_2 = y_2 - \psi_2(y_1)$, $x_1 = y_1 - \psi_1(x_2)$ — no matter what
+# $\psi_1$ and $\psi_2$ are (RevNets: Gomez et al. 2017). The backward pass walks the
+# blocks in reverse, rebuilding each block's input (and the $\psi_1$, $\psi_2$ outputs
 # it needs) from its output, then backpropagating through it. Cost: one extra
 # forward pass; memory: independent of depth. The catch is floating point: the
 # inverse is exact in real arithmetic, not in float32. And only the coupling
@@ -277,8 +287,8 @@ assert np.mean(losses[-10:]) < 0.5 * losses[0] and test_acc > 0.85
 # **Measured: memory and time against depth.** Peak memory (Python's
 # `tracemalloc`, which sees NumPy's allocations) of one forward + backward pass
 # on 1,024 images, for stored activations, recomputation through the inverse,
-# and checkpointing every $\lceil\sqrt n\,\rceil$ blocks (store the segment
-# starts, recompute each segment forward: memory $\sim 2\sqrt n$ blocks' worth).
+# and checkpointing every $\lceil\sqrt{n_\ell}\,\rceil$ of the $n_\ell$ blocks (store the segment
+# starts, recompute each segment forward: memory $\sim 2\sqrt{n_\ell}$ blocks' worth).
 # Times are measured without tracing, the three modes round-robin on one BLAS
 # thread, so that their ratio is read under the same load. The time prediction
 # counts products: per block the forward is 2 and the backward 4, and recomputing
@@ -341,7 +351,7 @@ assert v39.verdict == "holds"
 # recomputing them — the KV cache is the example — is generally the profitable
 # direction. (A one-line remark in the interview; we test it on both sides.)
 #
-# [Chapter 10](10_training_at_scale.py) applies this trade to training activations: selective recomputation costs one more attention forward and frees the $5as/h$ bytes of scores.
+# [Chapter 10](10_training_at_scale.py) applies this trade to training activations: selective recomputation costs one more attention forward and frees the $5n_hL/d$ bytes (per token per $d$) of scores.
 #
 # ### The KV cache: read, or recompute?
 # A cached token's K and V cost $\beta$ bytes to read: $t_\text{read} = \beta/W$.
@@ -358,7 +368,7 @@ for m_ in ("llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"):
 
 # %% [markdown]
 # **Measured on this machine.** A toy 8-layer model (width 1024, fp32) whose
-# layers compute $h \leftarrow \tanh(hW)$, $k = hW_k$, $v = hW_v$: recompute K, V
+# layers compute $h \leftarrow \tanh(h\Theta)$, keys $h\Theta_k$ and values $h\Theta_v$: recompute K, V
 # for 256 past tokens, or gather them from a cache. Predictions from this
 # machine's ceilings (chapter 0), sampled between the rounds in which the two are
 # timed, so both sides and their ceilings see the same load. Each call starts with
@@ -401,7 +411,8 @@ explorers.kv_tier_explorer()
 # ### Training activations: where memory is the scarce resource
 # During training, every layer must keep its activations until the backward
 # pass. Korthikanti et al. (2022) count, for a GPT-style layer with 16-bit
-# activations and 1-byte dropout masks, $s\,b\,h\,(34 + 5as/h)$ bytes;
+# activations and 1-byte dropout masks, $L\,b\,d\,(34 + 5n_hL/d)$ bytes (sequences of $L$ tokens,
+# micro-batches of $b$, hidden size $d$, $n_h$ heads; their paper writes *s, b, h, a*);
 # `memory.activation_bytes_per_layer` implements their accounting, with
 # tensor and sequence parallelism and the two recomputation strategies.
 
@@ -441,4 +452,11 @@ assert v40.verdict == "holds if"
 # | 39 | 2:12:58 | reversible layers need not store activations | **holds**: exact gradients, flat memory with depth, one extra forward; float32 drift grows with depth |
 # | 40 | 2:13:35 | memory for compute usually pays | **holds if** the stored bytes are re-read soon: KV reads are hundreds to thousands of times cheaper than recomputation (range in the check above; MLA recomputed in its prefill form); in capacity-bound training the trade runs the other way |
 #
-# Exercises: `exercises/09_ciphers_and_reversibility.py`.
+# Exercises: `exercises/09_ciphers_and_reversibility_exercises.py`.
+
+# %% [markdown]
+# **Read next.** [Chapter 10](10_training_at_scale.py) applies the store-or-recompute trade to
+# a real training step, with every byte of model state and every activation
+# counted. Outside reading: Goodfellow, Shlens and Szegedy, "Explaining and
+# harnessing adversarial examples" (arXiv:1412.6572), and Gomez et al., "The
+# reversible residual network" (arXiv:1707.04585).

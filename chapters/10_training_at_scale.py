@@ -25,7 +25,7 @@
 # model on 16,384 GPUs and check the layout against the one Meta used; and lay
 # out an 8B model on the 8 to 64 GPUs a student might rent, by hand and by search.
 #
-# **Symbols.** The course's notation (chapter 1) and the symbols this chapter
+# **Symbols.** The course's [notation](../book/notation.md) (chapter 1 onward) and the symbols this chapter
 # adds; where a paper's formula is quoted, its letters are translated into these.
 #
 # | symbol | meaning | code name |
@@ -43,11 +43,21 @@
 # | $F$, $C$ | one GPU's dense peak FLOP/s and its HBM bytes | `flops_per_s(dtype)`, `hbm_bytes` |
 #
 # The ZeRO paper writes $\Psi$ for the parameters (our $N$) and $N_d$ for DP;
-# Korthikanti et al. write $s, b, h, a, t, l$ for our $L, b, d, n_h, \text{TP}, n_\ell$.
+# Korthikanti et al. write *s, b, h, a, t, l* for our $L, b, d, n_h, \text{TP}, n_\ell$.
 # A layout prints as one label, e.g. `TP8 CP1 PP16 DP128 mb1 x16 1f1b ZeRO-2 selective`:
 # TP = 8, CP = 1, PP = 16, DP = 128 (16,384 GPUs); `mb1 x16`, micro-batches of
 # $b = 1$ sequence, $m = 16$ of them through each pipeline per step; the 1F1B
 # schedule; ZeRO stage 2; selective recomputation.
+
+# %% [markdown]
+# **Before you start.** Read [chapter 6](06_pipelining.py) (pipeline stages, micro-batches,
+# the bubble) and [chapter 7](07_training_economics.py) (6ND and MFU); [chapter 5](05_experts_on_a_rack.py)'s
+# collective costs are used for the communication. Glossary entries that matter
+# here: [data](../book/glossary.md#data-parallelism), [tensor](../book/glossary.md#tensor-parallelism), [pipeline](../book/glossary.md#pipeline-parallelism) and
+# [context parallelism](../book/glossary.md#context-parallelism), [ZeRO](../book/glossary.md#zero), [optimizer state](../book/glossary.md#optimizer-state),
+# [recomputation](../book/glossary.md#recomputation), [MFU](../book/glossary.md#mfu) and [Megatron-LM](../book/glossary.md#megatron-lm); the chapter's own
+# symbol table (below) agrees with the [notation](../book/notation.md) page. About an hour and a
+# half; the last section runs MPI ranks on this machine.
 
 # %%
 import numpy as np
@@ -170,12 +180,12 @@ for (name, kw), by_hand in zip(rows, hand):
 # which is why modern stacks are "selective" by default.
 #
 # **Beyond their formula: GQA, SwiGLU, no dropout.** The same rule — keep each
-# operation's input in 16 bits — gives, per token, with $q = n_h d_h$ and
-# $kv = n_\text{kv} d_h$: norms $4d$; attention input $2d$, Q $2q$, K and V
-# $4\,kv$, projection input $2q$; MLP input $2d$ and, for a gated MLP, its
+# operation's input in 16 bits — gives, per token, with $d_q = n_h d_h$ and
+# $d_\text{kv} = n_\text{kv} d_h$: norms $4d$; attention input $2d$, Q $2d_q$, K and V
+# $4\,d_\text{kv}$, projection input $2d_q$; MLP input $2d$ and, for a gated MLP, its
 # activation's two inputs (gate and up, $4d_\text{ff}$) and output
-# ($2d_\text{ff}$); no masks without dropout. Llama 3.1 405B ($q = d$,
-# $kv = d/16$, $d_\text{ff} = 3.25d$):
+# ($2d_\text{ff}$); no masks without dropout. Llama 3.1 405B ($d_q = d$,
+# $d_\text{kv} = d/16$, $d_\text{ff} = 3.25d$):
 # $4 + 2 + 2 + 0.25 + 2 + 2 + 6 \times 3.25 = 31.75$ bytes per token per $d$,
 # a little under GPT's 34 — GQA's small K/V pays for SwiGLU's wider MLP.
 
@@ -314,7 +324,7 @@ print(f"\nA published-looking ~21.6% lies between the two full-square rows ({squ
 #
 # Collective times come from `network`'s ring formulas with a link's per-direction
 # bandwidth. NCCL reports a *bus bandwidth*: the algorithm bandwidth (bytes ÷ time)
-# times $2(k-1)/k$ for an all-reduce over $k$ ranks and $(k-1)/k$ for all-gather
+# times $2(n-1)/n$ for an all-reduce over $n$ ranks and $(n-1)/n$ for all-gather
 # and reduce-scatter, so that it reads directly against the link speed; our times
 # assume a bus bandwidth equal to the link's. A group whose ranks fit one scale-up
 # domain (8 GPUs on an HGX H100) uses NVLink, otherwise the 50 GB/s NIC.
@@ -533,12 +543,12 @@ plt.show()
 # the balance has a closed form (`training_layout.comm_bound_points`; *How to
 # Scale Your Model* builds its training chapters on the same comparisons). A
 # data-parallel replica's GPUs send $b_g + b_w$ bytes per parameter each step
-# and compute $6T$ FLOPs per parameter for $T$ tokens, so ZeRO-1's sync hides
-# while $T \ge F(b_g+b_w)/(6W_\text{NIC})$, whatever the model's size. Tensor
+# and compute $6D_\text{step}$ FLOPs per parameter for the $D_\text{step}$ tokens of its step, so ZeRO-1's sync hides
+# while $D_\text{step} \ge F(b_g+b_w)/(6\,\text{bw}_\text{out})$ ($\text{bw}_\text{out}$: one GPU's NIC), whatever the model's size. Tensor
 # parallelism moves $16\,d$ bytes a token per layer (gathers and
 # reduce-scatters, forward and backward) against $6P_\text{layer}/\text{TP}$
 # FLOPs, so it turns communication-bound past
-# $\text{TP}_\max = 1 + 6P_\text{layer}W_\text{NVLink}/(16\,d\,F)$. Every run
+# $\text{TP}_\max = 1 + 6P_\text{layer}\text{bw}_\text{up}/(16\,d\,F)$ ($\text{bw}_\text{up}$: one GPU's NVLink bandwidth). Every run
 # in the ledger, against both:
 
 # %% slideshow={"slide_type": "subslide"}
@@ -643,7 +653,7 @@ assert moe_ratio < dense_ratio              # MoE runs fall further below their 
 #   the 12 bytes of master weights and Adam moments;
 # * activations, per token and layer (the GQA/SwiGLU count above): norms $4d$,
 #   attention and MLP inputs $2d + 2d$, Q and the projection's input
-#   $2q + 2q = 4d$, K and V $4n_\text{kv}d_h = d$, SwiGLU $6d_\text{ff} = 21d$:
+#   $2d_q + 2d_q = 4d$, K and V $4n_\text{kv}d_h = d$, SwiGLU $6d_\text{ff} = 21d$:
 #   $34d$ bytes; times $L$ tokens and all $n_\ell$ layers, for the one
 #   micro-batch a single stage (PP = 1) holds at a time.
 #
@@ -753,9 +763,9 @@ assert abs(dp64.step_time_s / best.step_time_s - 1) < 1e-12     # 8x the GPUs, 8
 # parallel:** each computes the gradient of half the batch, then one all-reduce
 # of the 4 MiB of gradients sums them; with overlap, each layer's gradient is
 # sent as soon as the backward pass has made it. The prediction uses chapter 5's
-# method: $\alpha$ and $\beta$ fitted to a ping-pong in the same run, the ring
-# all-reduce $2(p-1)\alpha + 2\frac{p-1}{p}\frac{n}{\beta} + \frac{p-1}{p}\frac{n}{\gamma}$
-# ($\gamma$: how fast a rank adds one buffer into another). **Pipeline:** each
+# method: $\alpha$ and $\text{bw}$ fitted to a ping-pong in the same run (the printout's `alpha`, `beta`), the ring
+# all-reduce of $M$ bytes over $n$ ranks $2(n-1)\alpha + 2\frac{n-1}{n}\frac{M}{\text{bw}} + \frac{n-1}{n}\frac{M}{\text{bw}_\text{add}}$
+# ($\text{bw}_\text{add}$, the printout's `gamma`: how fast a rank adds one buffer into another). **Pipeline:** each
 # rank holds two layers; 4 micro-batches go through in GPipe and in 1F1B order.
 
 # %%
@@ -812,7 +822,7 @@ measured.check("data parallelism and the pipeline take at least their models' ti
 #   core stretches a round, so the measured bubble sits above it (the check asks
 #   only for half of it, which load cannot take away). The in-flight counts are
 #   the schedules' own and do not depend on timing: GPipe holds all $m$
-#   micro-batches on each stage, 1F1B holds $p - s$.
+#   micro-batches on each stage, 1F1B holds $\text{PP} - i$ on stage $i$.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
@@ -834,4 +844,12 @@ measured.check("data parallelism and the pipeline take at least their models' ti
 # MFU that turns FLOPs into GPU-hours; recomputation and reversibility (claims
 # 39, 40, chapter 9) — what selective and full recomputation buy and cost.
 #
-# Exercises: `exercises/10_training_at_scale.py`.
+# Exercises: `exercises/10_training_at_scale_exercises.py`.
+
+# %% [markdown]
+# **Read next.** [Chapter 11](11_plan_a_deployment.py) does for serving what this chapter did
+# for training: any model config in, a placement and its costs out. Outside
+# reading: Rajbhandari et al., "ZeRO" (arXiv:1910.02054); Korthikanti et al.,
+# "Reducing activation recomputation in large transformer models"
+# (arXiv:2205.05198); and the training chapters of
+# [*How to Scale Your Model*](https://jax-ml.github.io/scaling-book/training/).

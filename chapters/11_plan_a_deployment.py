@@ -27,6 +27,15 @@
 # Every number a plan prints is a **roofline floor** (times) or **ceiling**
 # (rates): no communication, no kernel gaps, perfect overlap, even expert load.
 
+# %% [markdown]
+# **Before you start.** This chapter assembles chapters 1–8; at least [chapter 1](01_batch_size.py),
+# [chapter 2](02_kv_cache.py) and [chapter 3](03_balance_point.py) should be familiar, and
+# [chapter 6](06_pipelining.py) for the placements. Glossary entries that matter here:
+# [tensor](../book/glossary.md#tensor-parallelism), [pipeline](../book/glossary.md#pipeline-parallelism), [data](../book/glossary.md#data-parallelism) and
+# [expert parallelism](../book/glossary.md#expert-parallelism), [balance batch](../book/glossary.md#balance-batch), [TTFT](../book/glossary.md#ttft),
+# [vLLM](../book/glossary.md#vllm) and [model names](../book/glossary.md#model-names) (a model's `config.json`); symbols $n$, TP, PP,
+# DP, EP, $\text{kv}(L)$, $\text{attn}(L)$, $e_\text{max}$ on the [notation](../book/notation.md) page. About an hour.
+
 # %%
 import json
 
@@ -82,21 +91,22 @@ assert odd.unmodelled_config_fields == ("num_memory_tokens",)
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## What a plan computes
 #
-# For $B$ sequences at context $L$ on a replica of $n_r = \text{PP}\cdot\text{TP}\cdot\text{DP}$ chips
+# For $B$ sequences at context $L$ on a replica of $n = \text{PP}\cdot\text{TP}\cdot\text{DP}$ chips
 # (chapter 6's layout: attention split TP ways and replicated over DP groups of
 # sequences, routed experts spread over the stage's chips):
 #
-# $$t_\text{step} \;\ge\; \max\!\Big(\underbrace{\frac{B\,(2N_\text{mm} + a(L))}{n_r F}}_{\text{compute}},\;
-# \underbrace{\frac{\big[N_\text{other}/\text{TP} + R\cdot\text{frac}(B)\big]\,b_w}{W}}_{\text{weights, per chip}} +
+# $$t_\text{step} \;\ge\; \max\!\Big(\underbrace{\frac{B\,(2N_\text{mm} + \text{attn}(L))}{n F}}_{\text{compute}},\;
+# \underbrace{\frac{\big[N_\text{other}/\text{TP} + e_\text{max} P_e\,\text{frac}(B)\big]\,b_w}{W}}_{\text{weights, per chip}} +
 # \underbrace{\frac{B\,\text{kv}(L)}{\text{DP}\cdot\text{TP}_\text{kv}\cdot\text{PP}\cdot W}}_{\text{KV cache, per chip}}\Big)$$
 #
-# with $\text{kv}(L)$ one sequence's cache (fewer positions in sliding-window
-# layers), $R$ the routed experts on the fullest chip, $\text{frac}(B)$ the
-# share of them some token touches. From it: **max batch** (KV beside the
+# with $\text{attn}(L)$ one new token's attention FLOPs ($aL$ when every layer attends to all
+# $L$ positions), $\text{kv}(L)$ one sequence's cache (fewer positions in sliding-window
+# layers), $e_\text{max}$ the routed experts on the fullest chip ($P_e$ weights each), $\text{frac}(B)$ the
+# share of them some token touches, and $\text{TP}_\text{kv}$ the ways the KV heads are split. From it: **max batch** (KV beside the
 # weights), **max context** at a batch, the **balance batch** (compute =
 # memory), tokens/s per user ($1/t_\text{step}$) and per chip
 # ($B/(n\,t_\text{step})$), **chip-seconds and dollars per million tokens**
-# ($n\,t_\text{step}/B$), **time to first token** (the prompt's FLOPs, or its
+# ($n\,t_\text{step}/B$), **time to first token** ([TTFT](../book/glossary.md#ttft): the prompt's FLOPs, or its
 # weights' read, whichever is longer: its attention, dense layers, shared experts
 # and head run on its own TP chips, only the routed experts it picks spread over
 # the stage's TP·DP), and **which resource binds**. The weights a chip holds are
@@ -488,4 +498,11 @@ print(f"dense rows reach {med['dense']:.0%} of the ceiling at the median, MoE ro
 # | what binds? | compute, HBM bandwidth (weights or KV), or HBM capacity |
 # | how far is reality? | a fraction of the ceiling that depends on the regime (the medians above; chapter 12 predicts it) |
 #
-# Exercises: `exercises/11_plan_a_deployment.py`.
+# Exercises: `exercises/11_plan_a_deployment_exercises.py`.
+
+# %% [markdown]
+# **Read next.** [Chapter 12](12_serving_for_real.py) explains the gap this chapter measured
+# between the roofline and real engines, term by term, and simulates an engine
+# under load. Outside reading: the vLLM documentation's pages on memory
+# (`gpu_memory_utilization`) and parallelism ([docs.vllm.ai](https://docs.vllm.ai/)), and NVIDIA's
+# TensorRT-LLM performance overview, for the engines whose numbers fill the ledger.

@@ -19,14 +19,24 @@
 # model took its form, and test rows, entered after its last change with the
 # prediction of that moment, as the ledger section explains. Then it runs a whole engine,
 # step by step, under a stream of requests; and it quantifies the interview's
-# deferred "second effect", speculative decoding, against a measured table.
+# deferred "second effect", [speculative decoding](../book/glossary.md#speculative-decoding), against a measured table.
 #
 # **After this chapter you can** say which term costs a deployment most; predict
-# its tokens per second per chip and time per output token; read how far the
+# its tokens per second per chip and time per output token ([TPOT](../book/glossary.md#tpot-and-itl)); read how far the
 # prediction lands from published measurements, in which regimes it fails and
-# why; simulate an engine's TTFT and TPOT under load, with preemption and with
-# prefill and decode on separate chips; and say what a multi-token-prediction
-# head buys at your batch, context and draft depth.
+# why; simulate an engine's [TTFT](../book/glossary.md#ttft) (time to first token) and TPOT under load, with
+# [preemption](../book/glossary.md#preemption) and with prefill and decode on separate chips; and say what a multi-token-prediction
+# ([MTP](../book/glossary.md#mtp)) head buys at your batch, context and draft depth.
+
+# %% [markdown]
+# **Before you start.** Read [chapter 11](11_plan_a_deployment.py) (the plan and its ceiling)
+# and [chapter 1](01_batch_size.py) (the decode step, speculative decoding); chapter 5's
+# all-to-all and chapter 4's cadence reappear. Many engines, tools and benchmarks
+# are named here; each first use links to its [glossary](../book/glossary.md#engines-tools-and-benchmarks)
+# entry ([vLLM](../book/glossary.md#vllm), [SGLang](../book/glossary.md#sglang), [TensorRT-LLM](../book/glossary.md#tensorrt-llm), [NIM](../book/glossary.md#nim),
+# [MLPerf](../book/glossary.md#mlperf), [AIConfigurator](../book/glossary.md#aiconfigurator), [DeepEP](../book/glossary.md#deepep), …), as do
+# [TTFT](../book/glossary.md#ttft) and [TPOT](../book/glossary.md#tpot-and-itl); symbols $\gamma$, $\tau$, $p_\text{acc}$ on the
+# [notation](../book/notation.md) page. About an hour and a half.
 
 # %%
 import numpy as np
@@ -44,23 +54,23 @@ from llmmath.course.explorers.ch12 import DEPLOYMENTS
 #
 # 1. **sustained rates**: real parts stream HBM at about 0.91 of the datasheet
 #    (measured by this project on an H200), and a serving engine's matmuls reach
-#    the share of peak NVIDIA measured for TensorRT-LLM's own GEMMs on each GPU:
-#    about three quarters in bf16 on Hopper, two thirds on Blackwell;
+#    the share of peak NVIDIA measured for [TensorRT-LLM](../book/glossary.md#tensorrt-llm)'s own [GEMMs](../book/glossary.md#blas-gemm-and-gemv) on each GPU:
+#    about three quarters in bf16 on [Hopper](../book/glossary.md#chips-in-the-catalog), two thirds on Blackwell;
 # 2. **attention at bf16**: attention's FLOPs at the bf16 rate, though the
-#    matmuls run at fp8 or fp4;
+#    matmuls run at [fp8 or fp4](../book/glossary.md#precision);
 # 3. **no overlap**: a step's compute and memory time add;
-# 4. **uneven expert routing**: under expert parallelism the busiest rank's
+# 4. **uneven expert routing**: under [expert parallelism](../book/glossary.md#expert-parallelism) the busiest rank's
 #    experts get more than the mean share of tokens, and every rank waits for it;
-# 5. **communication**: the step's tensor-parallel all-reduces and expert
-#    all-to-all at the rates NCCL and DeepEP reach, over NVLink inside a node
-#    and the NIC beyond it — hidden behind compute when the engine runs
-#    **two-batch overlap** (DeepSeek, SGLang);
+# 5. **communication**: the step's [tensor-parallel](../book/glossary.md#tensor-parallelism) all-reduces and expert
+#    [all-to-all](../book/glossary.md#all-to-all) at the rates NCCL ([collectives](../book/glossary.md#collective)) and [DeepEP](../book/glossary.md#deepep) reach, over [NVLink](../book/glossary.md#nvlink) inside a node
+#    and the [NIC](../book/glossary.md#scale-out) beyond it — hidden behind compute when the engine runs
+#    **two-batch overlap** ([glossary](../book/glossary.md#two-batch-overlap); DeepSeek, [SGLang](../book/glossary.md#sglang));
 # 6. **fp8/fp4 matmuls at their measured rate**, which is a smaller share of
 #    their (larger) peak, and a **fixed time per kernel** (launches, small
 #    collectives' latency, elementwise passes) times the kernels each layer
 #    launches: the one constant set from a published row (next section);
 # 7. **routed experts at the measured MoE layer's rates**: a mixture of
-#    experts' grouped GEMMs, each over the few tokens routed to one expert,
+#    experts' grouped GEMMs (many small GEMMs in one kernel), each over the few tokens routed to one expert,
 #    reach less of HBM and of the matmul peak than one dense GEMM. NVIDIA
 #    measured TensorRT-LLM's whole MoE module at some 10,000 shapes per GPU
 #    and precision; `tools/moe_fractions.py` fits one line to each table
@@ -79,7 +89,7 @@ from llmmath.course.explorers.ch12 import DEPLOYMENTS
 # steps with the same function.
 #
 # Three deployments: Llama-3.1-70B at the largest batch whose KV fits the
-# memory vLLM gives its cache (chapter 11), DeepSeek-V3 at the 88 sequences
+# memory [vLLM](../book/glossary.md#vllm) gives its cache (chapter 11), DeepSeek-V3 at the 88 sequences
 # per GPU its service ran (with one MTP token), and Llama-3.1-8B serving one
 # user:
 
@@ -153,7 +163,7 @@ waterfall.widget
 #
 # How much of its peak a matmul reaches depends on the chip, the precision and
 # the tokens in the step, and it is measured, not fitted: NVIDIA's
-# AIConfigurator ships the time of TensorRT-LLM's own linear layer on each GPU
+# [AIConfigurator](../book/glossary.md#aiconfigurator) ships the time of TensorRT-LLM's own linear layer on each GPU
 # at some 35,000 shapes. `tools/gemm_fractions.py` turns those tables into the
 # share of the dense datasheet peak, over model widths of 4,096 to 16,384
 # (`data/gemm_fractions.toml`); the prediction takes each curve's level at
@@ -188,12 +198,12 @@ print(f"NVFP4 over bf16 on a B200: x{peak_gain:.0f} on the datasheet, "
 # the share climbs with the tokens; above, it climbs more slowly (bf16 has
 # levelled off by 2,048 tokens, fp8 and fp4 on Blackwell still gain a little
 # up to 16,384). The level is lower the faster the format: fp8 runs at twice
-# bf16's peak but reaches a smaller share of it, and NVFP4 on Blackwell a
+# bf16's peak but reaches a smaller share of it, and [NVFP4](../book/glossary.md#precision) on Blackwell a
 # smaller share still, so its four-fold peak buys far less than four times
 # bf16's matmul speed (the last line above). Two independent measurements
 # agree with the tables: this project's own 16-bit matmul on an H200 (fp16
-# through CuPy, 742 of the 989.5 TFLOP/s that fp16 and bf16 share), and
-# vLLM's NVFP4 GEMM on a B200 (a CUTLASS kernel, not TensorRT-LLM's: 3,904
+# through [CuPy](../book/glossary.md#cupy-and-numpy), 742 of the 989.5 TFLOP/s that fp16 and bf16 share), and
+# vLLM's NVFP4 GEMM on a B200 (a [CUTLASS](../book/glossary.md#cutlass) kernel, not TensorRT-LLM's: 3,904
 # TFLOP/s at 16,384 tokens for Llama-3.1-8B's 6,144 x 4,096 projection before
 # quantization, vLLM pull request 20646):
 
@@ -262,11 +272,11 @@ assert abs(per_kernel_by_hand / cal["per_kernel_s"] - 1) < 0.01
 # after the last change to the model; once a change has been judged on it, it
 # becomes validation — and a test fails if a change moves a test row's
 # prediction while it is still called a test row. The test rows here were
-# gathered from three families of sources (NVIDIA's NIM pages and
+# gathered from three families of sources (NVIDIA's [NIM](../book/glossary.md#nim) pages and
 # TensorRT-LLM's tables; the vLLM and SGLang blogs; AMD's blogs,
-# SemiAnalysis's InferenceMAX and dstack) after the MoE term below was fixed,
+# SemiAnalysis's [InferenceMAX](../book/glossary.md#inferencemax) and dstack) after the MoE term below was fixed,
 # and none was dropped once its prediction was seen. Results reserved outside
-# the project (MLPerf Inference v5.0 and v5.1, Oracle's MI300X posts) measure
+# the project ([MLPerf](../book/glossary.md#mlperf) Inference v5.0 and v5.1, Oracle's MI300X posts) measure
 # the model too, and none of them is in the ledger.
 
 # %% [markdown]
@@ -274,7 +284,7 @@ assert abs(per_kernel_by_hand / cal["per_kernel_s"] - 1) < 0.01
 # those matter. TensorRT-LLM's tables ran `trtllm-bench throughput` without
 # setting the engine's batch or token limits, so the tool picked them
 # with its own published heuristic: as many requests as its estimate of the KV
-# cache holds, rounded up. The estimate reads the model's Hugging Face config,
+# cache holds, rounded up. The estimate reads the model's Hugging Face config ([glossary](../book/glossary.md#model-names)),
 # and an MLA model's config lists 128 KV heads of 56 values, keys and values
 # both, many times the compressed cache DeepSeek-V3 really stores (the ratio
 # is printed below). The same estimate counts the packed FP4 checkpoint at
@@ -456,7 +466,7 @@ print(f"these {len(unstated)} rows: median error {score([r['ratio'] for r in uns
 #   Dense Llama on MI300X with vLLM lands near half its prediction for the
 #   same reason; the band of every AMD prediction names the assumption.
 # * **Host time per scheduled sequence.** The one sourced figure (29 µs a
-#   sequence, a profile of TensorRT-LLM's Python runtime on Grace) was tried
+#   sequence, a profile of TensorRT-LLM's Python runtime on Grace, NVIDIA's Arm CPU) was tried
 #   as a term: charged to every engine it made the C++ runtime's validation
 #   rows 1.2-2.4× too slow, so it was left out; host time is each engine's
 #   own and needs its own source. Qwen3-30B-A3B, whose active model is small
@@ -516,9 +526,9 @@ assert np.median(amd) < 0.8                  # AMD rows run slower than predicte
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The second effect: speculative decoding
 #
-# A draft proposes $k$ tokens; one verify step of $k+1$ tokens per sequence
-# keeps $E = (1-\alpha^{k+1})/(1-\alpha)$ of them on average (Leviathan et al.,
-# 2023). While the step is memory-bound the extra tokens are nearly free; once
+# A draft proposes $\gamma$ tokens; one verify step of $\gamma+1$ tokens per sequence
+# keeps $\tau = (1-p_\text{acc}^{\gamma+1})/(1-p_\text{acc})$ of them on average, each kept with probability
+# $p_\text{acc}$ (Leviathan et al., 2023; chapter 1 introduced it). While the step is memory-bound the extra tokens are nearly free; once
 # it is compute-bound they cost their share (`speculative.speculative_decode`).
 
 # %% slideshow={"slide_type": "subslide"}
@@ -543,7 +553,7 @@ assert 1.55 < mtp.speedup[i512] < 1.95 and mtp.speedup[-1] < mtp.speedup[i512]
 # The MoE gains little at a tiny batch (the verify step touches twice the
 # experts), about 1.8× at serving batches, and loses far past the balance batch.
 # The dense model gains most at small batch, and at long context the gain comes
-# back at any batch: the KV cache is read once for all $k+1$ tokens.
+# back at any batch: the KV cache is read once for all $\gamma+1$ tokens.
 #
 # **How deep to draft?** TensorRT-LLM measured DeepSeek-R1 on 8 B200s at one
 # user with 0 to 5 MTP tokens a step. The acceptance length (tokens kept a
@@ -577,13 +587,13 @@ assert meas_gain[-1] < meas_gain.max() and pred_gain[-1] < max(pred_gain)   # de
 # %% [markdown]
 # Both rise and turn over: each extra position is kept less often (the "last
 # kept" column: the share of steps whose deepest draft survived — the
-# independent-α formula, which assumes one constant rate, would keep promising
+# independent-acceptance formula above, which assumes one constant rate, would keep promising
 # more) while each drafted token costs the same.
 # The prediction lands within the first rows and overshoots the deep ones: in
 # the measurement a drafted token costs several percent of a step, more than
 # its bytes and one layer's fixed time explain (the MTP layers run in bf16,
 # autoregressively, with their own sampling). A published negative result
-# points the same way: EAGLE on QwQ-32B at TP4 in SGLang gave 59 tokens/s
+# points the same way: [EAGLE](../book/glossary.md#speculative-decoding) (a drafting method) on QwQ-32B at TP4 in SGLang gave 59 tokens/s
 # against 61 without it (SGLang issue 6949) — at TP4 and batch 1 the step is
 # mostly fixed per-layer cost, which a draft does not shrink and the verify
 # step's tree attention adds to.
@@ -593,7 +603,7 @@ assert meas_gain[-1] < meas_gain.max() and pred_gain[-1] < max(pred_gain)   # de
 #
 # `engine.simulate` runs one replica step by step: every step decodes a token
 # for each running sequence and fills the rest of a token budget with chunks of
-# prompts (chunked prefill). The KV cache is paged: a request is admitted when
+# prompts ([chunked prefill](../book/glossary.md#prefill)). The KV cache is [paged](../book/glossary.md#kv-cache): a request is admitted when
 # its prompt fits, and when the cache is full the newest sequence is preempted
 # and later recomputed (vLLM's policy). Each step is priced by `predict.step`,
 # the function behind every prediction above, for the tokens, cached positions
@@ -677,14 +687,14 @@ print(f"most tokens per second: {fastest}; shortest time per output token: {stea
 # %% [markdown]
 # Reading the lines: the paged engine fills the cache and pays for it in
 # preemptions — recomputing a preempted sequence's prompt and answer so far,
-# or copying its cache to host memory and back over PCIe; reserving never
+# or copying its cache to host memory and back over [PCIe](../book/glossary.md#infiniband); reserving never
 # preempts but leaves much of the cache idle early in each answer, so fewer
 # requests run and the rest wait far longer for a first token (the TTFT
 # column). Which wins
 # depends on how long answers run against the cache (the last line names the
 # winner on each count here), the question chapter 2's KV arithmetic sets up.
 #
-# **Prefill and decode on separate chips.** The same 16 GPUs either serve
+# **Prefill and decode on separate chips** ([disaggregated serving](../book/glossary.md#disaggregated-serving)). The same 16 GPUs either serve
 # everything (two TP8 replicas) or split into 8 for prefill and 8 for decode,
 # each prompt's KV handed over the network after its prefill:
 
@@ -759,8 +769,8 @@ for name, c in (("measured", curve), ("predicted", pred)):
 # %% [markdown]
 # Both saturate: past a hundred clients more of them only lengthen the queue
 # inside the server, and each extra client's first token comes one answer's
-# worth of the plateau's throughput later (Little's law, in both). The
-# inter-token latency is predicted a little high at every load and the
+# worth of the plateau's throughput later ([Little's law](../book/glossary.md#littles-law), in both). The
+# inter-token latency ([ITL](../book/glossary.md#tpot-and-itl)) is predicted a little high at every load and the
 # plateau a little low (the ratios above), and in the simulation the queue
 # starts at a lower load than in the measurement (the printed number of
 # clients at which the first token waits five times its idle time).
@@ -776,7 +786,17 @@ for name, c in (("measured", curve), ("predicted", pred)):
 # | how far from published numbers? | `planner.predicted_vs_measured()`, `planner.split()`: the error on validation and test rows by regime, printed above; `planner.row_band()` and the CLI's band |
 # | how long will users wait at N users? | `engine.at_concurrency`: a closed-loop benchmark's TTFT, inter-token latency and throughput, held against NIM's curve |
 # | what does an offline benchmark measure? | `predict(..., offline_requests=N)`: the whole run, ramp-up and drain |
-# | what does MTP buy? | `speculative.speculative_decode` and `predict(mtp_tokens=...)`: ~E when memory-bound, less with depth and past $B^*$ |
+# | what does MTP buy? | `speculative.speculative_decode` and `predict(mtp_tokens=...)`: ~$\tau$ when memory-bound, less with depth and past $B^*$ |
 # | what happens under load? | `engine.simulate`: TTFT and TPOT percentiles, preemption, prefill/decode split |
 #
-# Exercises: `exercises/12_serving_for_real.py`.
+# Exercises: `exercises/12_serving_for_real_exercises.py`.
+
+# %% [markdown]
+# **Read next.** This is the last chapter. To go further, read the engines' own
+# documentation (vLLM, SGLang, TensorRT-LLM) beside the ledger in
+# `lib/llmmath/data/serving_measurements.toml`, then try the exercises and the
+# planner's CLI on a model you care about. For the whole subject in one place,
+# [*How to Scale Your Model*](https://jax-ml.github.io/scaling-book/) covers the same ground for TPUs and
+# GPUs; for the original argument, the interview itself (see the
+# [claims index](../book/_generated/claims.md)). The [glossary](../book/glossary.md) and the
+# [notation](../book/notation.md) page stay useful as a reference.
