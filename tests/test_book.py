@@ -257,7 +257,7 @@ def test_worked_solutions_pages_are_titled_worked_solutions():
     import json
 
     conf = _conf(False)
-    text = (ROOT / "solutions" / "01_batch_size.py").read_text(encoding="utf-8")
+    text = (ROOT / "solutions" / "01_batch_size_solutions.py").read_text(encoding="utf-8")
     assert "# # Chapter 1 — Exercises: batch size" in text
     assert conf["solution_title"](text).count("# # Chapter 1 — Worked solutions: batch size") == 1
     nb = {"cells": [{"cell_type": "markdown", "source": ["# Chapter 1 — Exercises: batch size\n", "Seven problems"]},
@@ -271,3 +271,25 @@ def test_worked_solutions_pages_are_titled_worked_solutions():
     assert "llmmath.css" in conf["html_css_files"]
     css = (ROOT / "book" / "_static" / "llmmath.css").read_text()
     assert "pre-wrap" in css  # long code lines wrap in the book
+
+
+def test_every_widget_snapshot_is_labelled_with_the_command_that_opens_it_live():
+    import nbformat
+    import build_book
+
+    view = {build_book.WIDGET_VIEW: {"model_id": "abc", "version_major": 2, "version_minor": 0}}
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("print(1)", outputs=[nbformat.v4.new_output("stream", name="stdout", text="1\n")]),
+        nbformat.v4.new_code_cell("explorer.widget", outputs=[nbformat.v4.new_output("execute_result", data=view)]),
+    ])
+    assert build_book.label_widget_snapshots(nb, ROOT / "chapters" / "05_experts_on_a_rack.py") == 1
+    plain, widget = nb.cells
+    assert len(plain.outputs) == 1                                   # no widget, no label
+    label, kept = widget.outputs
+    assert build_book.WIDGET_VIEW in kept["data"]                    # the widget itself stays
+    assert "Snapshot" in label["data"]["text/html"] and "chapters/05_experts_on_a_rack.py" in label["data"]["text/html"]
+    assert "jupyter lab" in label["data"]["text/html"]
+    css = (ROOT / "book" / "_static" / "llmmath.css").read_text()
+    # the label's style, and text outputs that wrap at the column instead of running past it
+    assert "div.llmmath-snapshot-note" in css
+    assert re.search(r"div\.cell_output[^{]*pre[^{]*\{[^}]*white-space:\s*pre-wrap", css)

@@ -6,7 +6,7 @@
 
 Two steps. **1. Execute.** This script runs every page's notebook itself (the
 Jupytext ``.py`` files ``chapters/NN_*.py`` and, unless ``--student``,
-``solutions/NN_*.py``), each in a fresh kernel with nbclient and in its own
+``solutions/NN_*_solutions.py``), each in a fresh kernel with nbclient and in its own
 folder as working directory, and writes the executed notebooks to
 ``build/.executed-<edition>/`` (each with a ``.log`` of what its kernel printed).
 **2. Render.** Sphinx + myst-nb (``book/conf.py``) then render those executed
@@ -233,12 +233,39 @@ def execute_notebook(src: str | Path, dest: str | Path, *, text: str | None = No
             os.close(saved[0])
             os.close(saved[1])
     res.warnings = measured_warnings(nb, _cell_lines(text, len(nb.cells)))
+    label_widget_snapshots(nb, src)
     dest.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(dest))  # also when it failed: the outputs up to the failing cell
     if log is not None:
         lines = Path(log).read_text(encoding="utf-8", errors="replace").splitlines()
         res.stderr = [ln for ln in lines if ln.strip() and not is_harmless(ln)]
     return res
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def label_widget_snapshots(nb, src: Path) -> int:
+    """Put a label above every widget in the executed notebook: in the book and the slides a widget is a snapshot
+    (its controls render but recompute nothing), so the label says so and names the command that opens the
+    notebook live. Returns how many widgets were labelled."""
+    import nbformat
+
+    where = _rel(src)
+    html = (f'<div class="llmmath-snapshot-note"><b>Snapshot</b> of an explorer, as the build left it: its controls '
+            f'do not recompute here. To move them, run <code>jupyter lab</code> at the repository\'s root and open '
+            f'<code>{where}</code> (Run All).</div>')
+    plain = f"[snapshot: open {where} in JupyterLab to move the controls]"
+    n = 0
+    for cell in nb.cells:
+        outs = cell.get("outputs", [])
+        if cell.get("cell_type") != "code" or not any(WIDGET_VIEW in o.get("data", {}) for o in outs):
+            continue
+        label = nbformat.v4.new_output("display_data", data={"text/html": html, "text/plain": plain})
+        i = next(k for k, o in enumerate(outs) if WIDGET_VIEW in o.get("data", {}))
+        outs.insert(i, label)
+        n += 1
+    return n
 
 
 def measured_warnings(nb, cell_lines: list[int | None]) -> list[tuple[int, int | None, str]]:
@@ -372,7 +399,7 @@ def pages(student: bool) -> list[Path]:
     """The notebooks that are pages of the book (as ``book/conf.py``'s ``include_patterns``)."""
     srcs = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.py"))
     if not student:
-        srcs += sorted((ROOT / "solutions").glob("[0-9][0-9]_*.py"))
+        srcs += sorted((ROOT / "solutions").glob("[0-9][0-9]_*_solutions.py"))
     return srcs
 
 
@@ -415,6 +442,12 @@ def main(argv=None) -> int:
     if executed.exists():
         shutil.rmtree(executed)  # nor a notebook executed by an earlier build
     vendor = book_assets.vendor(ROOT / "build" / "book-vendor")
+    import lectures  # tools/lectures.py: the lecturer's guide, from book/lectures/*.toml, before anything runs
+    try:
+        lectures.write_page(ROOT / "book" / "_generated" / "lectures.md")
+    except lectures.NotesError as e:
+        print(f"{e}\nthe book was not built (python tools/lectures.py checks the speaker notes)", file=sys.stderr)
+        return 1
 
     os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # the kernels inherit these
     os.environ[MODE_ENV] = "raise" if args.strict else "warn"

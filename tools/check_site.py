@@ -6,7 +6,9 @@
 Every request that is not for a local file is aborted (and reported), so a page
 that needs a CDN shows it here. Checks: the page's images have loaded, MathJax
 typeset its math, and (``--widgets N``, default 1 for the book) at least N widget
-snapshots were rendered by the widget manager with a slider. Saves a screenshot
+snapshots were rendered by the widget manager with a slider; it counts the text outputs
+wider than their box (``outputs_cut``: cut at its edge or behind a sideways scroll; the
+book's CSS wraps them) and the snapshot labels (``snapshot_labels``). Saves a screenshot
 of the first widget and one of the page's top. Needs Playwright (``pip install
 playwright``) and a Chromium (``/usr/bin/chromium`` from Debian, or
 ``LLMMATH_CHROMIUM``); it downloads no browser.
@@ -71,6 +73,10 @@ def check(page_path: Path, shot: Path, *, widgets: int = 1, slides: bool = False
                                .filter(i => i.naturalWidth > 0).length,
                 slider_labels: [...document.querySelectorAll('.widget-slider .widget-label, .widget-hslider .widget-label')]
                                .map(l => l.textContent).slice(0, 8),
+                // text outputs wider than their box: cut at its edge, or behind a sideways scroll a reader misses
+                outputs_cut: [...document.querySelectorAll('div.cell_output pre')]
+                             .filter(p => p.scrollWidth > p.clientWidth + 1).length,
+                snapshot_labels: document.querySelectorAll('div.llmmath-snapshot-note').length,
             })""")
             shot.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(shot))
@@ -119,7 +125,8 @@ def main(argv=None) -> int:
     info = check(args.page, shot, widgets=args.widgets, slides=args.slides, math=not args.no_math)
     for k, v in info.items():
         print(f"{k}: {v}")
-    bad = info["blocked_requests"] or info["images_loaded"] < info["images"] or info["math_errors"]
+    bad = (info["blocked_requests"] or info["images_loaded"] < info["images"] or info["math_errors"]
+           or (not args.slides and info["outputs_cut"]))
     return 1 if bad else 0
 
 
