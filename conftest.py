@@ -69,6 +69,19 @@ def pytest_pycollect_makemodule(module_path: Path, parent):
     return None
 
 
+# --- Hypothesis: no example database -------------------------------------------------------------------------------
+# The property tests draw fresh examples each run and keep nothing on disk: no .hypothesis/ folder, and no database
+# write (or its background thread) left for an xdist worker's shutdown to interrupt; a run under load was once seen
+# to print a KeyboardInterrupt traceback from it after a passing [100%].
+try:
+    from hypothesis import settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile("llmmath", database=None)
+    _hypothesis_settings.load_profile("llmmath")
+except ImportError:  # pragma: no cover - the test extra is not installed
+    pass
+
+
 # --- Chapter snapshots -------------------------------------------------------------------------------------------
 # Every deterministic table and line a chapter prints is pinned: tests/snapshots/chapters/NN_slug.json holds, for
 # each code cell whose standard output is the same on every run and that does not read a measurement, the text it

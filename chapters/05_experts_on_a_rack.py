@@ -158,11 +158,13 @@ fig, ax = plots.new_axes(width=7, height=4.2)
 ds = models.get("deepseek-v3")
 B = np.logspace(np.log10(64), np.log10(65536), 60)
 L16, hbm_gb200 = 4096, hardware.system("gb200-nvl72").hbm_bytes_per_package
-for key, color in (("deepseek-v3", "k"), ("kimi-k2", "C2")):
+# the two floors nearly coincide: DeepSeek-V3's drawn wide and pale underneath, Kimi K2's thin on top, so both show
+for key, color, lw, alpha in (("deepseek-v3", "k", 5, 0.35), ("kimi-k2", "C2", 1.8, 1.0)):
     rack = parallelism.stage_deployment(key, "gb200", 64, 1, weight_dtype="fp8")   # 64 GPUs, DP attention, EP64
     layer = rack.decode_stages(B, L16).floor_s[0] / models.get(key).n_layers
     ok = parallelism.fits_per_gpu(key, hbm_gb200, ep=64, batch=B, context=L16, weight_dtype="fp8")
-    ax.loglog(B[ok], layer[ok], "-", color=color, lw=2, label=f"{key}: one layer's decode floor (64 x GB200, fp8, L={L16})")
+    ax.loglog(B[ok], layer[ok], "-", color=color, lw=lw, alpha=alpha,
+              label=f"{key}: one layer's decode floor (64 x GB200, fp8, L={L16})")
     ax.loglog(B[~ok], layer[~ok], "--", color="0.6", lw=2)
     two = parallelism.moe_layer_all_to_all_s(ds, "gb200-nvl72", 64, B, racks=2)
     at = int(np.argmin(np.abs(B - 4096)))

@@ -487,6 +487,54 @@ print(f"dense rows reach {med['dense']:.0%} of the ceiling at the median, MoE ro
 # it lands.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
+# ## Sizing: which chips, and how many, for N users
+#
+# A capacity planner asks the question the other way round: *Llama-3.1-70B for
+# 500 users at 30 ms a token, 2,000 tokens in and 500 out: which chips, how many,
+# placed how?* `sizing.size` answers it in three steps, all on the course's one
+# step model. For every chip with a known rental price and every placement of one
+# replica (tensor parallelism inside the scale-up domain, expert parallelism for
+# a mixture of experts, pipeline stages when one domain cannot hold the weights),
+# it finds the largest batch whose *predicted* time per token (chapter 12's
+# expected measured rate, not this chapter's ceiling) meets the target while new
+# prompts share the steps; that batch is how many users a replica serves, and
+# the users divided by it, rounded up, is the number of replicas. The cheapest
+# answer is then run in the engine simulator with 500 clients, each sending its
+# next request when the last one ends, and gets another replica if the simulated
+# engine misses a target. Prices are public on-demand list prices from several
+# clouds, with their sources (`data/chip_prices.toml`): a comparison of list
+# prices, not of what a reserved or negotiated contract pays.
+
+# %%
+from llmmath import sizing
+
+sz = sizing.size("llama-3.1-70b", 500, max_tpot_s=0.030, input_tokens=2000, output_tokens=500)
+print(sz.table())
+
+# %% [markdown]
+# The same from a shell: `python -m llmmath size --model llama-3.1-70b --users 500
+# --tpot-ms 30 --input-tokens 2000 --output-tokens 500` (add `--ttft-ms`, `--chip`,
+# `--usd-per-chip-hour` for your own prices, `--json`). Two checks that need no
+# model of an engine: no replica serves more users than its HBM, less the
+# weights, holds caches for at the mean context of 2,250 tokens
+# ($2 \cdot 80 \cdot 8 \cdot 128 \cdot 2 = 327{,}680$ bytes a token), and no step is
+# faster than reading the 141 GB of bf16 weights and those caches once.
+
+# %%
+best = sz.best
+kv_token = 2 * 80 * 8 * 128 * 2                       # Llama-3.1-70B, bf16 KV (config.json)
+weights = 70_553_706_496 * 2
+for c in sz.ranked:
+    hbm = hardware.get(c.chip).hbm_bytes * c.chips_per_replica
+    assert c.replicas * c.batch_per_replica >= 500
+    assert c.batch_per_replica <= (hbm - weights) / (2250 * kv_token), c
+    floor_s = (weights + c.batch_per_replica * 2250 * kv_token) / (hardware.get(c.chip).hbm_bytes_per_s * c.chips_per_replica)
+    assert floor_s <= c.tpot_s <= 0.030 * 1.0001, c
+assert best is not None and sz.load.itl_s <= 0.030 * 1.0001
+print(f"cheapest: {best.n_chips} x {best.chip} ({best.placement}), ${best.usd_per_hour:,.0f} an hour; "
+      f"the engine's inter-token latency with 500 clients {sz.load.itl_s * 1e3:.1f} ms; binds: {sz.binding()}")
+
+# %% [markdown] slideshow={"slide_type": "slide"}
 # ## Summary
 #
 # | question | the plan's answer (a floor or ceiling) |
@@ -497,6 +545,7 @@ print(f"dense rows reach {med['dense']:.0%} of the ceiling at the median, MoE ro
 # | at what cost? | chip-seconds and dollars per million output tokens at your $/chip-hour |
 # | what binds? | compute, HBM bandwidth (weights or KV), or HBM capacity |
 # | how far is reality? | a fraction of the ceiling that depends on the regime (the medians above; chapter 12 predicts it) |
+# | which chips, how many? | `sizing.size`: every placement on every priced chip at the predicted rate, the cheapest checked in the engine |
 #
 # Exercises: `exercises/11_plan_a_deployment_exercises.py`.
 

@@ -111,7 +111,8 @@ class Sizing:
     load: object | None
     engine_replicas_added: int
 
-    def _binding(self) -> str:
+    def binding(self) -> str:
+        """What sets the answer: the target that caps a replica's batch, or the engine that needed more replicas."""
         b = self.best
         if b is None:
             return "no chip meets the targets"
@@ -138,7 +139,7 @@ class Sizing:
                   f"({b.chips_per_replica} chip(s) each), {price}",
                   f"  predicted: {b.batch_per_replica:,.0f} users a replica at {b.tpot_s * 1e3:.1f} ms a token; "
                   f"time to first token {b.ttft_s * 1e3:,.0f} ms idle",
-                  f"  binds: {self._binding()}"]
+                  f"  binds: {self.binding()}"]
         if self.load is not None:
             lines.append(f"  engine, {self.users:,} clients closed-loop on {b.n_chips} chips: inter-token latency "
                          f"{self.load.itl_s * 1e3:.1f} ms, time to first token {self.load.ttft_s * 1e3:,.0f} ms, "
@@ -168,7 +169,7 @@ class Sizing:
         return {"model": self.model, "users": self.users, "tpot_target_s": self.tpot_target_s,
                 "ttft_target_s": self.ttft_target_s, "input_tokens": self.input_tokens,
                 "output_tokens": self.output_tokens, "best": None if self.best is None else cand(self.best),
-                "binds": self._binding(), "ranked": [cand(c) for c in self.ranked], "refused": self.refused,
+                "binds": self.binding(), "ranked": [cand(c) for c in self.ranked], "refused": self.refused,
                 "engine": None if self.load is None else dataclasses.asdict(self.load)}
 
 
