@@ -9,6 +9,12 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # Chapter 0 — Rooflines: the two times behind every number in this course
 #
+# **Where the course comes from.** A long interview with a chip architect, Reiner
+# Pope (on Dwarkesh Patel's podcast, April 2026), makes 40 claims about the math of
+# training and serving large language models, each at a time in the recording;
+# every chapter restates a few of them in its own words and checks each one with
+# the numbers of real chips and models (the claims index lists all 40).
+#
 # **How to use the course.** Each chapter is a notebook you run top to bottom.
 # Every number comes from the shared library `llmmath` (installed from `lib/`),
 # which computes it from a catalog of real chips and real models, each figure
@@ -124,7 +130,7 @@ print("\nsource of the H100 figures:", dict(hardware.get("h100-sxm").sources))
 # printed below). Compute and bandwidth have grown together, roughly — a fact
 # chapter 8 returns to. The exception proves the rule's cause: the H20 is an
 # H100 whose compute was cut for export while its HBM was not, so it does
-# about a seventh of the arithmetic per byte. $C/W$ is a few tens of
+# about an eighth of the arithmetic per byte. $C/W$ is a few tens of
 # milliseconds for every chip with HBM (chapter 4 builds a serving schedule on
 # that); the L40S, whose memory is GDDR6 (a cheaper, slower kind than HBM), is the
 # slowest to read itself.
@@ -287,7 +293,7 @@ measured.check("chapter 0's kernels sit under this machine's roofline", roofline
 # | compute time | FLOPs / F | every chapter |
 # | memory time | bytes / W | every chapter |
 # | arithmetic intensity | FLOPs / bytes | a weight matmul's intensity is its batch (ch. 1) |
-# | balance point | F / W: 150–560 FLOP/byte at bf16 across the catalog | the balance batch (ch. 1, 3) |
+# | balance point | F / W: 150–560 FLOP/byte at bf16 across the catalog (37 on the export-limited H20) | the balance batch (ch. 1, 3) |
 # | HBM read time | C / W: 19.5–43 ms | the serving cadence (ch. 4) |
 
 # %% [markdown]

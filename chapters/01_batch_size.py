@@ -531,7 +531,7 @@ mm, cc = models.get(m), hardware.get(c)
 Bs = np.unique(np.round(np.logspace(0, 4, 200)))
 ax.loglog(Bs, serving.decode_cost_per_token(m, c, Bs, 0), "k-", lw=2, label="roofline cost per token")
 ax.loglog(Bs, mm.weights_read_params * 2 / cc.hbm_bytes_per_s / Bs, ":", label="weight reads / B (hyperbola)")
-ax.axhline(2 * mm.matmul_params_per_token / cc.flops_per_s("bf16"), color="tab:red", ls=":", label="compute floor 2N/F")
+ax.axhline(2 * mm.matmul_params_per_token / cc.flops_per_s("bf16"), color="tab:red", ls=":", label=r"compute floor $2N_\mathrm{mm}/F$")
 for L_, color in ((8192, "tab:blue"), (32768, "tab:green")):
     cost_L = serving.decode_cost_per_token(m, c, Bs, L_, check_capacity=False)
     fits = np.asarray(serving.fits_in_hbm(m, c, Bs, L_))

@@ -71,7 +71,7 @@ CHIPS = ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x", "tpu-v5e", "tpu-v6e"
 # **multi-head attention** (MHA: every query head has its own key/value head), 8 for
 # Llama-3.1-70B's **grouped-query attention** (GQA: $G$ query heads share one), $n_h$ for
 # **multi-query attention** (MQA: all share one). A chip's ridge $F/W$ is
-# 150–560 FLOP/byte. Unlike the weights, a cache is private to its sequence, so
+# 150–560 FLOP/byte (37 on the export-limited H20). Unlike the weights, a cache is private to its sequence, so
 # batching does not raise $I$: $B$ sequences read $B$ caches.
 #
 # **Latent attention** (MLA, multi-head latent attention) is the exception worth knowing. DeepSeek-V2/V3

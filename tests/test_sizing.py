@@ -142,3 +142,32 @@ def test_cli_simulate_prints_units():
     rows = dict(ln.split(None, 1) for ln in r.stdout.splitlines())
     assert rows["tpot_s_p50"].endswith(" ms") and rows["throughput_output_tokens_per_s"].endswith(" tokens/s")
     assert rows["kv_capacity_bytes_per_chip"].endswith("GB") and math.isfinite(float(rows["steps"].replace(",", "")))
+
+
+def test_a_pipelined_answer_is_not_sent_to_the_one_stage_engine():
+    # a 50 ms first-token target on 2,000-token prompts leaves only pipelined placements (their prefill is split
+    # over the stages' chips): the answer stands on the one step model, and says so
+    s = sizing.size("llama-3.1-70b", 500, max_tpot_s=0.030, max_ttft_s=0.050, input_tokens=2000, output_tokens=500,
+                    chips=["h100-sxm", "h200"], usd_per_chip_hour={"h100-sxm": 2.5, "h200": 2.5})
+    assert s.best is not None and s.best.pp > 1 and s.load is None
+    assert "one-stage" in s.table()
+    costs = [c.usd_per_hour for c in s.ranked]
+    assert costs == sorted(costs) and s.best is s.ranked[0]
+
+
+def test_a_price_for_a_chip_not_tried_is_refused():
+    with pytest.raises(ValueError, match="h200"):
+        sizing.size("llama-3.1-8b", 10, max_tpot_s=0.05, input_tokens=100, output_tokens=100, chips=["h100-sxm"],
+                    usd_per_chip_hour={"h200": 3.0}, engine_check=False)
+
+
+def test_cli_predict_does_not_price_a_batch_that_does_not_fit_and_simulate_says_overloaded():
+    r = _cli("predict", "--model", "llama-3.1-70b", "--chip", "h100-sxm", "--chips", "8", "--tp", "8",
+             "--input-tokens", "2000", "--output-tokens", "500", "--batch", "100000", "--usd-per-chip-hour", "3")
+    assert r.returncode == 0, r.stderr
+    assert "does NOT fit" in r.stdout and "not priced" in r.stdout
+    # 20 requests a second x 500 tokens = 10,000 tokens/s asked of one H100 serving an 8B model
+    r = _cli("simulate", "--model", "llama-3.1-8b", "--chip", "h100-sxm", "--requests-per-s", "20", "--requests", "1000",
+             "--input-tokens", "2000", "--output-tokens", "500")
+    assert r.returncode == 0, r.stderr
+    assert "OVERLOADED" in r.stdout

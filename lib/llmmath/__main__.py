@@ -197,7 +197,8 @@ _FLAGS = [("prefill pool", "--prefill-chips"), ("no batch of", "--chips"), ("chi
           ("acceptance", "--mtp-acceptance"), ("requests_per_s", "--requests-per-s"),
           ("tokens of KV", "--input-tokens"), ("token_budget", "--token-budget"), ("one-stage replicas", "--pp"),
           ("offline_requests", "--offline-requests"), ("users", "--users"), ("max_ttft_s", "--ttft-ms"),
-          ("chips is empty", "--chip"), ("no chip has a known price", "--usd-per-chip-hour")]
+          ("chips is empty", "--chip"), ("no chip has a known price", "--usd-per-chip-hour"),
+          ("usd_per_chip_hour prices", "--usd-per-chip-hour"), ("unknown chip", "--chip")]
 
 
 def _flag_for(msg: str) -> str:
@@ -235,8 +236,7 @@ def main(argv=None) -> int:
     p = _refusing(sub, lambda: planner.plan(
         model, args.chip, args.chips, context=args.context, batch=args.batch, prompt_tokens=args.prompt_tokens,
         usd_per_chip_hour=args.usd_per_chip_hour, **_deployment_kwargs(args)))
-    print(json.dumps(p.to_dict(), indent=2, allow_nan=False) if args.json else
-          re.sub(r"\btry (tp|ep|dp|pp)=(\d+)", r"try --\1 \2", p.table()))
+    print(json.dumps(p.to_dict(), indent=2, allow_nan=False) if args.json else _as_flags(p.table()))
     return 0
 
 
@@ -248,6 +248,12 @@ def _deployment_kwargs(args) -> dict:
     return kw
 
 
+def _as_flags(text: str) -> str:
+    """The library names a fix by its keyword (``try tp=8``, ``weight_dtype fp8``); on the command line it is a flag."""
+    text = re.sub(r"\btry (tp|ep|dp|pp)=(\d+)", r"try --\1 \2", text)
+    return re.sub(r"\bweight_dtype (\w+)", r"--weight-dtype \1", text)
+
+
 def _refusing(sub, call):
     """``call()``, or the subcommand's usage error (exit status 2) naming the flag a library error is about."""
     try:
@@ -256,8 +262,7 @@ def _refusing(sub, call):
         msg = e.args[0] if e.args else str(e)
         flag = _flag_for(msg)
         # the library names a placement's fix as its keyword (tp=8); on the command line it is a flag (--tp 8)
-        msg = re.sub(r"\btry (tp|ep|dp|pp)=(\d+)", r"try --\1 \2", msg)
-        sub.error(f"argument {flag}: {msg}")
+        sub.error(f"argument {flag}: {_as_flags(msg)}")
 
 
 def _predict(args, model, sub) -> int:
@@ -270,18 +275,27 @@ def _predict(args, model, sub) -> int:
     chip, _ = chip_and_count(args.chip, args.chips)
     lo, hi, reasons = planner.band(p.tokens_per_s_per_chip, model, chip, phase=args.phase, batch=p.batch,
                                    compute_dtype=args.compute_dtype or _default_compute(chip, args.weight_dtype))
+    from .deployment import Deployment
+    most = Deployment(model, args.chip, args.chips, **_deployment_kwargs(args)).max_batch(
+        args.input_tokens + args.output_tokens / 2.0)
+    fits = p.batch <= most
     price = args.usd_per_chip_hour
-    usd = None if price is None else [price / 3600.0 / r * 1e6 for r in (p.tokens_per_s_per_chip, hi, lo)]
+    usd = None if price is None or not fits else [price / 3600.0 / r * 1e6 for r in (p.tokens_per_s_per_chip, hi, lo)]
     what = "input" if args.phase == "prefill" else "output"
     if args.json:
-        print(json.dumps({**p.to_dict(), "band_tokens_per_s_per_chip": [lo, hi], "band_reasons": reasons,
+        print(json.dumps({**p.to_dict(), "fits": bool(fits), "max_batch": most,
+                          "band_tokens_per_s_per_chip": [lo, hi], "band_reasons": reasons,
                           f"usd_per_million_{what}_tokens": None if usd is None else usd[0],
                           "band_usd_per_million_tokens": None if usd is None else usd[1:]},
                          indent=2, allow_nan=False))
     else:
         print(p.table())
         print(f"expected measured: {lo:,.0f}-{hi:,.0f} tokens/s per chip, from " + "; ".join(reasons))
-        print(f"$ per 1M {what} tokens: " + ("(no price given: --usd-per-chip-hour)" if usd is None else
+        if not fits:
+            print(f"does NOT fit: {p.batch:,.0f} sequences' KV cache at the mean context exceeds the {most:,.0f} that "
+                  f"fit (lower --batch, or more chips)")
+        print(f"$ per 1M {what} tokens: " + (f"not priced: --batch {p.batch:,.0f} does not fit" if not fits else
+                                            "(no price given: --usd-per-chip-hour)" if usd is None else
                                             f"${usd[0]:.3g} (${usd[1]:.3g}-${usd[2]:.3g} over the band) at "
                                             f"${price:g} a chip-hour"))
     return 0
@@ -329,6 +343,11 @@ def _simulate(args, model, sub) -> int:
     else:
         for k, v in out.items():
             print(f"{k:<32} {_with_unit(k, v)}")
+        demand = args.requests_per_s * args.output_tokens
+        if r.throughput_output_tokens_per_s < 0.9 * demand:
+            print(f"OVERLOADED: requests ask for {demand:,.0f} output tokens/s and the deployment made "
+                  f"{r.throughput_output_tokens_per_s:,.0f}; the queue grows for as long as they arrive (lower "
+                  f"--requests-per-s, or more chips)")
     return 0
 
 

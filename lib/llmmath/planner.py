@@ -150,7 +150,8 @@ class Plan:
             w, u = _bytes_apart(self.weight_bytes_per_chip, usable)
             return (f"no: the weights alone, {w} per chip, exceed the {u} usable (one replica spans "
                     f"{self.placement.chips_per_replica} chip(s); "
-                    + (self.fix or "spread it over more chips with tp, ep and pp") + ")")
+                    + (self.fix or "no placement of these chips holds it: use more chips, or smaller weights "
+                                   "(weight_dtype fp8)") + ")")
         total = self.weight_bytes_per_chip + self.kv_bytes_per_chip
         t, u = _bytes_apart(total, usable)
         n = self.at_batch.batch

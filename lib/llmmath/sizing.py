@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 from . import _catalog, hardware, models
 from ._validate import positive, positive_int, scalar
@@ -110,6 +111,9 @@ class Sizing:
     best: Candidate | None
     load: object | None
     engine_replicas_added: int
+    engine_missed: str = ""
+    engine_note: str = ""
+    unpriced: tuple = ()
 
     def binding(self) -> str:
         """What sets the answer: the target that caps a replica's batch, or the engine that needed more replicas."""
@@ -117,43 +121,50 @@ class Sizing:
         if b is None:
             return "no chip meets the targets"
         if self.engine_replicas_added:
-            return (f"the engine under load: the one step model's {b.replicas - self.engine_replicas_added} "
-                    f"replica(s) missed a target in the simulated run, so {self.engine_replicas_added} were added")
+            return (f"the engine under load: with the one step model's {b.replicas - self.engine_replicas_added} "
+                    f"replica(s) the simulated run missed {self.engine_missed}, so "
+                    f"{self.engine_replicas_added} more were added")
         return b.binds
 
     def table(self) -> str:
         """The answer as text: the targets, the cheapest way and its price, what binds, the runners-up by chip."""
-        ttft = "none" if self.ttft_target_s is None else f"{self.ttft_target_s * 1e3:,.0f} ms"
-        lines = [f"{self.model} for {self.users:,} concurrent users, {self.input_tokens:,} tokens in, "
-                 f"{self.output_tokens:,} out; time per output token <= {self.tpot_target_s * 1e3:g} ms, "
-                 f"time to first token <= {ttft}; weights {self.weight_dtype}, KV {self.kv_dtype}"]
+        ttft = "no target" if self.ttft_target_s is None else f"<= {self.ttft_target_s * 1e3:,.0f} ms"
+        lines = [f"{self.model} for {self.users:,} concurrent user{'s' if self.users > 1 else ''}, "
+                 f"{self.input_tokens:,} tokens in, {self.output_tokens:,} out; time per output token <= "
+                 f"{self.tpot_target_s * 1e3:g} ms (new prompts' prefill sharing the steps), time to first token "
+                 f"{ttft}; weights {self.weight_dtype}, KV {self.kv_dtype}"]
         b = self.best
         if b is None:
             lines.append("no chip meets the targets:")
             lines += [f"  {chip:<10} {why}" for chip, why in self.refused.items()]
             return "\n".join(lines)
         price = ("no price known: give --usd-per-chip-hour" if b.usd_per_hour is None else
-                 f"${b.usd_per_hour:,.0f} an hour (${b.usd_per_chip_hour:.2f} a chip-hour, {b.price_source}); "
-                 f"${b.usd_per_million_tokens(self.users):.2f} per 1M output tokens")
-        lines += [f"cheapest: {b.n_chips} x {b.chip} = {b.replicas} replica(s) of {b.placement} "
+                 f"${b.usd_per_hour:,.0f} an hour (${b.usd_per_chip_hour:,.2f} a chip-hour, {b.price_source}); "
+                 f"${b.usd_per_million_tokens(self.users):,.2f} per 1M output tokens")
+        lines += [f"cheapest: {b.n_chips:,} x {b.chip} = {b.replicas:,} replica(s) of {b.placement} "
                   f"({b.chips_per_replica} chip(s) each), {price}",
-                  f"  predicted: {b.batch_per_replica:,.0f} users a replica at {b.tpot_s * 1e3:.1f} ms a token; "
-                  f"time to first token {b.ttft_s * 1e3:,.0f} ms idle",
+                  f"  predicted: {b.batch_per_replica:,.0f} user(s) a replica at {b.tpot_s * 1e3:.1f} ms a token; "
+                  f"time to first token {b.ttft_s * 1e3:,.0f} ms on an idle replica",
                   f"  binds: {self.binding()}"]
         if self.load is not None:
-            lines.append(f"  engine, {self.users:,} clients closed-loop on {b.n_chips} chips: inter-token latency "
+            lines.append(f"  engine, {self.users:,} clients closed-loop on {b.n_chips:,} chips: inter-token latency "
                          f"{self.load.itl_s * 1e3:.1f} ms, time to first token {self.load.ttft_s * 1e3:,.0f} ms, "
                          f"{self.load.output_tokens_per_s:,.0f} output tokens/s")
+        if self.engine_note:
+            lines.append(f"  engine: not run: {self.engine_note}")
         lines.append("")
         lines.append(f"{'chip':<10} {'placement':<18} {'replicas':>8} {'chips':>6} {'users/replica':>13} "
-                     f"{'TPOT ms':>8} {'TTFT ms':>8} {'$/hour':>9}  binds")
+                     f"{'TPOT ms':>8} {'idle TTFT ms':>12} {'$/hour':>9}  binds")
         for c in self.ranked:
             usd = "-" if c.usd_per_hour is None else f"{c.usd_per_hour:,.0f}"
             lines.append(f"{c.chip:<10} {c.placement:<18} {c.replicas:>8,} {c.n_chips:>6,} "
-                         f"{c.batch_per_replica:>13,.0f} {c.tpot_s * 1e3:>8.1f} {c.ttft_s * 1e3:>8,.0f} {usd:>9}  "
+                         f"{c.batch_per_replica:>13,.0f} {c.tpot_s * 1e3:>8.1f} {c.ttft_s * 1e3:>12,.0f} {usd:>9}  "
                          f"{c.binds}")
         for chip, why in self.refused.items():
             lines.append(f"{chip:<10} cannot: {why}")
+        if self.unpriced:
+            lines.append(f"not tried (no price known; name them with --chip and --usd-per-chip-hour): "
+                         f"{', '.join(self.unpriced)}")
         given = any(c.price_source == "the price given" for c in self.ranked)
         lines.append("Predictions of the expected measured rate (chapter 12's one step model; its spread on "
                      "published rows is about 20% at the median). Prices: "
@@ -214,7 +225,8 @@ def _one_replica(model, chip, pl, *, users, tpot_s, ttft_s, input_tokens, output
         p = step_model.predict(model, chip, cpr, input_tokens=input_tokens, output_tokens=output_tokens,
                                phase="aggregated", max_tpot_s=tpot_s, **kw)
     except ValueError as e:
-        return None, str(e)
+        why = re.sub(r"max_tpot_s=([\d.,]+ ms) is below", r"the \1 target is below", str(e))
+        return None, f"{_name(pl)}: {why}"
     if ttft_s is not None and p.ttft_s > ttft_s:
         return None, (f"{_name(pl)}: the first token takes {p.ttft_s * 1e3:,.0f} ms on an idle replica, over the "
                       f"{ttft_s * 1e3:,.0f} ms target")
@@ -275,13 +287,19 @@ def size(model, users, *, max_tpot_s, input_tokens, output_tokens, max_ttft_s=No
              for k, v in (usd_per_chip_hour or {}).items()}
     if chips is None:
         keys = [k for k in hardware.names() if k in catalog_prices or k in given]
+        unpriced = tuple(k for k in hardware.names() if k not in keys)
         if not keys:
             raise ValueError("no chip has a known price: name the chips to try (chips=...) or give prices "
                              "(usd_per_chip_hour={chip: USD})")
     else:
         keys = [hardware.get(c).key for c in ([chips] if isinstance(chips, str) else chips)]
+        unpriced = ()
         if not keys:
             raise ValueError("chips is empty: name at least one chip, e.g. ['h100-sxm']")
+        stray = sorted(set(given) - set(keys))
+        if stray:
+            raise ValueError(f"usd_per_chip_hour prices {', '.join(stray)}, which the chips tried "
+                             f"({', '.join(keys)}) do not include: add it to chips or drop its price")
     ranked, refused = [], {}
     for chip in dict.fromkeys(keys):
         if chip in given:
@@ -305,19 +323,33 @@ def size(model, users, *, max_tpot_s, input_tokens, output_tokens, max_ttft_s=No
         else:
             ranked.append(best)
     ranked.sort(key=_cost_key)
-    best, load, added = (ranked[0] if ranked else None), None, 0
-    if best is not None and engine_check:
+    checked: dict = {}          # chip -> (load, replicas added, the target the step model's count missed, note)
+    while engine_check and ranked and ranked[0].chip not in checked:
+        top = ranked[0]
+        if top.pp > 1:          # the engine simulates one-stage replicas: this answer stays the step model's
+            checked[top.chip] = (None, 0, "", "the engine simulates one-stage replicas, so this pipelined answer "
+                                              "is the one step model's alone")
+            break
         for added in range(MAX_ENGINE_STEPS + 1):
-            cand = dataclasses.replace(best, replicas=best.replicas + added)
+            cand = dataclasses.replace(top, replicas=top.replicas + added)
             load = engine.at_concurrency(m, cand.chip, cand.n_chips, concurrency=n_users, input_tokens=T,
                                          output_tokens=O, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                                          **cand.deployment_kwargs())
-            if load.itl_s <= tpot * 1.0001 and (ttft is None or load.ttft_s <= ttft):
+            itl_ok, ttft_ok = load.itl_s <= tpot * 1.0001, ttft is None or load.ttft_s <= ttft
+            if added == 0:
+                missed = " and ".join(w for w, ok in (("the time per output token", itl_ok),
+                                                      ("the time to first token", ttft_ok)) if not ok)
+            if itl_ok and ttft_ok:
                 break
-        best = cand
+        checked[top.chip] = (load, added, missed, "")
+        ranked[0] = cand       # the engine's count replaces the step model's; another chip may now be cheaper
+        ranked.sort(key=_cost_key)
+    best = ranked[0] if ranked else None
+    load, added, missed, note = checked.get(best.chip, (None, 0, "", "")) if best is not None else (None, 0, "", "")
     return Sizing(model=m.key, users=n_users, tpot_target_s=tpot, ttft_target_s=ttft, input_tokens=T,
                   output_tokens=O, weight_dtype=str(weight_dtype), kv_dtype=str(kv_dtype), ranked=ranked,
-                  refused=refused, best=best, load=load, engine_replicas_added=added if best is not None else 0)
+                  refused=refused, best=best, load=load, engine_replicas_added=added, engine_missed=missed,
+                  engine_note=note, unpriced=unpriced)
 
 
 def _shortest_reason(reasons: list[str]) -> str:
