@@ -336,8 +336,9 @@ assert check_rest.startswith(f"{fast.batch:.2f}, {fast.speedup:.2f}x, {fast.pric
 #   \qquad \frac{\text{cost}(1)}{\text{best}} = \frac{n\,t_\text{step}}{2N_\text{mm}/F},$$
 #
 # where $e_\text{chip}$ counts the picked experts on one chip (the token's $k = 8$ picks
-# among $n$ groups of $E/n$: a multivariate hypergeometric; `serving.expected_busiest_chip_experts`
-# sums it exactly). At $n = 1$ this is $R$; at one expert per chip ($n = E$) the
+# among $n$ groups of $E/n$, drawn without putting one back: the count of picks that land on each
+# chip follows the multivariate hypergeometric distribution, which `serving.expected_busiest_chip_experts`
+# sums exactly). At $n = 1$ this is $R$; at one expert per chip ($n = E$) the
 # $n$ chips together are paid to read every weight, and the penalty is
 # $R \cdot N_\text{tot}/N_\text{act} = R\,s = B^*$. Real deployments sit in between.
 #
@@ -587,7 +588,7 @@ assert v8.verdict == "holds"
 # four, 250×64 at 16, 250×32 at 64), so for each batch that some block shape fits
 # (up to 64 rows here) the sweep times the plain product and every block shape
 # small enough for that many rows, and keeps the fastest (the table's last column)
-# — as FFTW plans a transform. Past that the plain product competes alone; its packing of $\Theta$ is then a cost that the
+# — as the FFT library FFTW times several ways of doing a transform and keeps the fastest. Past that the plain product competes alone; its packing of $\Theta$ is then a cost that the
 # compute no longer fully hides, and the line under the table sets the two side by
 # side for any batch that lands outside the band.
 #

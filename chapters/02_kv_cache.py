@@ -94,7 +94,8 @@ CHIPS = ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x", "tpu-v5e", "tpu-v6e"
 # intensity by TP: each chip still reads the whole latent. Which split applies depends on the deployment:
 # the V3 report (§3.4.2) describes attention in TP4 (heads split 4 ways) for its
 # minimum decode unit, while DeepSeek's production decode as published in its
-# open-infra "day 6" overview runs MLA [data-parallel](../book/glossary.md#data-parallelism) (DP144: 144 GPUs each on
+# open-infra "day 6" overview (the sixth of a week of posts DeepSeek published about its
+# serving system, github.com/deepseek-ai/open-infra-index) runs MLA [data-parallel](../book/glossary.md#data-parallelism) (DP144: 144 GPUs each on
 # its own sequences, with [expert parallelism](../book/glossary.md#expert-parallelism) EP144 for the experts):
 # each GPU holds all 128 heads for its own sequences, and the intensity stays 242.
 
