@@ -171,3 +171,10 @@ def test_cli_predict_does_not_price_a_batch_that_does_not_fit_and_simulate_says_
              "--input-tokens", "2000", "--output-tokens", "500")
     assert r.returncode == 0, r.stderr
     assert "OVERLOADED" in r.stdout
+
+
+def test_cli_simulate_names_the_placement_that_makes_room_for_a_request():
+    # 141 GB of bf16 weights on one 80 GB H100 per replica leaves no room for any cache: two chips a replica do
+    r = _cli("simulate", "--model", "llama-3.1-70b", "--chip", "h100-sxm", "--chips", "8", "--requests-per-s", "1",
+             "--requests", "50", "--input-tokens", "2000", "--output-tokens", "500")
+    assert r.returncode == 2 and "argument --tp" in r.stderr and "try --tp 2" in r.stderr

@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from .deployment import Deployment
+from .deployment import Deployment, placement_hint
 from .predict import engine_constants, step
 from ._validate import positive, positive_int, scalar
 
@@ -609,8 +609,13 @@ def simulate(model, chip, n_chips=None, *, requests_per_s=None, n_requests=None,
         # layers' state more)
         need = sm_.held_tokens(np.ceil((ins_ + outs_) / page) * page if paged else ins_ + outs_)
         if np.any(need > sm_.kv_capacity_tokens):
+            hint = "" if sm_ is not sm else placement_hint(
+                model, chip, n_chips, float(need.max()), tp=tp, ep=ep, dp=dp, pp=pp, weight_dtype=weight_dtype,
+                kv_dtype=kv_dtype, compute_dtype=compute_dtype, usable_hbm_fraction=usable_hbm_fraction,
+                gpu_memory_utilization=gpu_memory_utilization, engine=engine)
             raise ValueError(f"a request needs {need.max():,.0f} tokens of KV, a replica holds "
-                             f"{sm_.kv_capacity_tokens:,.0f}: use more chips or shorter requests")
+                             f"{sm_.kv_capacity_tokens:,.0f}: " + (f"{hint}; or shorter requests" if hint else
+                                                                   "use more chips or shorter requests"))
         order = np.argsort(arr, kind="stable")
         first, finish = np.full(arr.size, np.nan), np.full(arr.size, np.nan)
         tot = [0, 0.0, 0.0, 0, 0.0]
