@@ -72,12 +72,16 @@ def page() -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(path: Path = OUT) -> Path:
+def write_if_changed(path: Path, text: str) -> Path:
+    """Write a generated page only when its text changed (Sphinx then rebuilds only what did); return its path."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = page()
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         path.write_text(text, encoding="utf-8")
     return path
+
+
+def write(path: Path = OUT) -> Path:
+    return write_if_changed(path, page())
 
 
 def main(argv=None) -> int:

@@ -490,11 +490,9 @@ def page() -> str:
 
 def write_page(path: Path = PAGE) -> Path:
     """Write the guide (unchanged if it is already up to date); return its path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = page()
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        path.write_text(text, encoding="utf-8")
-    return path
+    from claims_page import write_if_changed   # tools/: the claims index's page is written the same way
+
+    return write_if_changed(path, page())
 
 
 def _toml_string(s: str) -> str:

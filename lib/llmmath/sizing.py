@@ -38,10 +38,7 @@ MAX_ENGINE_STEPS = 8
 def chip_prices() -> dict:
     """``data/chip_prices.toml``'s ``[prices]``: per chip, ``usd_per_chip_hour`` and its source (on-demand list
     prices; reserved, spot and negotiated prices are lower)."""
-    try:
-        return dict(_catalog.load("chip_prices.toml")["prices"])
-    except FileNotFoundError:
-        return {}
+    return dict(_catalog.load("chip_prices.toml")["prices"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -319,7 +316,7 @@ def size(model, users, *, max_tpot_s, input_tokens, output_tokens, max_ttft_s=No
                     _cost_key(c) == _cost_key(best) and c.chips_per_replica < best.chips_per_replica):
                 best = c
         if best is None:
-            refused[chip] = _shortest_reason(reasons)
+            refused[chip] = reasons[-1] if reasons else "no placement to try"   # the widest placement's reason
         else:
             ranked.append(best)
     ranked.sort(key=_cost_key)
@@ -350,8 +347,3 @@ def size(model, users, *, max_tpot_s, input_tokens, output_tokens, max_ttft_s=No
                   output_tokens=O, weight_dtype=str(weight_dtype), kv_dtype=str(kv_dtype), ranked=ranked,
                   refused=refused, best=best, load=load, engine_replicas_added=added, engine_missed=missed,
                   engine_note=note, unpriced=unpriced)
-
-
-def _shortest_reason(reasons: list[str]) -> str:
-    """Of the placements' refusals, the one from the widest placement tried that still says why (the most telling)."""
-    return reasons[-1] if reasons else "no placement to try"
