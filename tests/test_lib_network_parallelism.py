@@ -108,6 +108,43 @@ def test_moe_traffic_by_hand():
 
 # ---- pipelines ---------------------------------------------------------------------------
 
+def test_node_deduplicated_dispatch_by_hand():
+    """A token's 8 of 256 experts over 4 nodes of 64: another node holds none of them with probability
+    prod_{i<8} (192 - i) / (256 - i); enumerated here by counting, not by the library's product."""
+    none = math.comb(192, 8) / math.comb(256, 8)
+    assert none == pytest.approx(0.0964, abs=5e-4)
+    assert N.remote_nodes_reached(256, 8, 4) == pytest.approx(3 * (1 - none), rel=1e-12)
+    # a Monte Carlo draw of the same routing agrees (independent of the formula)
+    rng = np.random.default_rng(0)
+    picks = np.argsort(rng.random((20000, 256)), axis=1)[:, :8] // 64          # the node of each chosen expert
+    own = rng.integers(0, 4, size=20000)
+    remote = [len(set(row) - {o}) for row, o in zip(picks.tolist(), own)]
+    assert np.mean(remote) == pytest.approx(N.remote_nodes_reached(256, 8, 4), rel=0.02)
+    # one node: nothing crosses; one expert a token: one other node with probability (N-1)/N
+    assert N.remote_nodes_reached(256, 8, 1) == 0.0
+    assert N.remote_nodes_reached(64, 1, 4) == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="exceeds n_experts"):
+        N.remote_nodes_reached(8, 9, 2)
+
+
+def test_prefill_all_to_all_crosses_the_network_once_per_node():
+    """Kimi K2 (384 experts, top-8, hidden 7168) at EP32 on four 8-GPU H200 nodes: a decode step sends one copy per
+    off-rank expert (8 x 31/32 copies of 3 bytes a value), a prefill step one per other node reached (2.71)."""
+    from llmmath.deployment import Deployment
+    d = Deployment("kimi-k2", "h200", 32, tp=1, ep=32, dp=32, weight_dtype="fp8")
+    assert d.expert_nodes == 4
+    tokens = 32 * 1024
+    dec = float(d.collective_bytes_per_step(tokens)["expert-parallel all-to-all"])
+    pre = float(d.collective_bytes_per_step(tokens, forwarded=True)["expert-parallel all-to-all"])
+    per_gpu_layers = 60 * 1024 * 7168 * 3                    # K2: 61 layers, the first dense
+    assert dec == pytest.approx(per_gpu_layers * 8 * 31 / 32, rel=1e-9)
+    assert pre == pytest.approx(per_gpu_layers * 2.707, rel=1e-3)
+    # inside one node nothing is deduplicated: the flag changes nothing
+    one = Deployment("qwen3-30b-a3b", "h100-sxm", 8, tp=1, ep=8, dp=8)
+    assert (float(one.collective_bytes_per_step(4096, forwarded=True)["expert-parallel all-to-all"])
+            == float(one.collective_bytes_per_step(4096)["expert-parallel all-to-all"]))
+
+
 def test_bubble_fraction_by_hand():
     assert P.bubble_fraction(4, 4) == pytest.approx(3 / 7)
     assert P.bubble_fraction(1, 10) == 0.0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+import math
+
 import pytest
 
 from llmmath import planner, predict
@@ -33,15 +35,18 @@ def test_the_decode_waterfall_by_hand_for_llama_70b_tp8():
 
 
 def test_the_prefill_all_to_all_by_hand_for_deepseek_v3_ep32():
-    # DeepSeek-V3 fp8 on 32 H100s (4 nodes of 8), EP32 with DP attention: every prompt token goes to its 8 experts
-    # (fp8 dispatch, bf16 combine: 3 bytes a value of d = 7,168) and back, 31/32 of them off the GPU, in each of
-    # 58 MoE layers, through the GPU's 400 Gb/s NIC (EP32 spans more than one 8-GPU node) at 82% of 50 GB/s.
+    # DeepSeek-V3 fp8 on 32 H100s (4 nodes of 8), EP32 with DP attention: a prompt token crosses the network once
+    # to each other node holding one of its 8 experts (DeepEP's normal kernels forward it over NVLink inside the
+    # node): 3 other nodes, each holding none of the 8 with probability C(192, 8) / C(256, 8); fp8 dispatch and
+    # bf16 combine (3 bytes a value of d = 7,168), in each of 58 MoE layers, through the GPU's 400 Gb/s NIC at 82%
+    # of 50 GB/s.
     p = planner.predict("deepseek-v3", "h100-sxm", 32, input_tokens=2000, output_tokens=1, phase="prefill", ep=32,
                         dp=32, weight_dtype="fp8")
     w = dict(p.waterfall)
     before, after = w["uneven expert routing (busiest rank)"], w["communication (TP, EP, PP)"]
-    a2a_s = 58 * 8 * 7168 * 3 * 31 / 32 / (50e9 * 0.82)
-    assert 1 / after - 1 / before == pytest.approx(a2a_s, rel=1e-9)   # 236 us a token
+    nodes = 3 * (1 - math.comb(192, 8) / math.comb(256, 8))             # 2.71 other nodes a token
+    a2a_s = 58 * nodes * 7168 * 3 / (50e9 * 0.82)
+    assert 1 / after - 1 / before == pytest.approx(a2a_s, rel=1e-9)   # 82 us a token (236 us one copy an expert)
     assert p.waterfall[0][0] == "roofline ceiling" and after < before < p.waterfall[0][1]
 
 
@@ -49,14 +54,22 @@ GAINS = ("two-batch overlap of communication", "MTP")
 
 
 def test_two_batch_overlap_by_hand_for_deepseek_v3_ep32():
-    # Each token's all-to-all per MoE layer, by hand: 8 experts x 7,168 values, 1 byte out (fp8) and 2 back (bf16),
-    # 31/32 of them off the GPU, 58 MoE layers, 400 Gb/s NIC at 82%: 236 us a token.
+    # Each token's all-to-all per MoE layer, by hand: 7,168 values, 1 byte out (fp8) and 2 back (bf16), 58 MoE
+    # layers, 400 Gb/s NIC at 82%. Decode (DeepEP's low-latency kernels): one copy to each of its 8 experts, 31/32
+    # of them off the GPU, 236 us a token. Prefill (the normal kernels): one copy to each of the 2.71 other nodes
+    # its experts sit on, 82 us a token.
     a2a_s = 58 * 8 * 7168 * 3 * 31 / 32 / (50e9 * 0.82)
+    prefill_a2a_s = 58 * 3 * (1 - math.comb(192, 8) / math.comb(256, 8)) * 7168 * 3 / (50e9 * 0.82)
     kw = dict(input_tokens=2000, ep=32, dp=32, weight_dtype="fp8")
     pre = planner.predict("deepseek-v3", "h100-sxm", 32, output_tokens=1, phase="prefill", overlap="two-batch", **kw)
     w = dict(pre.waterfall)
-    compute_s = 1 / w["compute and memory not overlapped"]                  # ~56 us a token: the all-to-all is longer
-    assert compute_s < a2a_s and 1 / w["two-batch overlap of communication"] == pytest.approx(a2a_s, rel=1e-9)
+    compute_s = 1 / w["compute and memory not overlapped"]                  # ~56 us a token
+    assert 1 / w["communication (TP, EP, PP)"] - 1 / w["uneven expert routing (busiest rank)"] == pytest.approx(
+        prefill_a2a_s, rel=1e-9)
+    # overlapped, the step is the longer stream: compute, memory and a second read of the weights (~103 us a
+    # token) now outlast the deduplicated all-to-all, and the overlap hides all of it
+    both = 1 / w["two-batch overlap of communication"]
+    assert compute_s < prefill_a2a_s < both < 1 / w["communication (TP, EP, PP)"]
     # decode at 256 sequences a GPU of ~500 tokens: 60 ms of all-to-all against ~43 ms of compute, KV reads and two
     # reads of the weights: the step is the all-to-all
     B, kw["input_tokens"] = 256 * 32, 500

@@ -746,8 +746,13 @@ class Deployment:
         pick = (lambda a: np.take_along_axis(a, worst[None], axis=0)[0]) if np.ndim(worst) else (lambda a: a[worst])
         return pp * pick(st.compute_s), pp * pick(st.weight_s), pp * pick(st.kv_s)
 
-    def collective_bytes_per_step(self, batch) -> dict:
-        """Bytes each chip sends per decode step, by collective (``batch`` sequences over the deployment).
+    @property
+    def expert_nodes(self) -> int:
+        """Scale-up domains (nodes) one stage's expert group spans: 1 while the stage's chips fit one domain."""
+        return max(1, math.ceil(self.placement.stage_chips / self.chip.scale_up_domain))
+
+    def collective_bytes_per_step(self, batch, forwarded=False) -> dict:
+        """Bytes each chip sends per step, by collective (``batch`` tokens over the deployment).
 
         ``"tensor-parallel all-reduce"``: two per layer (after attention and after the MLP), a ring
         sending ``2 (tp-1)/tp`` of the ``B_r/dp`` tokens' activations; ``"expert-parallel
@@ -755,6 +760,13 @@ class Deployment:
         in bf16, the ``(ep-1)/ep`` of them off the rank (:func:`llmmath.network.moe_all_to_all_bytes_per_token`),
         a chip sending its ``1/(tp dp)`` of the stage's tokens; ``"pipeline send"``: each micro-batch's
         activations to the next stage, split over the stage's chips (0 for one stage).
+
+        ``forwarded`` (a bool, or an array shaped like ``batch``): where true and the expert group spans
+        :attr:`expert_nodes` > 1 domains, the all-to-all is node-deduplicated, as DeepEP's normal kernels (prefill
+        and training) and DeepSeek-V3's dispatch run it: a token crosses the network once to each other node holding
+        one of its experts (:func:`llmmath.network.remote_nodes_reached`) and is forwarded over the scale-up link
+        inside it; the bytes returned are then those on the network. Decode's low-latency kernels send one copy per
+        expert, the default.
         """
         from . import network
         m, pl = self.model, self.placement
@@ -766,6 +778,10 @@ class Deployment:
         a2a = (moe * B_r / pl.stage_chips * float(network.moe_all_to_all_bytes_per_token(m.d_model, m.experts_per_token,
                                                                                           pl.ep))
                if m.is_moe and pl.ep > 1 else 0.0 * B_r)
+        nodes = self.expert_nodes
+        if m.is_moe and pl.ep > 1 and nodes > 1 and np.any(forwarded):
+            per_token = m.d_model * (1.0 + 2.0) * network.remote_nodes_reached(m.n_experts, m.experts_per_token, nodes)
+            a2a = np.where(forwarded, moe * B_r / pl.stage_chips * per_token, a2a)
         send = B_r * m.d_model * self.b_act / pl.stage_chips if pl.pp > 1 else 0.0 * B_r
         return {"tensor-parallel all-reduce": result(tp_ar), "expert-parallel all-to-all": result(a2a),
                 "pipeline send": result(send)}

@@ -353,7 +353,10 @@ def step(d: Deployment, tokens, kv_positions=0.0, prefill_positions=0.0, *, quer
     4. compute and memory not overlapped: the two add;
     5. uneven expert routing: the busiest rank's routed GEMMs at :func:`routing_imbalance` x the mean tokens;
     6. communication: the tensor-parallel all-reduces, the expert all-to-all and the pipeline sends of the step's
-       tokens (:meth:`~llmmath.deployment.Deployment.collective_bytes_per_step`) at the achieved bus rates;
+       tokens (:meth:`~llmmath.deployment.Deployment.collective_bytes_per_step`) at the achieved bus rates; a step
+       with prompt tokens (``prefill_positions`` > 0) sends each token once to each other node its experts sit on
+       (the node-deduplicated dispatch of DeepEP's normal kernels) when the expert group spans nodes, a decode step
+       one copy per expert (the low-latency kernels);
     7. two-batch overlap (``overlap="two-batch"``): the longer of compute and communication, weights read twice;
     8. fp8/fp4 matmuls at their own measured share of their peak;
     9. an MoE model's routed experts repriced at what measured MoE layers reach (:func:`moe_layer_fractions`): their
@@ -401,7 +404,8 @@ def step(d: Deployment, tokens, kv_positions=0.0, prefill_positions=0.0, *, quer
         total = total + routing_s
         fall.append(("uneven expert routing (busiest rank)", total))
     tp_bus, a2a = _links(d)
-    sent = d.collective_bytes_per_step(n * d.replicas)
+    # a step carrying prompt tokens runs the node-deduplicated (normal-mode) dispatch; decode the per-expert one
+    sent = d.collective_bytes_per_step(n * d.replicas, forwarded=np.asarray(prefill_positions) > 0)
     tp_s = sent["tensor-parallel all-reduce"] / tp_bus
     ep_s = sent["expert-parallel all-to-all"] / a2a
     pp_s = _pipeline_send_s(d, sent["pipeline send"])
