@@ -98,3 +98,57 @@ def test_comm_bound_points_by_hand():
     ds = tl.comm_bound_points("deepseek-v3", "h100-sxm", precision="fp8")
     assert ds["ep_width_nvlink"] < ds["d_ff_expert"] == 2048 < ds["ep_width_nic"]
     assert "ep_width_nic" not in pts
+
+
+def test_elementwise_bytes_of_llama_3_1_8b_by_hand():
+    """Llama 3.1 8B: h = 4,096, 32 query and 8 KV heads of 128, SwiGLU width 14,336, vocab 128,256, 32 layers.
+    Per token and layer, in bf16 values: norms 10h, rotary 4 (4,096 + 1,024), residual adds 12h, SwiGLU 8 x 14,336;
+    the loss 12 bytes a vocabulary entry; with fp8, the backward's cast-transposes of the four linear outputs
+    ((4,096 + 2 x 1,024) + 4,096 + 2 x 14,336 + 4,096) and the forward cast of the attention output (4,096), 4 bytes
+    each. A slip that charged the activation for the whole expert pool, or a byte per bf16 value, fails here."""
+    from llmmath import training
+    h, kv, f, L, V = 4096, 1024, 14336, 32, 128256
+    layer = (10 * h + 4 * (h + kv) + 12 * h + 8 * f) * 2
+    e = training.elementwise_bytes_per_token("llama-3.1-8b")
+    assert e["total"] == pytest.approx(L * layer + 12 * V)
+    assert e["total"] == pytest.approx(15.96e6, rel=0.01)                 # 14.4 MB of layers, 1.5 MB of loss
+    casts = 4 * ((h + 2 * kv) + h + 2 * f + h + h)
+    assert training.elementwise_bytes_per_token("llama-3.1-8b", fp8=True)["fp8 casts"] == pytest.approx(L * casts)
+    full = training.elementwise_bytes_per_token("llama-3.1-8b", recompute="full")
+    fwd = (4 * h + 2 * (h + kv) + 6 * h + 3 * f) * 2 * L                  # the layers' forward kernels again
+    assert full["recomputed forward"] == pytest.approx(fwd)
+    with pytest.raises(ValueError, match="recompute must be one of"):
+        training.elementwise_bytes_per_token("llama-3.1-8b", recompute="block")
+
+
+def test_moe_token_movement_grows_with_the_experts_a_token_visits():
+    """Qwen3-30B-A3B (h = 2,048, 8 of 128 experts of width 768, 48 layers): each MoE layer permutes a token into 8
+    copies and back, forward and backward, 4 (1 + 8) h values, and the router's scores 4 x 128."""
+    from llmmath import training
+    e = training.elementwise_bytes_per_token("qwen3-30b-a3b")
+    assert e["moe token movement"] == pytest.approx(48 * (4 * 9 * 2048 + 4 * 128) * 2)
+    assert e["activation"] == pytest.approx(48 * 8 * 8 * 768 * 2)
+
+
+def test_elementwise_kernels_are_priced_at_the_sustained_hbm_rate():
+    """The new term is the step's tokens times the bytes a token moves, over the GPUs at 0.91 of the H100's
+    3.35 TB/s (this project's measured HBM share): for Llama 3.1 8B in bf16 on 8 GPUs, 64 x 4,096 tokens."""
+    from llmmath import training
+    p = tl.predict("llama-3.1-8b", "h100-sxm", global_batch=64, seq_len=4096, dp=8)
+    hand = 64 * 4096 * training.elementwise_bytes_per_token("llama-3.1-8b")["total"] / (8 * 3.35e12 * 0.91)
+    assert p.terms["elementwise_s"] == pytest.approx(hand, rel=1e-9)
+    assert dict(p.waterfall)["elementwise kernels at the sustained HBM rate"] > p.waterfall[1][1]
+
+
+def test_partial_recompute_reruns_only_its_share_of_the_layers():
+    """Megatron's block method with 8 of Llama 3.1 8B's 32 layers on one stage: a quarter of full recompute's extra
+    forward (2 N D of matmuls), and the memory between the two."""
+    kw = dict(global_batch=64, seq_len=4096, dp=8)
+    none = tl.predict("llama-3.1-8b", "h100-sxm", recompute="none", **kw)
+    full = tl.predict("llama-3.1-8b", "h100-sxm", recompute="full", **kw)
+    part = tl.predict("llama-3.1-8b", "h100-sxm", recompute="full", recompute_layers=8, **kw)
+    assert part.terms["linear_s"] - none.terms["linear_s"] == pytest.approx(
+        (full.terms["linear_s"] - none.terms["linear_s"]) / 4, rel=1e-9)
+    assert sum(full.memory_bytes.values()) < sum(part.memory_bytes.values()) < sum(none.memory_bytes.values())
+    with pytest.raises(ValueError, match="needs recompute='full'"):
+        tl.predict("llama-3.1-8b", "h100-sxm", recompute="selective", recompute_layers=8, **kw)

@@ -43,6 +43,7 @@ buffers are left out.
 from __future__ import annotations
 
 import dataclasses
+import re
 import itertools
 
 import numpy as np
@@ -484,7 +485,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
             ep: int = 1, micro_batch: int = 1, zero_stage: int = 1, recompute: str = "selective",
             schedule: str = "1f1b", chunks: int = 1, precision: str = "bf16", fsdp: bool = False,
             tp_overlap: bool = True, rank_order: str = MEGATRON_RANK_ORDER,
-            dropout: bool = False) -> TrainingPrediction:
+            dropout: bool = False, recompute_layers: int | None = None) -> TrainingPrediction:
     """What a training framework (Megatron-Core, NeMo; FSDP) measures for one step: :func:`training_step`'s
     ceiling, then one term at a time (each a measured rate with its source, none fitted to a training run):
 
@@ -505,6 +506,14 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     ``recompute``), the fp32 logits of the loss on a one-stage model, one layer's activations while a fully recomputed
     layer reruns, FSDP's gathered layer, and a framework reserve (``data/training_constants.toml`` [memory]).
 
+    ``recompute_layers`` (with ``recompute="full"``): Megatron-Core's block method, the first ``recompute_layers``
+    layers of each pipeline stage's model chunk rerun their forward and the rest keep their activations (the extra
+    FLOPs, elementwise bytes and activation memory scale with the recomputed share of the chunk's layers).
+
+    Every step also pays the kernels that are neither matmuls nor attention (norms, rotary embedding, residual adds,
+    activations, MoE permutes, the loss, fp8 casts: :func:`llmmath.training.elementwise_bytes_per_token`) at the
+    chip's sustained HBM rate (:func:`llmmath.predict.sustained`).
+
     Not modelled: host and launch time, uneven pipeline stages beyond the embedding and head, ZB-V and DualPipe
     (``schedule`` takes :func:`llmmath.parallelism.pipeline_bubble_fraction`'s), partial recompute.
 
@@ -520,12 +529,27 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     z = 3 if fsdp else zero_stage
     kw = dict(global_batch=global_batch, seq_len=seq_len, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch,
               zero_stage=z, schedule=schedule, chunks=chunks, compute_dtype=dtype, dropout=dropout)
-    ceil = training_step(model, chip, recompute=recompute, **kw)
+    if recompute_layers is not None:
+        if recompute != "full":
+            raise ValueError(f"recompute_layers={recompute_layers!r} needs recompute='full' (Megatron's block method), "
+                             f"got recompute={recompute!r}")
+        per_chunk = models.get(model).n_layers / (int(pp) * int(chunks))
+        recompute_share = min(1.0, positive_int("recompute_layers", recompute_layers) / per_chunk)
+    else:
+        recompute_share = 1.0 if recompute == "full" else 0.0
+    partial = recompute_layers is not None
+    ceil = training_step(model, chip, recompute="none" if partial else recompute, **kw)
     m, c = models.get(model), hardware.get(chip)
     n, S, mb = ceil.n_gpus, int(seq_len), ceil.layout["microbatches"]
     tokens = int(global_batch) * S
-    hw = float(training.train_flops(m.matmul_params_per_token, tokens, S, m, recompute=recompute))
-    lin = float(training.train_flops(m.matmul_params_per_token, tokens, recompute=recompute))
+    def flops(mode, context=0):
+        return float(training.train_flops(m.matmul_params_per_token, tokens, context, m if context else None,
+                                          recompute=mode))
+    if partial:                     # the recomputed share of the layers adds its forward again
+        hw = flops("none", S) + recompute_share * (flops("full", S) - flops("none", S))
+        lin = flops("none") + recompute_share * (flops("full") - flops("none"))
+    else:
+        hw, lin = flops(recompute, S), flops(recompute)
     attn = hw - lin
     lin_s = lin / (n * c.flops_per_s(dtype) * matmul_fraction(c, dtype))
     attn_s = attn / (n * c.flops_per_s("bf16") * attention_share(S / cp))
@@ -537,6 +561,17 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     total = lambda: compute_s + bubble_s + sum(exposed.values())  # noqa: E731
     exposed["cp"] = max(0.0, ceil.comm_s["cp"] - attn_s)
     fall.append((f"linear layers at {precision}'s measured share, attention at FlashAttention's", total()))
+    # the kernels that are neither matmuls nor attention (norms, RoPE, residual adds, activations, MoE permutes,
+    # the loss, fp8 casts) stream their bytes at the sustained HBM rate, between the GEMMs: they add
+    from .predict import sustained
+    ew = training.elementwise_bytes_per_token(m, fp8=dtype != "bf16",
+                                              recompute="full" if recompute == "full" else "none")
+    if recompute_layers is not None and recompute == "full":    # only part of the layers rerun their forward
+        ew = dict(ew, total=ew["total"] - ew["recomputed forward"] * (1 - recompute_share))
+    elementwise_s = tokens * ew["total"] / (n * c.hbm_bytes_per_s * sustained(c)["hbm_fraction"])
+    compute_s += elementwise_s
+    bubble_s = compute_s * bub / (1.0 - bub)
+    fall.append(("elementwise kernels at the sustained HBM rate", total()))
 
     # data-parallel sync: what the ceiling charged, re-priced as the framework overlaps it
     k = training_constants()["overlap"]
@@ -570,8 +605,11 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     step_s = total()
 
     # memory, as frameworks see it
-    mem = dict(training_step(model, chip, recompute="selective" if recompute == "none" else recompute,
+    mem = dict(training_step(model, chip, recompute="selective" if recompute == "none" or partial else recompute,
                              **kw).memory_bytes)
+    if partial:                     # the recomputed layers keep only their inputs
+        full = training_step(model, chip, recompute="full", **kw).memory_bytes
+        mem = {k2: (1 - recompute_share) * v + recompute_share * full.get(k2, v) for k2, v in mem.items()}
     km = training_constants()["memory"]
     s_loc, sp = S // cp, tp > 1
     if pp == 1:
@@ -584,11 +622,11 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     mem["framework reserve"] = float(km["reserve_bytes"])
     model_flops = ceil.model_flops
     mfu = model_flops / (step_s * n * c.flops_per_s("bf16"))
-    terms = {"compute_s": compute_s, "linear_s": lin_s, "attention_s": attn_s, "bubble_s": bubble_s,
-             **{f"{k2}_exposed_s": v for k2, v in exposed.items()}}
+    terms = {"compute_s": compute_s, "linear_s": lin_s, "attention_s": attn_s, "elementwise_s": elementwise_s,
+             "bubble_s": bubble_s, **{f"{k2}_exposed_s": v for k2, v in exposed.items()}}
     return TrainingPrediction(step_s, tokens / step_s / n, float(mfu), fall, terms, mem, float(c.hbm_bytes),
                               dict(ceil.layout, precision=precision, fsdp=fsdp, tp_overlap=tp_overlap,
-                                   rank_order=rank_order))
+                                   rank_order=rank_order, recompute=recompute, recompute_layers=recompute_layers))
 
 
 # ---- the training ledger: published measured throughput against the prediction ---------------------------------
@@ -609,7 +647,8 @@ def _row_args(e: dict) -> dict:
     tp, cp, pp = int(e.get("tp", 1)), int(e.get("cp", 1)), int(e.get("pp", 1))
     vp = int(e.get("vp", 1) or 1)
     rc = str(e.get("recompute", "none")).lower()
-    return dict(global_batch=int(e["global_batch"]), seq_len=int(e["seq_len"]), tp=tp, cp=cp, pp=pp,
+    layers = re.search(r"(\d+) layers", rc) if "full" in rc else None    # Megatron's block method: N layers
+    return dict(recompute_layers=int(layers.group(1)) if layers else None,global_batch=int(e["global_batch"]), seq_len=int(e["seq_len"]), tp=tp, cp=cp, pp=pp,
                 dp=int(e["gpus"]) // (tp * cp * pp), ep=int(e.get("ep", 1)), micro_batch=int(e.get("micro_batch", 1)),
                 recompute="full" if "full" in rc else "selective" if "selective" in rc else "none",
                 schedule="interleaved" if vp > 1 else "1f1b", chunks=vp, precision=e.get("precision", "bf16"),
