@@ -152,3 +152,17 @@ def test_partial_recompute_reruns_only_its_share_of_the_layers():
     assert sum(full.memory_bytes.values()) < sum(part.memory_bytes.values()) < sum(none.memory_bytes.values())
     with pytest.raises(ValueError, match="needs recompute='full'"):
         tl.predict("llama-3.1-8b", "h100-sxm", recompute="selective", recompute_layers=8, **kw)
+
+
+def test_a_data_parallel_ring_across_nodes_uses_every_nic_of_the_node():
+    """NCCL runs one ring per NIC: a data-parallel group with g members in each 8-GPU H100 node crosses the node
+    boundary on g NICs at once, so its sync moves at min(450, g x 50) GB/s a GPU (nccl-tests: ~400 GB/s bus bandwidth
+    across H100 nodes with eight 400 Gb/s NICs); with one member a node (TP8) it has one NIC, 50 GB/s. Inside one
+    node, NVLink's 450. A slip that priced every cross-node ring at one NIC is 8x slow here."""
+    def rate(**kw):
+        st = tl.training_step("llama-3.1-8b", "h100-sxm", global_batch=64, seq_len=4096, **kw)
+        return st.comm_bytes["dp"] / st.comm_s["dp"]
+    assert rate(dp=16) == pytest.approx(400e9)                  # 2 nodes, 8 members each
+    assert rate(tp=4, dp=4) == pytest.approx(100e9)             # 2 members a node
+    assert rate(tp=8, dp=2) == pytest.approx(50e9)              # 1 member a node
+    assert rate(dp=8) == pytest.approx(450e9)                   # one node: NVLink

@@ -132,8 +132,15 @@ class TrainingStep:
                 + (f"(v={L['chunks']})" if L['chunks'] > 1 else "") + f" ZeRO-{L['zero_stage']} {L['recompute']}")
 
 
-def _group_link(chip, stride: int, size: int) -> float:
-    """Per-direction bytes/s of a group of ``size`` ranks spaced ``stride`` apart: scale-up if it fits one domain."""
+def _group_link(chip, stride: int, size: int, ring: bool = False) -> float:
+    """Per-direction bytes/s of a group of ``size`` ranks spaced ``stride`` apart: scale-up if it fits one domain.
+
+    A group that spans domains sends over the scale-out NIC. For a ring collective (``ring``: all-reduce,
+    reduce-scatter, all-gather) each of the group's ``g`` members inside one domain has its own NIC, and NCCL runs
+    one ring (channel) per NIC, each carrying ``1/g`` of the data across the domain boundary and the rest over the
+    scale-up link: the collective then moves at ``min(scale-up, g x NIC)`` a GPU (eight 400 Gb/s NICs of an H100
+    node: 400 GB/s, the bus bandwidth nccl-tests reach across nodes). Point-to-point sends and all-to-alls keep one
+    NIC a GPU."""
     if size <= 1:
         return chip.scale_up_bytes_per_s or chip.scale_out_bytes_per_s or 1.0
     inside = stride * size <= chip.scale_up_domain
@@ -141,6 +148,9 @@ def _group_link(chip, stride: int, size: int) -> float:
     if not bw > 0:
         raise ValueError(f"{chip.key} publishes no {'scale-up' if inside else 'scale-out'} bandwidth, needed for a "
                          f"group of {size} GPUs at stride {stride}; allowed: a chip with both link figures")
+    if ring and not inside and chip.scale_up_bytes_per_s and stride < chip.scale_up_domain:
+        g = min(size, chip.scale_up_domain // stride)              # the group's members in one domain, a NIC each
+        return float(min(chip.scale_up_bytes_per_s, g * bw))
     return float(bw)
 
 
@@ -283,10 +293,11 @@ class _Groups:
     def __init__(self, m, c, *, tp, cp, pp, dp, ep, mb, b, s_loc, sp, b_w, b_g, zero_stage):
         self.m, self.tp, self.cp, self.pp, self.dp, self.ep = m, tp, cp, pp, dp, ep
         self.mb, self.b, self.s_loc, self.sp, self.b_w, self.b_g, self.zero_stage = mb, b, s_loc, sp, b_w, b_g, zero_stage
-        self.bw_tp = _group_link(c, 1, tp)
-        self.bw_cp = _group_link(c, tp, cp)
+        self.bw_tp = _group_link(c, 1, tp, ring=True)
+        self.bw_cp = _group_link(c, tp, cp)                     # ring attention: point-to-point sends
         self.bw_pp = _group_link(c, tp * cp, pp)
-        self.bw_dp = _group_link(c, tp * cp * pp, dp * cp) if cp == 1 else _group_link(c, tp, cp * dp * pp)
+        self.bw_dp = (_group_link(c, tp * cp * pp, dp * cp, ring=True) if cp == 1
+                      else _group_link(c, tp, cp * dp * pp, ring=True))
         self.bw_ep = _group_link(c, tp * cp * pp, ep) if ep > 1 else self.bw_dp
         self.layers_stage = m.n_layers / pp
         self.act_bytes = b * s_loc * m.d_model * 2.0          # one micro-batch's bf16 hidden states on one TP group
@@ -677,7 +688,9 @@ def comm_bound_points(model, chip, *, precision: str = "bf16", grad_dtype: str =
     * ``dp_tokens``: tokens each data-parallel replica must process per step for ZeRO-1's sync to hide behind its
       compute over the NIC. A replica's GPUs hold ``N / (tp pp)`` parameters each and send ``(b_g + b_w)`` bytes per
       parameter (reduce-scatter the gradients, gather the weights) while they compute ``6 T N / (tp pp)`` FLOPs for
-      ``T`` tokens: hidden while ``T >= F (b_g + b_w) / (6 W_nic)`` (ring factor ``(dp-1)/dp`` taken as 1);
+      ``T`` tokens: hidden while ``T >= F (b_g + b_w) / (6 W_nic)`` (ring factor ``(dp-1)/dp`` taken as 1; one
+      member of the group a node, the worst case: ``g`` members sharing a node ring over ``g`` NICs at once, and the
+      threshold falls ``g``-fold until NVLink binds, as :func:`predict` prices it);
     * ``fsdp_tokens``: the same for FSDP, whose weights are gathered twice per micro-batch: tokens per micro-batch
       per replica ``>= F (2 b_w + b_g) / (6 W_nic)``;
     * ``tp_max``: the tensor-parallel degree past which a layer's sequence-parallel gathers and reduce-scatters (8
