@@ -271,11 +271,15 @@ assert abs(per_kernel_by_hand / cal["per_kernel_s"] - 1) < 0.01
 # prediction of the code at that commit beside it (`predicted_at_entry`),
 # after the last change to the model; once a change has been judged on it, it
 # becomes validation — and a test fails if a change moves a test row's
-# prediction while it is still called a test row. The test rows here were
-# gathered from three families of sources (NVIDIA's [NIM](../book/glossary.md#nim) pages and
+# prediction while it is still called a test row. The test rows here came in
+# two rounds, each gathered by source before any prediction: first from three
+# families of sources (NVIDIA's [NIM](../book/glossary.md#nim) pages and
 # TensorRT-LLM's tables; the vLLM and SGLang blogs; AMD's blogs,
-# SemiAnalysis's [InferenceMAX](../book/glossary.md#inferencemax) and dstack) after the MoE term below was fixed,
-# and none was dropped once its prediction was seen. Results reserved outside
+# SemiAnalysis's [InferenceMAX](../book/glossary.md#inferencemax) and dstack) after the MoE term below was fixed;
+# then, after the prefill all-to-all was priced once a node, TensorRT-LLM
+# 0.15's table, the rest of a NIM sweep, more InferenceMAX records and an
+# LMSYS table. None was dropped once its prediction was seen, and each
+# round's error is printed apart below. Results reserved outside
 # the project ([MLPerf](../book/glossary.md#mlperf) Inference v5.0 and v5.1, Oracle's MI300X posts) measure
 # the model too, and none of them is in the ledger.
 
@@ -409,6 +413,14 @@ print(f"test rows: median error {med_test:.1%} (the ceiling's {med_test_ceiling:
       f"1.5x; by regime: " + ", ".join(f"{g} {summary['test, ' + g][0]:.0%}" for g in planner.REGIMES
                                       if 'test, ' + g in summary))
 print("the course's goals on test rows: " + ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in goal.items()))
+rounds = {}
+for r in test:
+    rounds.setdefault(planner.measurements()[r["key"]]["entered_after"], []).append(r)
+for commit, rs in sorted(rounds.items(), key=lambda kv: min(planner.measurements()[r["key"]]["collected"]
+                                                            for r in kv[1])):
+    moe = [r["ratio"] for r in rs if r["regime"] == "MoE"]
+    print(f"  test rows entered after {commit}: {len(rs)}, median error {score([r['ratio'] for r in rs])[0]:.1%}, "
+          f"{score([r['ratio'] for r in rs])[1]:.0%} within 1.5x" + (f", MoE {score(moe)[0]:.0%}" if moe else ""))
 new_chips = {"gb300", "b300", "h20", "l40s", "a100-40gb", "mi355x", "gaudi3", "tpu-v7"}     # entered this round
 on_new = [r["ratio"] for r in test if planner.measurements()[r["key"]]["chip"] in new_chips]
 print(f"test rows on this round's new chips: {len(on_new)}, median error {score(on_new)[0]:.0%}, "
@@ -459,12 +471,15 @@ print(f"these {len(unstated)} rows: median error {score([r['ratio'] for r in uns
 #
 # * **Other engines' MoE kernels, and AMD's.** The MoE term is TensorRT-LLM's
 #   fused module on NVIDIA parts. DeepSeek-R1 served by vLLM and SGLang at TP8
-#   on MI300X, MI325X and H200 at a few dozen users (the dstack and
+#   on MI300X, MI325X and H200 at 4 to 128 users (the dstack and
 #   InferenceMAX test rows) runs at a third to two thirds of its prediction:
 #   their MoE and MLA kernels reach less than NVIDIA's tables say, and on AMD
 #   parts the only measured matmul shares are AMD's best-case GEMM shapes.
 #   Dense Llama on MI300X with vLLM lands near half its prediction for the
-#   same reason; the band of every AMD prediction names the assumption.
+#   same reason. The MI355X, whose shares are the median of its two
+#   predecessors', runs *faster* than predicted in SGLang: AMD rows scatter
+#   wider than NVIDIA's both ways (the cell below), and the band of every AMD
+#   prediction names the assumption.
 # * **Host time per scheduled sequence.** The one sourced figure (29 µs a
 #   sequence, a profile of TensorRT-LLM's Python runtime on Grace, NVIDIA's Arm CPU) was tried
 #   as a term: charged to every engine it made the C++ runtime's validation
@@ -529,8 +544,18 @@ across = [r for r in rows if ledger[r["key"]]["phase"] == "prefill" and ledger[r
 print("prefill with the experts across nodes (measured / predicted): "
       + ", ".join(f"{r['key']} {r['ratio']:.2f}" for r in across))
 assert len(across) == 3 and sorted(r["ratio"] for r in across)[1] > 0.7     # node-deduplicated dispatch
-amd = [r["ratio"] for r in test if hardware.get(ledger[r["key"]]["chip"]).vendor == "AMD"]
-assert np.median(amd) < 0.8                  # AMD rows run slower than predicted: the assumption the bands name
+by_amd_chip = {}
+for r in test:
+    if hardware.get(ledger[r["key"]]["chip"]).vendor == "AMD":
+        by_amd_chip.setdefault(ledger[r["key"]]["chip"], []).append(r["ratio"])
+print("AMD test rows, measured/predicted by chip: " + ", ".join(
+    f"{c} median {np.median(v):.2f} ({len(v)} rows, {min(v):.2f}-{max(v):.2f})" for c, v in sorted(by_amd_chip.items())))
+nvidia = [r["ratio"] for r in test if hardware.get(ledger[r["key"]]["chip"]).vendor == "NVIDIA"]
+amd = [x for v in by_amd_chip.values() for x in v]
+spread = lambda v: np.quantile(v, 0.9) / np.quantile(v, 0.1)  # noqa: E731
+print(f"spread of measured/predicted (90th over 10th percentile): AMD {spread(amd):.2f}, NVIDIA {spread(nvidia):.2f}")
+assert np.median(by_amd_chip["mi300x"]) < 0.8 and np.median(by_amd_chip["mi325x"]) < 0.8   # slower than assumed
+assert spread(amd) > spread(nvidia)          # AMD's assumed rates scatter wider: the assumption the bands name
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The second effect: speculative decoding
