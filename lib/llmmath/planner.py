@@ -543,10 +543,23 @@ class MeasuredVsFloor:
     source: str
 
 
+def _kv_share(e: dict) -> dict:
+    """``{"usable_hbm_fraction": f}`` for a row that gives its engine's KV share of the HBM the weights leave
+    (TensorRT-LLM's kv_cache_free_gpu_mem_fraction), else ``{}``: the ceiling and the prediction size the cache
+    alike."""
+    if "kv_cache_free_fraction" not in e:
+        return {}
+    d = Deployment(e["model"], e["chip"], int(e["chips"]), weight_dtype=e["weight_dtype"], kv_dtype=e["kv_dtype"],
+                   compute_dtype=e.get("compute_dtype"), tp=e.get("tp", 1), ep=e.get("ep", 1), dp=e.get("dp", 1))
+    w = float(np.max(d.weight_bytes_by_stage))
+    return {"usable_hbm_fraction": (w + e["kv_cache_free_fraction"] * (d.chip.hbm_bytes - w)) / d.chip.hbm_bytes}
+
+
 def _ceiling(e: dict) -> tuple[float, str]:
-    """Roofline ceiling of tokens/s per chip for one measurement entry."""
+    """Roofline ceiling of tokens/s per chip for one measurement entry (its KV cache sized as :func:`_kv_share`
+    says, as the prediction sizes it)."""
     kw = dict(weight_dtype=e["weight_dtype"], kv_dtype=e["kv_dtype"], compute_dtype=e.get("compute_dtype"),
-              tp=e.get("tp", 1), ep=e.get("ep", 1), dp=e.get("dp", 1))
+              tp=e.get("tp", 1), ep=e.get("ep", 1), dp=e.get("dp", 1), **_kv_share(e))
     isl, osl = int(e["input_tokens"]), int(e.get("output_tokens", 1))
     chips = int(e["chips"])
     if e["phase"] == "prefill":
@@ -660,10 +673,7 @@ def predicted_vs_measured(keys=None, overrides=None) -> list[tuple[str, str, flo
                   tp=e.get("tp", 1), ep=e.get("ep", 1), dp=e.get("dp", 1))
         phase = {"mixed": "aggregated"}.get(e["phase"], e["phase"])
         b = e.get("batch_per_chip")
-        if "kv_cache_free_fraction" in e:       # the engine gives the KV this share of what the weights leave
-            d = Deployment(e["model"], e["chip"], int(e["chips"]), **kw)
-            w = float(np.max(d.weight_bytes_by_stage))
-            kw["usable_hbm_fraction"] = (w + e["kv_cache_free_fraction"] * (d.chip.hbm_bytes - w)) / d.chip.hbm_bytes
+        kw.update(_kv_share(e))                 # the engine gives the KV this share of what the weights leave
         limits = None
         if "n_requests" in e:                  # a trtllm-bench run: the limits its heuristic set
             ranks = int(e.get("dp", 1)) if int(e.get("ep", 1)) > 1 else 1      # attention data parallelism
