@@ -564,7 +564,7 @@ assert v8.verdict == "holds"
 # ## Measured: the flat region and the knee on this machine
 #
 # The claims rest on one physical fact: multiplying a batch of activations by a
-# weight matrix costs the same time for every batch until the arithmetic
+# weight matrix takes the same time at any batch until the arithmetic
 # catches up with the weight reads. Here is that product, $Y = X \Theta$ with $X$ of
 # shape $(B \times d)$ and the weight matrix $\Theta$ of shape $(d \times d)$, timed on this machine for
 # growing $B$, beside the roofline prediction from this machine's measured
@@ -583,6 +583,7 @@ assert v8.verdict == "holds"
 # $k_c \times n_c$ ($k_c$ rows by $n_c$ columns, the BLAS literature's names) and multiply block by block in one NumPy call, then add the
 # $d/k_c$ partial results: each block product is small enough for the BLAS's
 # small-matrix path, which multiplies straight from the block as it streams in.
+#
 # Which block shape works best depends on the BLAS, the CPU and even the number
 # of rows (on the VM this course is tested on: 2000×32 at one row, 2000×64 at
 # four, 250×64 at 16, 250×32 at 64), so for each batch that some block shape fits

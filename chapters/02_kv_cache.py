@@ -814,7 +814,7 @@ if rep is not None:
 #
 # | # | time | claim | verdict |
 # |---|---|---|---|
-# | 3 | 7:18 | decode attention is bound by KV reads | **holds if** standard attention (MHA/GQA/MQA: $G$ FLOP/byte, 10–560× below the ridges); absorbed MLA with all 128 heads on one chip (DeepSeek-V3) does 242 FLOP/byte — compute-bound on H200/A100, and over an fp8 cache with bf16 math 425–484 FLOP/byte, compute-bound on H100 and B200 too; Kimi K2's 64 heads halve it to 121, memory-bound on every chip |
+# | 3 | 7:18 | decode attention is bound by KV reads | **holds if** standard attention (MHA/GQA/MQA: $G$ FLOP/byte, 10–560× below the ridges); absorbed MLA (DeepSeek-V3, 128 heads on a chip): 242 FLOP/byte, compute-bound on H200 and A100; 425–484 over an fp8 cache, on H100 and B200 too; Kimi K2's 64 heads: 121, memory-bound everywhere |
 # | 5 | 11:17 | longer context tips a fixed batch into memory-bound | **holds if** attention is memory-bound: $L^* = 2N_\text{mm}/(F\beta/W - a)$, 1,476 tokens for Llama-3.1-70B on H100, from tens to ~16,000 tokens across GQA/MHA models and chips (~79,000 on the export-limited H20); never for absorbed MLA on an H200 |
 # | 6 | 11:39 | the balanced context is the ideal operating point | **holds if** "ideal" means utilisation: both resources busy only there, MFU ≈ $L^*/L$ past it (0.51 at $2L^*$ for Llama-3.1-8B and 70B on H100 and B200); cost per token has no minimum there |
 # | 7 | 12:29 | sparse attention's traffic grows more slowly | **holds if** read as a flatter line: published NSA/DSA/MoBA/Quest are a fixed top-$k_\text{sel}$ plus a 9–8000× flatter linear scan; a $\sqrt L$ law needs blocks of size $\propto\sqrt L$, which none uses |

@@ -224,7 +224,7 @@ ax1.set_xticks([2e11, 5e11, 1e12, 2e12, 4e12], labels=["200B", "500B", "1T", "2T
 ax1.set_xticks([], minor=True)
 ax1.set_xlabel("model size N (parameters)"); ax1.set_ylabel("compute (multiples of the minimum total)")
 ax1.set_title(f"Llama-3.1-405B's loss, {op['d_inf'] / 1e12:.0f}T tokens served")
-ax1.grid(True, alpha=0.3); ax1.legend(fontsize=8, loc="upper center")
+ax1.grid(True, alpha=0.3); ax1.legend(fontsize=9, loc="upper center")
 for (key, o), color in zip(ops28.items(), ("C0", "C1", "C2")):
     ax2.semilogx(D_serve, pen_curve[key], "-", color=color, label=f"loss {o['loss']:.3f} ({key})")
     ax2.plot(o["d_inf"], o["pen"], "o", color=color)
@@ -232,7 +232,7 @@ ax2.axhline(1, color="k", ls="--", lw=1, label="the heuristic: equal = minimum")
 ax2.set_ylim(0.9, 2.6)
 ax2.set_xlabel("tokens served, D_inf"); ax2.set_ylabel("total at equal costs (x the minimum)")
 ax2.set_title("What 'make them equal' costs (dots: the runs)")
-ax2.grid(True, alpha=0.3); ax2.legend(fontsize=8, loc="upper right")
+ax2.grid(True, alpha=0.3); ax2.legend(fontsize=9, loc="upper right")
 plt.show()
 
 # %% [markdown]

@@ -544,11 +544,11 @@ ax.semilogy([nv[-1].year, rub.year], [nv[-1].hbm_bytes_per_s / nv[0].hbm_bytes_p
 ax.semilogy([nv[-1].year, rub.year], [nv[-1].hbm_bytes / nv[0].hbm_bytes, rub.hbm_bytes_per_package / nv[0].hbm_bytes],
             "^:", color="C2", mfc="none")
 for c in nv:
-    ax.annotate(c.key, (c.year, 1), xytext=(2, -12), textcoords="offset points", fontsize=8, ha="left")
+    ax.annotate(c.key, (c.year, 1), xytext=(2, -12), textcoords="offset points", fontsize=9, ha="left")
 ax.annotate("Rubin\n(announced)", (rub.year, rub.hbm_bytes_per_s_per_package / nv[0].hbm_bytes_per_s),
-            xytext=(-6, -2), textcoords="offset points", fontsize=8, ha="right", va="top")
+            xytext=(-6, -2), textcoords="offset points", fontsize=9, ha="right", va="top")
 ax.set_ylim(0.6, 20); ax.set_xlabel("year"); ax.set_ylabel("per GPU, relative to the A100")
-ax.set_title("NVIDIA per-GPU growth since 2020", fontsize=9); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=8)
+ax.set_title("NVIDIA per-GPU growth since 2020", fontsize=9); ax.grid(True, which="both", alpha=0.3); ax.legend(fontsize=9)
 colors = {"NVIDIA": "C0", "AMD": "C3", "Google": "C2", "Intel": "C4"}
 by_year = {}
 for c in hardware.catalog().values():
@@ -560,8 +560,8 @@ for vendor, col in colors.items():
     ax2.plot([], [], "o", color=col, label=vendor)
 ax2.set_xlim(min(by_year) - 0.7, max(by_year) + 0.7); ax2.set_ylim(0, 1.25 * max(fw for _, fw, _ in pts))
 ax2.set_xlabel("year"); ax2.set_ylabel("F / W (bf16 FLOP per HBM byte)")
-ax2.set_title("The balance point F/W did not fall", fontsize=9); ax2.grid(True, alpha=0.3); ax2.legend(fontsize=8)
-plots.label_points(ax2, [p[0] for p in pts], [p[1] for p in pts], [p[2].key for p in pts])
+ax2.set_title("The balance point F/W did not fall", fontsize=9); ax2.grid(True, alpha=0.3); ax2.legend(fontsize=9)
+plots.label_points(ax2, [p[0] for p in pts], [p[1] for p in pts], [p[2].key for p in pts], fontsize=9)
 plt.show()
 a, b = nv[0], nv[-1]
 print(f"{a.key} ({a.year}) -> {b.key} ({b.year}): dense bf16 x{b.flops_per_s('bf16') / a.flops_per_s('bf16'):.1f}, "

@@ -470,13 +470,14 @@ planner.widget
 #    exposed;
 # 4. the expert all-to-all on the link the rank order gives it: in
 #    Megatron-Core's order (TP, CP, EP, DP, PP, innermost first) an expert
-#    group that fits one NVLink domain stays on NVLink;
-# 5. the kernels that are neither matmuls nor attention (the norms, rotary
-#    embedding, residual adds, the activation, MoE permutes, the loss and
-#    fp8's casts) at the chip's sustained HBM rate, each kernel reading its
-#    inputs and writing its outputs once, forward and backward
-#    (`training.elementwise_bytes_per_token`: 16 MB a token for Llama 3.1 8B
-#    in bf16, against 45 GFLOP of its matmuls).
+#    group that fits one NVLink domain stays on NVLink.
+#
+# And the kernels that are neither matmuls nor attention (the norms, rotary
+# embedding, residual adds, the activation, MoE permutes, the loss and fp8's
+# casts) at the chip's sustained HBM rate, each kernel reading its inputs and
+# writing its outputs once, forward and backward
+# (`training.elementwise_bytes_per_token`: 16 MB a token for Llama 3.1 8B in
+# bf16, against 45 GFLOP of its matmuls).
 #
 # Partial recompute (Megatron's block method: the first few layers of each
 # stage rerun their forward) charges only that share of the layers again.
@@ -524,9 +525,7 @@ for name, rs in (("validation", [r for r in res if r["split"] == "validation"]),
     print(f"{name:<12} {len(rs):>3} rows: median |measured/predicted - 1| {med:5.1%} (the ceiling's {med_c:5.1%}), "
           f"{within:4.0%} within 1.5x, measured/predicted {gm:.2f} on the geometric mean")
 test_t = [r for r in res if r["split"] == "test"]
-for commit in sorted({ledger_t[r["key"]]["entered_after"] for r in test_t},
-                     key=lambda c: min(ledger_t[r["key"]]["collected"] for r in test_t
-                                       if ledger_t[r["key"]]["entered_after"] == c)):
+for commit in dict.fromkeys(ledger_t[r["key"]]["entered_after"] for r in test_t):    # rounds in ledger order
     rs = [r["measured"] / r["predicted"] for r in test_t if ledger_t[r["key"]]["entered_after"] == commit]
     within125 = np.mean([1 / 1.25 <= x <= 1.25 for x in rs])
     print(f"  test rows entered after {commit}: {len(rs):>2}, median |predicted/measured - 1| "
@@ -600,7 +599,9 @@ plt.show()
 dp_low = [r["key"] for r in pts_rows if r["dp_margin"] < 1]
 print(f"runs on the compute-bound side: data parallelism {sum(r['dp_margin'] >= 1 for r in pts_rows)} of "
       f"{len(pts_rows)}, tensor parallelism {sum(r['tp_margin'] >= 1 for r in pts_rows)} of {len(pts_rows)}; "
-      f"below the DP point: {', '.join(dp_low) or 'none'}")
+      f"below the DP point ({len(dp_low)}):")
+for key in dp_low:
+    print(f"  {key}")
 ds = TL.comm_bound_points("deepseek-v3", "h100-sxm", precision="fp8")
 print(f"DeepSeek-V3's experts are {ds['d_ff_expert']:,} wide: an all-to-all over NVLink hides behind them from "
       f"{ds['ep_width_nvlink']:,.0f}, over the NIC only from {ds['ep_width_nic']:,.0f}")

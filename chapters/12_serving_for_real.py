@@ -279,7 +279,10 @@ assert abs(per_kernel_by_hand / cal["per_kernel_s"] - 1) < 0.01
 # then, after the prefill all-to-all was priced once a node, TensorRT-LLM
 # 0.15's table, the rest of a NIM sweep, more InferenceMAX records and an
 # LMSYS table. None was dropped once its prediction was seen, and each
-# round's error is printed apart below. Results reserved outside
+# round's error is printed apart below. A round's rows are not independent of
+# one another: most of the second round's come from two sources (28 cells of
+# one TensorRT-LLM table, 24 InferenceMAX records of one model), so a miss
+# that one source shares counts many times. Results reserved outside
 # the project ([MLPerf](../book/glossary.md#mlperf) Inference v5.0 and v5.1, Oracle's MI300X posts) measure
 # the model too, and none of them is in the ledger.
 
