@@ -480,7 +480,8 @@ planner.widget
 # bf16, against 45 GFLOP of its matmuls).
 #
 # Partial recompute (Megatron's block method: the first few layers of each
-# stage rerun their forward) charges only that share of the layers again.
+# stage's model chunk rerun their forward) charges only that share of the
+# layers again.
 #
 # Llama 3 405B ran an interleaved schedule; its waterfall at 16,384 GPUs:
 
@@ -498,14 +499,28 @@ assert flat.terms["bubble_s"] > 1.5 * inter.terms["bubble_s"]
 
 # %% [markdown]
 # **Held against measured runs.** The training ledger
-# (`data/training_measurements.toml`) holds 48 published runs: NVIDIA's NeMo
-# and Megatron-Bridge performance tables (Llama, GPT-3, Mixtral, DeepSeek-V3,
-# Qwen3, gpt-oss and Kimi K2 on H100 to GB300, bf16 to nvfp4, 8 to 1,024 GPUs),
-# NeMo AutoModel's, Google's MaxText tables on TPUs, and the Llama 3 and
-# DeepSeek-V3 reports. Rows in view while the predictor took its form, or on
-# which a later change was judged, are validation rows; the others entered
-# after its last change, with its prediction beside them (test), and are
-# reported apart. The ceiling is the first line of each waterfall:
+# (`data/training_measurements.toml`) holds the published runs the course
+# could source (the count is printed below): NVIDIA's NeMo and Megatron-Bridge
+# performance tables release by release (Llama, GPT-3, Mixtral, DeepSeek-V3,
+# Qwen3, gpt-oss and Kimi K2 on H100 to GB300, bf16 to nvfp4), NeMo
+# AutoModel's, Google's MaxText tables on TPU v5p and v6e, and the Llama 3 and
+# DeepSeek-V3 reports, 8 to 16,384 chips. Rows in view while the predictor
+# took its form, or on which a later change was judged, are validation rows.
+# The others are test rows, entered in **rounds**: after a change to the
+# model, a search takes every row of the sources it opens, before any
+# prediction exists, and the rows enter in a commit of their own with the
+# prediction of that code beside them. A row stays a test row until a later
+# change moves its prediction (then it has been judged on, and becomes
+# validation), so a round is named by the commit whose code predicted it, and
+# an early round keeps only the rows no later change moved. Test and
+# validation rows are reported apart; the ceiling is the first line of each
+# waterfall.
+#
+# The goal for this chapter's predictor is stated on predicted/measured, the
+# way a training estimate is read (how much faster it says a run goes): a
+# median |predicted/measured − 1| of at most 20%, and at least 60% of the test
+# rows within 1.25× either way. The summary lines use measured/predicted, as
+# chapter 12 does, so their medians differ a little from the goal's:
 
 # %%
 ledger_t = TL.measurements()
@@ -565,7 +580,8 @@ plt.show()
 # Scale Your Model* builds its training chapters on the same comparisons). A
 # data-parallel replica's GPUs send $b_g + b_w$ bytes per parameter each step
 # and compute $6D_\text{step}$ FLOPs per parameter for the $D_\text{step}$ tokens of its step, so ZeRO-1's sync hides
-# while $D_\text{step} \ge F(b_g+b_w)/(6\,\text{bw}_\text{out})$ ($\text{bw}_\text{out}$: one GPU's NIC), whatever the model's size. Tensor
+# while $D_\text{step} \ge F(b_g+b_w)/(6\,\text{bw}_\text{out})$ ($\text{bw}_\text{out}$: one GPU's NIC, the worst case: a group with
+# $g$ members in each node rings over $g$ NICs at once, and the point falls $g$-fold), whatever the model's size. Tensor
 # parallelism moves $16\,d$ bytes a token per layer (gathers and
 # reduce-scatters, forward and backward) against $6P_\text{layer}/\text{TP}$
 # FLOPs, so it turns communication-bound past
@@ -614,18 +630,23 @@ assert ds["ep_width_nvlink"] < ds["d_ff_expert"] < ds["ep_width_nic"]
 # The data-parallel margin is where teams spend their batch: most replicas
 # compute many times the tokens their sync needs (over NVLink when the group
 # fits one domain, over the NIC otherwise); the runs printed below the point
-# gather weights per micro-batch (FSDP) or give each replica a small batch,
-# and there the overlap's schedule, not the bandwidth alone, decides.
+# gather weights per micro-batch (FSDP) or give each replica a small batch.
+# They are below it at one NIC a GPU; most of them have several data-parallel
+# ranks in each node, ring over that many NICs, and sit above it as
+# `predict` prices them (the rings bullet below).
 # DeepSeek-V3's experts are too narrow to hide a NIC all-to-all behind them —
 # which is why DeepSeek overlapped one micro-batch's all-to-all with another's
 # compute (DualPipe) instead of waiting on it.
 
 # %% [markdown]
-# **Where it fails, and why.** The rows outside 1.5×, and how many runs that
-# ran the memory model still says do not fit:
+# **Where it fails, and why.** How many rows sit outside 1.5×, the furthest
+# of them, and how many runs that ran the memory model still says do not fit:
 
 # %%
-for r in sorted([r for r in res if not 1 / 1.5 <= r["ratio"] <= 1.5], key=lambda r: r["ratio"]):
+outside = sorted([r for r in res if not 1 / 1.5 <= r["ratio"] <= 1.5], key=lambda r: r["ratio"])
+print(f"{len(outside)} of {len(res)} rows outside 1.5x ({sum(r['moe'] for r in outside)} of them MoE); the ten "
+      f"furthest:")
+for r in outside[:10]:
     e = ledger_t[r["key"]]
     print(f"  {r['key']:<58} {r['ratio']:5.2f}  {e['gpus']:>5} GPUs TP{e['tp']} PP{e['pp']} EP{e.get('ep', 1)}"
           + (" FSDP" if e.get("fsdp") else ""))
@@ -640,31 +661,45 @@ print(f"{len(no_fit)} of {len(res)} runs that ran are predicted not to fit in HB
 moe_ratio = float(np.median([r["ratio"] for r in test_t if r["moe"]]))
 dense_ratio = float(np.median([r["ratio"] for r in test_t if not r["moe"]]))
 assert moe_ratio < dense_ratio              # MoE runs fall further below their prediction than dense ones
-by_release = {}
+by_release, same_run = {}, {}
+release_order = lambda rel: [int(x) for x in rel.split(".")]  # noqa: E731
 for r in res:
     e = ledger_t[r["key"]]
     if r["moe"] and "Megatron-Bridge" in e["framework"] and e["model"] != "gpt-oss-120b":
         release = e["framework"].split("NeMo ")[1].split(" ")[0].rstrip(")")
         by_release.setdefault(release, []).append(r["predicted"] / r["measured"])
-print("MoE runs in Megatron-Bridge (gpt-oss apart), predicted/measured by release: " + ", ".join(
-    f"{k} {np.median(v):.2f} ({len(v)})" for k, v in sorted(by_release.items(), key=lambda kv: [
-        int(x) for x in kv[0].split(".")])))
+        same_run.setdefault((e["model"], e["chip"], e["gpus"]), {})[release] = r["predicted"] / r["measured"]
+print("MoE runs in Megatron-Bridge (gpt-oss apart), predicted/measured by release (the mix of chips and "
+      "precisions differs): " + ", ".join(f"{k} {np.median(v):.2f} ({len(v)})"
+                                           for k, v in sorted(by_release.items(), key=lambda kv: release_order(kv[0]))))
+print("the same model, chip and GPU count in the earliest and latest release that ran it:")
+later_faster = 0
+for (model, chip, gpus), by in sorted(same_run.items()):
+    if len(by) >= 3:
+        a, b = min(by, key=release_order), max(by, key=release_order)
+        later_faster += by[b] < by[a]
+        print(f"  {model} on {gpus} {chip}: {by[a]:.2f} in {a}, {by[b]:.2f} in {b}")
+runs_seen = sum(len(by) >= 3 for by in same_run.values())
 first, last = (np.median(by_release[k]) for k in (min(by_release), max(by_release)))
-assert first > 1.5 and last < first / 1.3   # the same layouts ran faster with each release's MoE kernels
+assert first > 1.5 and last < first / 1.3   # the releases' medians fall
+assert later_faster >= 0.75 * runs_seen     # and most runs seen in three releases or more ran faster in the latest
 
 # %% [markdown]
 # * **MoE runs** fall furthest below their prediction, and by how much
-#   depends on the release (the line above): the same models and layouts on
-#   the same chips ran faster with each Megatron-Bridge container, from
+#   depends on the release (the lines above): the releases' medians fall from
 #   about twice too fast a prediction in 25.09 to within a fifth in the
-#   latest (Qwen3-30B-A3B on 16 H100s: four times, then within a third).
-#   The prediction prices the routed
+#   latest, not steadily and over different mixes of chips and precisions;
+#   taken run by run (the same model on the same chips and GPU count), the
+#   latest release ran faster than the earliest almost everywhere, and
+#   Qwen3-30B-A3B on 16 H100s went from up to four times too fast a
+#   prediction (25.11 and 26.02, in the furthest rows above) to one a quarter
+#   too slow. The prediction prices the routed
 #   experts as dense GEMMs at the measured dense share, plus their permutes
 #   and all-to-all; what the older releases paid beyond that (unfused
 #   kernels, host work per expert, grouped GEMMs of small experts in fp8) is
 #   software that changed under the same hardware, which no hardware term
-#   predicts. gpt-oss, with its attention sinks and bf16 experts, stays
-#   about twice too fast in every release.
+#   predicts. gpt-oss, with its attention sinks, stays one and a half to
+#   four times too fast in every release and precision.
 # * **Dense runs are still predicted a little fast** (the geometric mean
 #   above), even with the elementwise kernels charged: host and launch time
 #   and the optimizer step are not, and a training GEMM's backward shapes
@@ -675,7 +710,7 @@ assert first > 1.5 and last < first / 1.3   # the same layouts ran faster with e
 #   once, $\min(\text{NVLink}, g \times \text{NIC})$ a GPU (about 400 GB/s on
 #   H100 nodes, what nccl-tests reach). The FSDP run of 405B on 128 GB200s was
 #   predicted five times too slow and NeMo AutoModel's DeepSeek-V3 runs 1.4×
-#   too slow; priced on every NIC they land within a quarter (the line above
+#   too slow; priced on every NIC they land within a quarter (the line after
 #   the misses). They were in view when the change was judged: validation
 #   rows now.
 # * **Memory** still counts more than frameworks hold: many runs that ran are

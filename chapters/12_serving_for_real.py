@@ -424,9 +424,10 @@ for commit, rs in sorted(rounds.items(), key=lambda kv: min(planner.measurements
     moe = [r["ratio"] for r in rs if r["regime"] == "MoE"]
     print(f"  test rows entered after {commit}: {len(rs)}, median error {score([r['ratio'] for r in rs])[0]:.1%}, "
           f"{score([r['ratio'] for r in rs])[1]:.0%} within 1.5x" + (f", MoE {score(moe)[0]:.0%}" if moe else ""))
-new_chips = {"gb300", "b300", "h20", "l40s", "a100-40gb", "mi355x", "gaudi3", "tpu-v7"}     # entered this round
+new_chips = {"gb300", "b300", "h20", "l40s", "a100-40gb", "mi355x", "gaudi3", "tpu-v7"}     # added with the first round
 on_new = [r["ratio"] for r in test if planner.measurements()[r["key"]]["chip"] in new_chips]
-print(f"test rows on this round's new chips: {len(on_new)}, median error {score(on_new)[0]:.0%}, "
+print(f"test rows on the chips the first round added to the catalog: {len(on_new)}, "
+      f"median error {score(on_new)[0]:.0%}, "
       f"{score(on_new)[1]:.0%} within 1.5x")
 
 # %% [markdown]
@@ -475,7 +476,7 @@ print(f"these {len(unstated)} rows: median error {score([r['ratio'] for r in uns
 # * **Other engines' MoE kernels, and AMD's.** The MoE term is TensorRT-LLM's
 #   fused module on NVIDIA parts. DeepSeek-R1 served by vLLM and SGLang at TP8
 #   on MI300X, MI325X and H200 at 4 to 128 users (the dstack and
-#   InferenceMAX test rows) runs at a third to two thirds of its prediction:
+#   InferenceMAX test rows) runs at a third to seven tenths of its prediction:
 #   their MoE and MLA kernels reach less than NVIDIA's tables say, and on AMD
 #   parts the only measured matmul shares are AMD's best-case GEMM shapes.
 #   Dense Llama on MI300X with vLLM lands near half its prediction for the
@@ -512,8 +513,9 @@ print(f"these {len(unstated)} rows: median error {score([r['ratio'] for r in uns
 #   copy per expert. The step model charged one copy per expert to both until
 #   this round, and the two saturated prefill benchmarks (SGLang's DeepSeek on
 #   H100s, its Kimi K2 on H200s) ran 1.8-1.9× faster than predicted; priced
-#   once a node (2.7 other nodes for 8 of 256 experts over 4 nodes, against
-#   6 remote copies) they land within a quarter of it (the cell below). Those
+#   once a node (2.7 other nodes for 8 of 256 experts over 4 nodes, where the
+#   step had charged 7.75 copies at EP32, one per expert off the GPU, all on
+#   the NIC) they land within a quarter of it (the cell below). Those
 #   rows were in view when the change was judged, so they are validation
 #   rows now. DeepSeek's own prefill figure is a day of production averaged,
 #   below its saturated rate, and now sits at half the prediction: it had

@@ -526,7 +526,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     chip's sustained HBM rate (:func:`llmmath.predict.sustained`).
 
     Not modelled: host and launch time, uneven pipeline stages beyond the embedding and head, ZB-V and DualPipe
-    (``schedule`` takes :func:`llmmath.parallelism.pipeline_bubble_fraction`'s), partial recompute.
+    (``schedule`` takes :func:`llmmath.parallelism.pipeline_bubble_fraction`'s).
 
     Raises:
         ValueError: an unknown ``precision`` (allowed: bf16, fp8, mxfp8, nvfp4) or ``rank_order``, and what
@@ -659,8 +659,8 @@ def _row_args(e: dict) -> dict:
     vp = int(e.get("vp", 1) or 1)
     rc = str(e.get("recompute", "none")).lower()
     layers = re.search(r"(\d+) layers", rc) if "full" in rc else None    # Megatron's block method: N layers
-    return dict(recompute_layers=int(layers.group(1)) if layers else None,global_batch=int(e["global_batch"]), seq_len=int(e["seq_len"]), tp=tp, cp=cp, pp=pp,
-                dp=int(e["gpus"]) // (tp * cp * pp), ep=int(e.get("ep", 1)), micro_batch=int(e.get("micro_batch", 1)),
+    return dict(global_batch=int(e["global_batch"]), seq_len=int(e["seq_len"]), tp=tp, cp=cp, pp=pp,
+                recompute_layers=int(layers.group(1)) if layers else None, dp=int(e["gpus"]) // (tp * cp * pp), ep=int(e.get("ep", 1)), micro_batch=int(e.get("micro_batch", 1)),
                 recompute="full" if "full" in rc else "selective" if "selective" in rc else "none",
                 schedule="interleaved" if vp > 1 else "1f1b", chunks=vp, precision=e.get("precision", "bf16"),
                 fsdp=bool(e.get("fsdp", False)))
