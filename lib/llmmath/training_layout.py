@@ -577,9 +577,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     from .predict import sustained
     ew = training.elementwise_bytes_per_token(m, fp8=dtype != "bf16",
                                               recompute="full" if recompute == "full" else "none")
-    if recompute_layers is not None and recompute == "full":    # only part of the layers rerun their forward
-        ew = dict(ew, total=ew["total"] - ew["recomputed forward"] * (1 - recompute_share))
-    elementwise_s = tokens * ew["total"] / (n * c.hbm_bytes_per_s * sustained(c)["hbm_fraction"])
+    ew_bytes = ew["total"] - (1 - recompute_share) * ew["recomputed forward"]   # only the recomputed share reruns
+    elementwise_s = tokens * ew_bytes / (n * c.hbm_bytes_per_s * sustained(c)["hbm_fraction"])
     compute_s += elementwise_s
     bubble_s = compute_s * bub / (1.0 - bub)
     fall.append(("elementwise kernels at the sustained HBM rate", total()))
@@ -660,7 +659,8 @@ def _row_args(e: dict) -> dict:
     rc = str(e.get("recompute", "none")).lower()
     layers = re.search(r"(\d+) layers", rc) if "full" in rc else None    # Megatron's block method: N layers
     return dict(global_batch=int(e["global_batch"]), seq_len=int(e["seq_len"]), tp=tp, cp=cp, pp=pp,
-                recompute_layers=int(layers.group(1)) if layers else None, dp=int(e["gpus"]) // (tp * cp * pp), ep=int(e.get("ep", 1)), micro_batch=int(e.get("micro_batch", 1)),
+                recompute_layers=int(layers.group(1)) if layers else None,
+                dp=int(e["gpus"]) // (tp * cp * pp), ep=int(e.get("ep", 1)), micro_batch=int(e.get("micro_batch", 1)),
                 recompute="full" if "full" in rc else "selective" if "selective" in rc else "none",
                 schedule="interleaved" if vp > 1 else "1f1b", chunks=vp, precision=e.get("precision", "bf16"),
                 fsdp=bool(e.get("fsdp", False)))
