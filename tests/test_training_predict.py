@@ -57,11 +57,27 @@ def test_expert_all_to_all_rides_the_link_the_rank_order_gives_it():
 
 def test_overlap_hides_a_data_parallel_sync_shorter_than_the_compute():
     """Llama-3.1-8B with ZeRO-1 over 16 nodes: the gradient sync crosses the NIC, yet it is shorter than the
-    backward pass, so only one bucket in 40 of it shows; without the overlap the ceiling exposes all of it."""
+    backward pass, so only one bucket in 40 of it shows; without the overlap the ceiling exposes all of it. The
+    sync runs at the achieved ring rate, about 370 of 450 GB/s (nccl-tests' all-reduce bus bandwidth on a DGX H100:
+    0.82 of the link), so the bucket is 1/0.82 of the ceiling's."""
     p = tl.predict("llama-3.1-8b", "h100-sxm", global_batch=512, seq_len=8192, tp=1, dp=128, micro_batch=1)
     ceil_dp = tl.training_step("llama-3.1-8b", "h100-sxm", global_batch=512, seq_len=8192, tp=1, dp=128).comm_s["dp"]
-    assert ceil_dp < p.terms["compute_s"] * 2 / 3
-    assert p.terms["dp_exposed_s"] == pytest.approx(ceil_dp / 40, rel=1e-6)
+    assert ceil_dp / 0.82 < p.terms["compute_s"] * 2 / 3
+    assert p.terms["dp_exposed_s"] == pytest.approx(ceil_dp / 0.82 / 40, rel=1e-3)
+
+
+def test_bf16_gradients_halve_their_memory_and_shorten_the_sync():
+    """grad_dtype='bf16' (NVIDIA's performance recipes: grad_reduce_in_fp32 = False) holds 2 bytes a parameter of
+    gradient where fp32 holds 4, and the ZeRO-1 sync sends 2 + 2 bytes a parameter (reduce-scatter the gradients,
+    gather the bf16 weights) where fp32 gradients send 4 + 2: the sync takes 4/6 of the time. Llama-3.1-8B, TP1 over
+    16 H100 nodes, where nothing else changes."""
+    kw = dict(global_batch=512, seq_len=8192, tp=1, dp=128, micro_batch=1)
+    f32, b16 = tl.predict("llama-3.1-8b", "h100-sxm", **kw), tl.predict("llama-3.1-8b", "h100-sxm", grad_dtype="bf16", **kw)
+    assert b16.memory_bytes["gradients"] == pytest.approx(f32.memory_bytes["gradients"] / 2, rel=1e-9)
+    assert b16.memory_bytes["gradients"] == pytest.approx(8.03e9 * 2, rel=0.01)      # 8.03 B parameters x 2 bytes
+    assert b16.terms["dp_exposed_s"] == pytest.approx(f32.terms["dp_exposed_s"] * 4 / 6, rel=1e-6)
+    with pytest.raises(ValueError, match="grad_dtype"):
+        tl.predict("llama-3.1-8b", "h100-sxm", grad_dtype="fp8", **kw)
 
 
 def test_memory_counts_what_frameworks_hold():

@@ -54,7 +54,7 @@ from .units import dtype_bytes
 
 __all__ = ["TrainingStep", "training_step", "search_layouts", "Layouts", "LLAMA3_405B_LAYOUTS", "predict",
            "TrainingPrediction", "attention_share", "training_constants", "MEGATRON_RANK_ORDER", "PRECISIONS",
-           "measurements", "predicted_vs_measured", "SPLITS", "comm_bound_points"]
+           "measurements", "predicted_vs_measured", "SPLITS", "comm_bound_points", "GRAD_DTYPES"]
 
 #: Llama 3 405B's published pre-training layouts (Llama Team 2024, arXiv:2407.21783, Table 4):
 #: GPUs, TP, CP, PP, DP, sequence length, sequences per DP rank per step, TFLOP/s per GPU, BF16 MFU.
@@ -480,6 +480,10 @@ class TrainingPrediction:
                                  f"{self.hbm_bytes / 2**30:,.1f} on the busiest GPU"])
 
 
+#: Gradient-buffer widths :func:`predict` takes (Megatron-Core's ``grad_reduce_in_fp32`` True or False).
+GRAD_DTYPES = ("fp32", "bf16")
+
+
 def _stride(order: str, group: str, degrees: dict) -> int:
     """The product of the degrees inside ``group`` in a rank order such as ``"tp-cp-ep-dp-pp"``."""
     names = order.split("-")
@@ -496,7 +500,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
             ep: int = 1, micro_batch: int = 1, zero_stage: int = 1, recompute: str = "selective",
             schedule: str = "1f1b", chunks: int = 1, precision: str = "bf16", fsdp: bool = False,
             tp_overlap: bool = True, rank_order: str = MEGATRON_RANK_ORDER,
-            dropout: bool = False, recompute_layers: int | None = None) -> TrainingPrediction:
+            dropout: bool = False, recompute_layers: int | None = None,
+            grad_dtype: str = "fp32") -> TrainingPrediction:
     """What a training framework (Megatron-Core, NeMo; FSDP) measures for one step: :func:`training_step`'s
     ceiling, then one term at a time (each a measured rate with its source, none fitted to a training run):
 
@@ -512,6 +517,17 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     4. **the expert all-to-all on the link the rank order gives it**: ``rank_order`` lists the groups innermost
        first (Megatron-Core's default ``"tp-cp-ep-dp-pp"``: an expert group of ``tp x cp x ep`` GPUs that fits one
        NVLink domain stays on NVLink).
+
+    Collectives move at the rates the serving step assumes (``data/engine_constants.toml`` [collectives], one
+    source for both step models): ring collectives (the data-parallel reduce-scatter and all-gather, the
+    tensor-parallel gathers) at ``nvlink_all_reduce_fraction`` (0.82) of the ring's link, the expert all-to-all at
+    ``all_to_all_fraction`` (0.82) of its link. Point-to-point sends (pipeline, ring attention) keep the link's
+    rate: no measured share is in the catalog for them.
+
+    ``grad_dtype``: the width of the gradient buffer the data-parallel group reduces (Megatron-Core's
+    ``grad_reduce_in_fp32``): ``fp32`` (the default, Megatron-LM's accumulate-in-fp32 convention) or ``bf16``, as
+    NVIDIA's NeMo and Megatron-Bridge performance recipes set it (Megatron-Bridge ``perf_recipes/_common.py``
+    ``_benchmark_common``: ``grad_reduce_in_fp32 = False``). It sets the gradients' bytes in memory and on the wire.
 
     Memory (the busiest GPU): model state, activations with FlashAttention (no ``s x s`` scores, whatever
     ``recompute``), the fp32 logits of the loss on a one-stage model, one layer's activations while a fully recomputed
@@ -529,17 +545,20 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     (``schedule`` takes :func:`llmmath.parallelism.pipeline_bubble_fraction`'s).
 
     Raises:
-        ValueError: an unknown ``precision`` (allowed: bf16, fp8, mxfp8, nvfp4) or ``rank_order``, and what
-            :func:`training_step` refuses.
+        ValueError: an unknown ``precision`` (allowed: bf16, fp8, mxfp8, nvfp4), ``grad_dtype`` (fp32, bf16) or
+            ``rank_order``, and what :func:`training_step` refuses.
         KeyError: unknown model or chip.
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+    if grad_dtype not in GRAD_DTYPES:
+        raise ValueError(f"grad_dtype must be one of {GRAD_DTYPES} (the gradient buffer's width), got {grad_dtype!r}")
     from .predict import matmul_fraction
     dtype = PRECISIONS[precision]
     z = 3 if fsdp else zero_stage
     kw = dict(global_batch=global_batch, seq_len=seq_len, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch,
-              zero_stage=z, schedule=schedule, chunks=chunks, compute_dtype=dtype, dropout=dropout)
+              zero_stage=z, schedule=schedule, chunks=chunks, compute_dtype=dtype, dropout=dropout,
+              grad_dtype=grad_dtype)
     if recompute_layers is not None:
         if recompute != "full":
             raise ValueError(f"recompute_layers={recompute_layers!r} needs recompute='full' (Megatron's block method), "
@@ -583,10 +602,14 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     bubble_s = compute_s * bub / (1.0 - bub)
     fall.append(("elementwise kernels at the sustained HBM rate", total()))
 
-    # data-parallel sync: what the ceiling charged, re-priced as the framework overlaps it
+    # collectives at their achieved rates (the serving step's [collectives] shares of the link)
+    from .predict import engine_constants
+    shares = engine_constants()["collectives"]
+    ring_share, a2a_share = shares["nvlink_all_reduce_fraction"], shares["all_to_all_fraction"]
+    # data-parallel sync: what the ceiling charged, re-priced at the achieved rate as the framework overlaps it
     k = training_constants()["overlap"]
-    bw, bg = dtype_bytes("bf16"), dtype_bytes("fp32")
-    sync = ceil.comm_s["dp"]
+    bw, bg = dtype_bytes("bf16"), dtype_bytes(grad_dtype)
+    sync = ceil.comm_s["dp"] / ring_share
     if fsdp:                 # per micro-batch: gather for forward, again for backward, reduce-scatter the gradients
         gather, scatter = sync * 2 * bw / (bg + 2 * bw), sync * bg / (bg + 2 * bw)
         per_mb = gather + scatter
@@ -597,18 +620,20 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         exposed["dp"] = (max(0.0, scatter - 2 / 3 * compute_s) + max(0.0, gather - compute_s / 3)
                          + sync / k["buckets"])
     fall.append(("data-parallel sync overlapped" + (" (FSDP, per micro-batch)" if fsdp else ""), total()))
-    exposed["tp"] = max(0.0, ceil.comm_s["tp"] - lin_s) if tp_overlap else ceil.comm_s["tp"]
+    tp_s = ceil.comm_s["tp"] / ring_share
+    exposed["tp"] = max(0.0, tp_s - lin_s) if tp_overlap else tp_s
     fall.append(("tensor-parallel communication " + ("overlapped with the GEMMs" if tp_overlap else "exposed"),
                  total()))
     if ep > 1:
         # in Megatron-Core's order the expert group is carved out of the data-parallel ranks: "dp" there counts the
         # data-parallel groups left beside it (dp / ep where ep divides it)
         degrees = dict(tp=tp, cp=cp, ep=ep, dp=dp // ep if dp % ep == 0 else dp, pp=pp)
-        link = _group_link(c, _stride(rank_order, "ep", degrees), ep)
+        raw = _group_link(c, _stride(rank_order, "ep", degrees), ep)
+        link = raw * a2a_share
         a2a = micro_batch * S / cp / (tp if tp > 1 else 1) * m.experts_per_token * m.d_model * 2.0
         count = 4 * m.n_moe_layers / pp * mb
         exposed["ep"] = count * float(network.all_to_all_time_s(a2a, ep, link))
-        fall.append((f"expert all-to-all on the {'scale-up' if link == c.scale_up_bytes_per_s else 'scale-out'} "
+        fall.append((f"expert all-to-all on the {'scale-up' if raw == c.scale_up_bytes_per_s else 'scale-out'} "
                      f"link ({rank_order})", total()))
     else:
         _stride(rank_order, "ep", dict(tp=tp, cp=cp, ep=1, dp=dp, pp=pp))      # validate the order all the same
@@ -663,7 +688,7 @@ def _row_args(e: dict) -> dict:
                 dp=int(e["gpus"]) // (tp * cp * pp), ep=int(e.get("ep", 1)), micro_batch=int(e.get("micro_batch", 1)),
                 recompute="full" if "full" in rc else "selective" if "selective" in rc else "none",
                 schedule="interleaved" if vp > 1 else "1f1b", chunks=vp, precision=e.get("precision", "bf16"),
-                fsdp=bool(e.get("fsdp", False)))
+                fsdp=bool(e.get("fsdp", False)), grad_dtype=e.get("grad_dtype", "fp32"))
 
 
 def predicted_vs_measured(keys=None) -> list:
