@@ -549,10 +549,14 @@ for name, rs in (("validation", [r for r in res if r["split"] == "validation"]),
           f"{within:4.0%} within 1.5x, measured/predicted {gm:.2f} on the geometric mean")
 test_t = [r for r in res if r["split"] == "test"]
 for commit in dict.fromkeys(ledger_t[r["key"]]["entered_after"] for r in test_t):    # rounds in ledger order
-    rs = [r["measured"] / r["predicted"] for r in test_t if ledger_t[r["key"]]["entered_after"] == commit]
+    rnd = [r for r in test_t if ledger_t[r["key"]]["entered_after"] == commit]
+    rs = [r["measured"] / r["predicted"] for r in rnd]
     within125 = np.mean([1 / 1.25 <= x <= 1.25 for x in rs])
+    kinds = ", ".join(f"{kind} {len(xs)} at {np.median([abs(r['predicted'] / r['measured'] - 1) for r in xs]):.0%}"
+                      for kind, xs in (("dense", [r for r in rnd if not r["moe"]]),
+                                       ("MoE", [r for r in rnd if r["moe"]])) if xs)
     print(f"  test rows entered after {commit}: {len(rs):>2}, median |predicted/measured - 1| "
-          f"{np.median([abs(1 / x - 1) for x in rs]):5.1%}, {within125:.0%} within 1.25x")
+          f"{np.median([abs(1 / x - 1) for x in rs]):5.1%}, {within125:.0%} within 1.25x ({kinds})")
 err_t = [abs(r["predicted"] / r["measured"] - 1) for r in test_t]
 goal_t = {"median |predicted/measured - 1| <= 20%": np.median(err_t) <= 0.20,
           "60% within 1.25x": np.mean([1 / 1.25 <= r["ratio"] <= 1.25 for r in test_t]) >= 0.60}
@@ -727,8 +731,13 @@ assert later_faster >= 0.75 * runs_seen     # and most runs seen in three releas
 #   link and sized the gradients as NVIDIA's recipes keep them. It lengthens
 #   every exposed all-to-all by 1/0.82, so it moved nearly every MoE test row
 #   (and no dense one, whose transfers hide behind compute): those rows were
-#   judged on it and are validation rows now, which is why the test rows above
-#   are mostly dense until the next round is entered.
+#   judged on it and are validation rows now. The round entered after it
+#   (Megatron-Bridge's 26.02.01 section whole, and the few NeMo and AutoModel
+#   rows not yet here) holds both kinds, and its line above shows the same
+#   split as the rounds before: dense runs close to their prediction, MoE runs
+#   of that release about one and a half times slower. So the goals printed
+#   for all test rows are met on a test set that leans dense (most MoE rows
+#   having been judged on); on MoE runs alone they are not.
 # * **Memory** still counts more than frameworks hold for some runs (the count
 #   above; bf16 gradients took many off the list). What the tables do not say
 #   and the recipes do: NVIDIA's GB200 recipes for Llama 3 70B under FSDP
