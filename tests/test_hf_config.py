@@ -539,3 +539,52 @@ def test_an_mtp_module_that_shares_the_embeddings_counts_to_the_checkpoint():
     layer35 = (8192 * 2048 + 2 * 512 * 2048 + 2048 * 4096 + 2 * 256) + (256 * 3 * 2048 * 512 + 3 * 2048 * 512 + 2048
                                                                        + 2048 * 256) + 2 * 2048
     assert q35.n_mtp_layers == 1 and q35.mtp_params == layer35 + 2 * 2048 * 2048 + 3 * 2048
+
+
+def test_bloom_176b_matches_its_model_card():
+    """BLOOM 176B (BigScience): the card's 176,247,271,424 parameters, 3,596,615,680 of them the token embedding.
+    By hand: a block is 12 d^2 (QKV 3 d^2, output d^2, MLP 4 d^2 each way) plus 13 d of biases and LayerNorms
+    (QKV 3d, output d, MLP 4d + d, two LayerNorms 2d each); the embedding is tied, with a LayerNorm after it (2d), and
+    a final LayerNorm (2d). ALiBi holds no weight."""
+    d, L, V = 14336, 70, 250880
+    hand = V * d + 2 * d + L * (12 * d * d + 13 * d) + 2 * d
+    m = models.from_hf_config(HERE / "bloom-176b.json", name="bloom-176b")
+    assert hand == m.total_params == 176_247_271_424
+    assert V * d == 3_596_615_680 and m.pos_embedding == "alibi" and m.embedding_norm
+    assert not m.gated_mlp and m.d_ff == 4 * d and m.tied_embeddings
+
+
+def test_mpt_7b_reads_without_positions_or_biases():
+    """MPT-7B (MosaicML, llm-foundry): ALiBi and no_bias, so no position table (llm-foundry turns learned_pos_emb off
+    under ALiBi) and LayerNorms with a weight only. By hand: 32 blocks of QKV 3 d^2, output d^2, a GELU MLP of
+    4 d each way, two d-wide norm weights; the tied embedding and a final norm: 6.65e9, the card's "6.7B"."""
+    d, L, V = 4096, 32, 50432
+    hand = V * d + L * (4 * d * d + 2 * 4 * d * d + 2 * d) + d
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # every field of the published file is read or sizes nothing
+        m = models.from_hf_config(HERE / "mpt-7b.json", name="mpt-7b")
+    assert m.total_params == hand == 6_649_286_656
+    assert abs(m.total_params / 6.7e9 - 1) < 0.01
+    assert m.pos_embedding == "alibi" and not m.attn_bias and not m.mlp_bias and m.norm == "layernorm_nobias"
+    learned = _cfg("mpt-7b") | {"attn_config": {"alibi": False}}
+    assert models.from_hf_config(learned, name="x").total_params == hand + 2048 * d     # a position table comes back
+
+
+def test_mpt_refuses_what_it_cannot_count():
+    cfg = _cfg("mpt-7b")
+    with pytest.raises(ValueError, match="qk_ln"):
+        models.from_hf_config(cfg | {"attn_config": {"alibi": True, "qk_ln": True}})
+    with pytest.raises(ValueError, match="ffn_type"):
+        models.from_hf_config(cfg | {"ffn_config": {"ffn_type": "mb_moe"}})
+
+
+def test_gpt_style_models_of_older_papers_train_in_the_step_model():
+    """The dense GPT-style families of older training reports (BLOOM, MPT) go through training_layout.predict like
+    any catalog model: a finite step, MFU below 1, on A100s and H100s."""
+    from llmmath import training_layout as tl
+    for name, chip, kw in (("bloom-176b", "a100-80gb", dict(tp=4, pp=12, dp=8, global_batch=2048, seq_len=2048,
+                                                              micro_batch=2, recompute="full")),
+                           ("mpt-7b", "h100-sxm", dict(dp=8, global_batch=256, seq_len=2048, micro_batch=4,
+                                                       fsdp=True, precision="fp8"))):
+        p = tl.predict(models.from_hf_config(HERE / f"{name}.json", name=name), chip, **kw)
+        assert 0 < p.tokens_per_s_per_gpu < float("inf") and 0 < p.mfu < 1.2, name

@@ -88,6 +88,17 @@ jamba                  Jamba: attention every ``attn_layer_period``-th layer (fr
                        ``expert_layer_period``-th layer
 gpt2                   ``n_layer``, ``n_embd``, ``n_head``, ``n_inner`` (default 4 d),
                        ``n_positions`` learned positions, LayerNorm, biases, tied head
+bloom                  BLOOM: ``n_layer``, ``n_embed`` (or ``hidden_size``), ``num_attention_heads``
+                       (or ``n_head``), a GELU MLP of 4 d, LayerNorms and biases everywhere,
+                       ALiBi (no position weight), a LayerNorm after the embedding, a tied
+                       head (176,247,271,424 for BLOOM 176B, as its model card counts)
+mpt                    MPT (MosaicML): ``n_layers``, ``d_model``, ``n_heads``, ``expansion_ratio``
+                       (or ``ffn_config.ffn_hidden_size``), ``vocab_size``, ``max_seq_len``;
+                       ``no_bias`` drops every bias (LayerNorms keep a weight only); ALiBi or
+                       rotary embeddings in ``attn_config`` leave no learned positions
+                       (llm-foundry turns ``learned_pos_emb`` off then); grouped-query heads
+                       (``attn_config.kv_n_heads``); ``ffn_config.ffn_type`` ``mptmlp`` (GELU) or
+                       ``mptglu`` (gated); a tied head; q/k LayerNorms and MoE FFNs refused
 =====================  ==================================================================
 
 Fields that do not change a parameter count or a KV byte (token ids, rope
@@ -135,7 +146,10 @@ text_end_id video_start_id video_end_id pool_type use_rotary_pos_emb
 chunk_size time_step_floor time_step_limit time_step_max time_step_min time_step_rank rescale_prenorm_residual
 residual_in_fp32 use_mamba_kernels hidden_dropout mamba_hidden_act num_logits_to_keep
 attention_in_multiplier attention_out_multiplier embedding_multiplier key_multiplier lm_head_multiplier
-mlp_multipliers ssm_in_multiplier ssm_multipliers ssm_out_multiplier mamba_chunk_size mamba_norm_before_gate""".split())
+mlp_multipliers ssm_in_multiplier ssm_multipliers ssm_out_multiplier mamba_chunk_size mamba_norm_before_gate
+apply_residual_connection_post_layernorm attention_softmax_in_fp32 bias_dropout_fusion masked_softmax_fusion
+slow_but_exact offset_alibi skip_bias_add skip_bias_add_qkv unk_token_id
+emb_pdrop init_device init_config verbose embedding_fraction logit_scale tokenizer_name fc_type""".split())
 # (NoPE layers, SmolLM3's no_rope_layers and Llama 4's interval, skip the rotary embedding: no weight, no cache byte.)
 
 
@@ -152,7 +166,7 @@ _FAMILIES = ("llama", "llama4_text", "smollm3", "phi3", "mistral", "mixtral", "m
              "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v32",
              "deepseek_v2",
              "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text", "glm4_moe", "hunyuan", "hunyuan_v1_moe",
-             "nemotron_h", "falcon_h1", "jamba")
+             "nemotron_h", "falcon_h1", "jamba", "bloom", "mpt")
 
 
 # Families whose layers this reader could express but does not read, each with what is missing: a reading is added
@@ -227,7 +241,8 @@ _ARCHITECTURES = {"LlamaForCausalLM": "llama", "Llama4ForCausalLM": "llama4_text
                   "Gemma3ForCausalLM": "gemma3_text", "Glm4MoeForCausalLM": "glm4_moe",
                   "DeepseekV3ForCausalLM": "deepseek_v3", "GptOssForCausalLM": "gpt_oss", "GPT2LMHeadModel": "gpt2",
                   "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe", "NemotronHForCausalLM": "nemotron_h",
-                  "FalconH1ForCausalLM": "falcon_h1", "JambaForCausalLM": "jamba"}
+                  "FalconH1ForCausalLM": "falcon_h1", "JambaForCausalLM": "jamba", "BloomForCausalLM": "bloom",
+                  "MPTForCausalLM": "mpt"}
 
 # Parts of a field's name that say it sizes weights (experts, widths, heads, layers, a nested sub-model's
 # config): such a field left unread would leave parameters out of the count, so the reader refuses it.
@@ -293,6 +308,10 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
                   tied_embeddings=bool(r.get("tie_word_embeddings", True)))
         kw["n_kv_heads"] = kw["n_heads"]
         kw["head_dim"] = d // kw["n_heads"]
+    elif mt == "bloom":
+        _bloom(r, kw)
+    elif mt == "mpt":
+        _mpt(r, kw)
     else:
         d, nh = r.int("hidden_size"), r.int("num_attention_heads")
         gemma = mt == "gemma3_text"                     # Gemma3TextConfig's defaults: a tied head, 262,208 tokens
@@ -381,6 +400,54 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
                             note=note, unmodelled_config_fields=unknown, **kw)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{where}: the config describes a model this schema refuses: {e}") from None
+
+
+def _either(r: _Reader, *keys: str) -> int:
+    """The first of ``keys`` the config gives (BloomConfig accepts ``n_embed`` or ``hidden_size``, ...)."""
+    for k in keys:
+        if r.has(k):
+            r.used.update(keys)
+            return r.int(k)
+    return r.int(keys[0])                                # missing: the error names the first spelling
+
+
+def _bloom(r: _Reader, kw: dict) -> None:
+    """BLOOM (BigScience): GPT-style blocks with biases and LayerNorms, ALiBi, a LayerNorm after the embedding."""
+    d, nh = _either(r, "n_embed", "hidden_size"), _either(r, "num_attention_heads", "n_head")
+    kw.update(n_layers=_either(r, "n_layer", "num_hidden_layers"), d_model=d, n_heads=nh, n_kv_heads=nh,
+              head_dim=d // nh, vocab=r.int("vocab_size"), d_ff=4 * d, max_context=r.int("seq_length", 0),
+              norm="layernorm", pos_embedding="alibi", embedding_norm=True, gated_mlp=False, attn_bias=True,
+              mlp_bias=True, tied_embeddings=bool(r.get("tie_word_embeddings", True)))
+    if d % nh:
+        raise ValueError(f"{r.where}: hidden size {d} must split into {nh} heads evenly")
+
+
+def _mpt(r: _Reader, kw: dict) -> None:
+    """MPT (MosaicML llm-foundry's ``mpt_causal_lm``, ``configuration_mpt.py``)."""
+    d, nh = r.int("d_model"), r.int("n_heads")
+    attn = r.get("attn_config", {}) or {}
+    ffn = r.get("ffn_config", {}) or {}
+    if not isinstance(attn, dict) or not isinstance(ffn, dict):
+        raise ValueError(f"{r.where}: attn_config and ffn_config must be objects")
+    if attn.get("qk_ln") or attn.get("qk_gn"):
+        raise ValueError(f"{r.where}: attn_config.qk_ln (LayerNorms on q and k) is not read; allowed: false")
+    kind = ffn.get("ffn_type", "mptmlp")
+    if kind not in ("mptmlp", "mptglu"):
+        raise ValueError(f"{r.where}: ffn_config.ffn_type {kind!r} is not read (an MoE or fused FFN); allowed: "
+                         f"mptmlp, mptglu")
+    ratio = r.get("expansion_ratio", 4)
+    d_ff = int(ffn["ffn_hidden_size"]) if ffn.get("ffn_hidden_size") else int(ratio * d)
+    kv = int(attn.get("kv_n_heads") or nh) if attn.get("attn_type", "multihead_attention") !=         "multihead_attention" else nh
+    positional = bool(attn.get("alibi", False)) or bool(attn.get("rope", False))
+    learned = bool(r.get("learned_pos_emb", True)) and not positional    # llm-foundry: alibi/rope turn it off
+    no_bias = bool(r.get("no_bias", False))
+    norm = str(r.get("norm_type", "low_precision_layernorm"))
+    kw.update(n_layers=r.int("n_layers"), d_model=d, n_heads=nh, n_kv_heads=kv, head_dim=d // nh,
+              vocab=r.int("vocab_size"), d_ff=d_ff, max_context=r.int("max_seq_len", 2048),
+              norm="rmsnorm" if "rmsnorm" in norm else "layernorm_nobias" if no_bias else "layernorm",
+              pos_embedding="learned" if learned else "rope" if attn.get("rope") else "alibi",
+              gated_mlp=kind == "mptglu", attn_bias=not no_bias, mlp_bias=not no_bias,
+              tied_embeddings=bool(r.get("tie_word_embeddings", True)))
 
 
 def _default_name(cfg: dict, where: str, mt: str) -> str:

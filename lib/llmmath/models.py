@@ -46,7 +46,8 @@ __all__ = ["Model", "get", "names", "catalog", "from_hf_config"]
 _STR_FIELDS = ("key", "name", "norm", "pos_embedding", "source", "published_total_source", "note", "linear_kind")
 _BOOL_FIELDS = ("gated_mlp", "tied_embeddings", "qk_norm", "attn_bias", "qkv_bias", "mlp_bias", "attn_sinks",
                 "router_bias", "shared_expert_gate", "sandwich_norms", "attn_output_gate", "qk_norm_full_width",
-                "linear_state_fp32", "mtp_own_embeddings", "linear_conv_bias", "linear_out_norm", "linear_in_parallel")
+                "linear_state_fp32", "mtp_own_embeddings", "linear_conv_bias", "linear_out_norm", "linear_in_parallel",
+                "embedding_norm")
 _INT_FIELDS = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab", "max_context",
                "n_experts", "experts_per_token", "n_shared_experts", "d_ff_expert", "n_dense_layers",
                "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
@@ -63,6 +64,11 @@ class Model:
     Field names follow the config files (see ``data/models.toml``). A zero in the
     MoE fields means a dense model; a zero ``kv_lora_rank`` means standard attention.
     ``sandwich_norms``: an RMSNorm after each block as well as before it (Gemma 2 and 3: four a layer).
+    ``norm``: ``"rmsnorm"`` (a weight), ``"layernorm"`` (a weight and a bias) or ``"layernorm_nobias"`` (a LayerNorm
+    with a weight only: MPT's ``no_bias``). ``pos_embedding``: ``"rope"`` and ``"alibi"`` (a fixed bias per head on
+    the scores: BLOOM, MPT; Press et al. 2022) hold no weight, ``"learned"`` a table of ``max_context`` rows.
+    ``embedding_norm``: a norm right after the token embedding (BLOOM's ``word_embeddings_layernorm``), counted with
+    the embedding.
     ``n_mtp_layers``: multi-token-prediction modules the checkpoint carries beside the model (DeepSeek-V3's one),
     counted apart (:attr:`mtp_params`, :attr:`checkpoint_params`): served without MTP they are not loaded;
     ``mtp_own_embeddings``: each keeps its own embedding and head (DeepSeek, GLM) or shares the model's (Qwen3.5).
@@ -138,6 +144,7 @@ class Model:
     n_mtp_layers: int = 0
     shared_expert_gate: bool = False
     sandwich_norms: bool = False
+    embedding_norm: bool = False
     attn_output_gate: bool = False
     qk_norm_full_width: bool = False
     linear_layer_ids: tuple = ()
@@ -266,10 +273,10 @@ class Model:
             raise ValueError(f"{key}: qk_norm_full_width needs qk_norm (q/k RMSNorms) to be True")
         if self.shared_expert_gate and not self.n_shared_experts:
             raise ValueError(f"{key}: shared_expert_gate needs shared experts (n_shared_experts >= 1)")
-        if self.norm not in ("rmsnorm", "layernorm"):
-            raise ValueError(f"{key}: norm must be 'rmsnorm' or 'layernorm', got {self.norm!r}")
-        if self.pos_embedding not in ("rope", "learned"):
-            raise ValueError(f"{key}: pos_embedding must be 'rope' or 'learned', got {self.pos_embedding!r}")
+        if self.norm not in ("rmsnorm", "layernorm", "layernorm_nobias"):
+            raise ValueError(f"{key}: norm must be 'rmsnorm', 'layernorm' or 'layernorm_nobias', got {self.norm!r}")
+        if self.pos_embedding not in ("rope", "learned", "alibi"):
+            raise ValueError(f"{key}: pos_embedding must be 'rope', 'alibi' or 'learned', got {self.pos_embedding!r}")
         if self.pos_embedding == "learned" and self.max_context < 1:
             raise ValueError(f"{key}: max_context must be >= 1 with learned positions (it sizes the "
                              f"position table), got {self.max_context}")
@@ -459,9 +466,9 @@ class Model:
 
     @property
     def embedding_params(self) -> int:
-        """Input token embedding (+ learned positions, sized ``max_context``)."""
+        """Input token embedding (+ learned positions, sized ``max_context``, + the embedding norm if any)."""
         pos = self.max_context * self.d_model if self.pos_embedding == "learned" else 0
-        return self.vocab * self.d_model + pos
+        return self.vocab * self.d_model + pos + (self._norm_params(self.d_model) if self.embedding_norm else 0)
 
     @property
     def lm_head_params(self) -> int:
@@ -913,7 +920,7 @@ def from_hf_config(path_or_dict, name: str | None = None, warn: bool = True) -> 
     Nothing is downloaded. Understood families (``model_type``): llama, llama4_text, smollm3,
     phi3, mistral, mixtral, minimax_m1, olmoe, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next,
     qwen3_5_text, qwen3_5_moe_text, deepseek_v2, deepseek_v3, deepseek_v32, kimi_k2, gpt_oss,
-    gemma3_text, glm4_moe, hunyuan (hunyuan_v1_moe), nemotron_h, falcon_h1, jamba and gpt2, and a
+    gemma3_text, glm4_moe, hunyuan (hunyuan_v1_moe), nemotron_h, falcon_h1, jamba, gpt2, bloom and mpt, and a
     multimodal config's language model in its ``text_config``
     (see :mod:`llmmath._hf_config` for the field mapping); a config
     without ``model_type`` is placed by its ``architectures`` class name, matched
