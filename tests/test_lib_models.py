@@ -368,7 +368,7 @@ def test_model_name_must_be_string():
         (dict(n_kv_heads=0), "n_kv_heads"),
         (dict(n_layers=0), "n_layers"),
         (dict(norm="batchnorm"), "norm"),
-        (dict(pos_embedding="alibi"), "pos_embedding"),
+        (dict(pos_embedding="sinusoidal"), "pos_embedding"),
         (dict(n_experts=4, experts_per_token=5, d_ff_expert=32), "experts_per_token"),
         (dict(n_experts=4, experts_per_token=0, d_ff_expert=32), "experts_per_token"),
     ],
