@@ -483,13 +483,10 @@ planner.widget
 # stage's model chunk rerun their forward) charges only that share of the
 # layers again.
 #
-# Every collective moves at the share of its link that the serving step of
-# chapter 12 assumes, one constant for both step models: 0.82 of the link for
-# a ring (nccl-tests' all-reduce on a DGX H100, about 370 of 450 GB/s) and for
-# the expert all-to-all (DeepEP's kernels over the NIC). And the gradients are
-# as wide as the run's recipe keeps them: NVIDIA's performance recipes reduce
-# them in bf16 (`grad_reduce_in_fp32 = False`), 2 bytes a parameter in memory
-# and on the wire where Megatron-LM's convention keeps 4.
+# Collectives move at the serving step's achieved share of their link (0.82:
+# nccl-tests' ring, DeepEP's all-to-all), and gradients are as wide as the
+# recipe keeps them (NVIDIA's: bf16, 2 bytes a parameter where Megatron-LM's
+# convention keeps 4).
 #
 # Llama 3 405B ran an interleaved schedule; its waterfall at 16,384 GPUs:
 
@@ -726,6 +723,9 @@ assert later_faster >= 0.75 * runs_seen     # and most runs seen in three releas
 #   misses: the DeepSeek-V3 runs, whose all-to-all crosses nodes and is
 #   charged in full, are still predicted somewhat slow). They were in view
 #   when the change was judged: validation rows now.
+#
+# What the latest change did, and where memory stands:
+#
 # * **Achieved rates and the recipe's gradients.** The latest change put the
 #   training step's collectives at the serving step's achieved share of the
 #   link and sized the gradients as NVIDIA's recipes keep them. It lengthens
