@@ -182,3 +182,24 @@ def test_a_data_parallel_ring_across_nodes_uses_every_nic_of_the_node():
     assert rate(tp=4, dp=4) == pytest.approx(100e9)             # 2 members a node
     assert rate(tp=8, dp=2) == pytest.approx(50e9)              # 1 member a node
     assert rate(dp=8) == pytest.approx(450e9)                   # one node: NVLink
+
+
+def test_dualpipe_bubble_memory_and_hidden_all_to_all():
+    """DualPipe (DeepSeek-V3 report, Table 2) with equal F, B (input gradient) and W chunks: the full backward is
+    B + W = 2, a paired forward-and-backward chunk F&B = 3, so a stage idles (PP/2 - 1)(F&B + B_full - 3W) =
+    7 x 2 = 14 of 16 stages' worth against 64 x 3 of work; 1F1B idles (PP - 1)(F + B_full) = 15 x 3. Activations:
+    PP + 1 micro-batches on every stage. The all-to-all runs under the paired chunk's compute: what 1F1B exposes
+    whole, DualPipe exposes only past the compute, and the weights are held twice."""
+    from llmmath import memory, parallelism
+    assert parallelism.pipeline_bubble_fraction(16, 64, "dualpipe") == pytest.approx(14 / (64 * 3 + 14))
+    assert parallelism.pipeline_bubble_fraction(16, 64, "1f1b") == pytest.approx(15 * 3 / (64 * 3 + 15 * 3))
+    with pytest.raises(ValueError, match="even"):
+        parallelism.pipeline_bubble_fraction(15, 64, "dualpipe")
+    assert memory.pipeline_activation_bytes(1.0, 1, 16, 64, schedule="dualpipe", stage=9) == 17
+    kw = dict(global_batch=1920, seq_len=4096, pp=16, dp=128, ep=64, precision="fp8")
+    one = tl.predict("deepseek-v3", "h100-sxm", **kw)
+    dual = tl.predict("deepseek-v3", "h100-sxm", schedule="dualpipe", **kw)
+    assert one.terms["ep_exposed_s"] > 0
+    assert dual.terms["ep_exposed_s"] == pytest.approx(max(0.0, one.terms["ep_exposed_s"] - dual.terms["compute_s"]))
+    assert dual.memory_bytes["weights"] == pytest.approx(2 * one.memory_bytes["weights"])
+    assert dual.step_time_s < one.step_time_s

@@ -233,7 +233,7 @@ def model_state_bytes_per_gpu(total_params, *, dp=1, zero_stage: int = 0, weight
     return result(sum(np.asarray(v) for v in parts.values()))
 
 
-PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "dualpipe")
 
 
 @finite_result
@@ -251,7 +251,8 @@ def pipeline_activation_bytes(bytes_per_microbatch_layer, layers_per_stage, stag
       micro-batches' worth of its layers, i.e. 1F1B's ``p`` times ``1 + (p - 1)/(p v)``
       (Korthikanti et al. 2022, section 4.2.3); other stages: ``min(p - s, m)`` times the same factor;
     * ``zero-bubble`` (ZB-H1 of Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): the
-      same peak as 1F1B, ``min(p - s, m)``.
+      same peak as 1F1B, ``min(p - s, m)``;
+    * ``dualpipe`` (DeepSeek-V3 report, Table 2): ``p + 1`` micro-batches on every stage (``min(p + 1, m)``).
 
     So under 1F1B the first stage holds ``p x (L / p) = L`` layers' activations for one
     micro-batch, whatever the pipeline depth: pipelining does not shrink the activations of
@@ -261,7 +262,7 @@ def pipeline_activation_bytes(bytes_per_microbatch_layer, layers_per_stage, stag
         bytes (float or array, broadcast over the numeric arguments).
 
     Raises:
-        ValueError: unknown schedule (allowed: gpipe, 1f1b, interleaved, zero-bubble); counts
+        ValueError: unknown schedule (allowed: gpipe, 1f1b, interleaved, zero-bubble, dualpipe); counts
             not whole numbers >= 1; ``stage`` not in ``0..p-1``; ``chunks`` > 1 with a schedule
             other than interleaved.
     """
@@ -278,6 +279,8 @@ def pipeline_activation_bytes(bytes_per_microbatch_layer, layers_per_stage, stag
         raise ValueError(f"stage must be in 0..stages-1 (0 = first), got stage={stage!r} with stages={stages!r}")
     if schedule == "gpipe":
         held = m
+    elif schedule == "dualpipe":
+        held = np.minimum(p + 1, m) + 0 * s
     else:
         held = np.minimum(p - s, m)
         if schedule == "interleaved":

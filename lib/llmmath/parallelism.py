@@ -62,7 +62,7 @@ def bubble_fraction(stages, microbatches):
 
 
 #: Training pipeline schedules :func:`pipeline_bubble_fraction` knows.
-PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "dualpipe")
 
 
 @finite_result
@@ -81,15 +81,20 @@ def pipeline_bubble_fraction(stages, microbatches, schedule: str = "1f1b", chunk
       ``(p-1)(T_F + T_B + T_W)``, so with ``T_F = T_B = T_W`` the bubble is a third of 1F1B's:
       ``(p-1)(T_F+T_B-T_W) / (m (T_F+T_B+T_W) + (p-1)(T_F+T_B-T_W))`` = ``(p-1) / (3m + p-1)``.
       (Their ZB-H2 reaches ~0 with about twice 1F1B's activation memory; not modelled.)
+    * ``dualpipe`` (DeepSeek-V3 technical report, arXiv:2412.19437, section 3.2.1 and Table 2): micro-batches
+      enter from both ends of the pipeline and each GPU pairs a forward chunk with a backward chunk; the idle
+      time per stage is ``(p/2 - 1)(T_F&B + T_B,full - 3 T_W)``, where ``T_F&B = T_F + T_B + T_W`` is a paired
+      forward and backward chunk and ``T_B,full = T_B + T_W``: ``(p/2 - 1)(T_F + 2 T_B - T_W)``, with equal times
+      ``(p/2 - 1) x 2`` against 1F1B's ``(p - 1) x 3``. ``p`` must be even.
 
     ``forward_s``, ``backward_input_s``, ``backward_weight_s``: one micro-batch's T_F, T_B, T_W on
     one stage (only their ratios matter; used by ``zero-bubble``, which needs ``T_W <= T_F + T_B``).
     Broadcasts over ``stages`` and ``microbatches``.
 
     Raises:
-        ValueError: unknown ``schedule`` (allowed: gpipe, 1f1b, interleaved, zero-bubble); stages,
+        ValueError: unknown ``schedule`` (allowed: gpipe, 1f1b, interleaved, zero-bubble, dualpipe); stages,
             micro-batches or chunks not whole numbers >= 1; ``chunks`` > 1 with another schedule;
-            non-positive times; ``T_W > T_F + T_B``.
+            non-positive times; ``T_W > T_F + T_B``; an odd number of stages with ``dualpipe``.
     """
     if schedule not in PIPELINE_SCHEDULES:
         raise ValueError(f"schedule must be one of {PIPELINE_SCHEDULES}, got {schedule!r}")
@@ -102,6 +107,12 @@ def pipeline_bubble_fraction(stages, microbatches, schedule: str = "1f1b", chunk
     tw = float(positive("backward_weight_s", scalar("backward_weight_s", backward_weight_s)))
     if schedule == "interleaved":
         return result((p - 1) / (v * m + p - 1))
+    if schedule == "dualpipe":
+        if np.any(p % 2):
+            raise ValueError(f"dualpipe feeds micro-batches from both ends and needs an even number of stages, "
+                             f"got stages={stages!r}")
+        idle = (p / 2 - 1) * (tf + 2 * tb - tw)
+        return result(idle / (m * (tf + tb + tw) + idle))
     if schedule == "zero-bubble":
         if tw > tf + tb:
             raise ValueError(f"backward_weight_s={tw:g} exceeds forward_s + backward_input_s = {tf + tb:g}; "

@@ -541,7 +541,11 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     activations, MoE permutes, the loss, fp8 casts: :func:`llmmath.training.elementwise_bytes_per_token`) at the
     chip's sustained HBM rate (:func:`llmmath.predict.sustained`).
 
-    Not modelled: host and launch time, uneven pipeline stages beyond the embedding and head, ZB-V and DualPipe
+    ``schedule="dualpipe"`` (DeepSeek-V3's): its bubble (:func:`llmmath.parallelism.pipeline_bubble_fraction`),
+    ``p + 1`` micro-batches of activations and two copies of the weights on each stage, and the expert all-to-all
+    and pipeline sends run under the paired forward and backward chunks' compute (only what exceeds it shows).
+
+    Not modelled: host and launch time, uneven pipeline stages beyond the embedding and head, ZB-V
     (``schedule`` takes :func:`llmmath.parallelism.pipeline_bubble_fraction`'s).
 
     Raises:
@@ -632,11 +636,16 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         link = raw * a2a_share
         a2a = micro_batch * S / cp / (tp if tp > 1 else 1) * m.experts_per_token * m.d_model * 2.0
         count = 4 * m.n_moe_layers / pp * mb
-        exposed["ep"] = count * float(network.all_to_all_time_s(a2a, ep, link))
+        ep_s = count * float(network.all_to_all_time_s(a2a, ep, link))
+        # DualPipe runs one chunk's all-to-all under the paired chunk's compute: only the excess shows
+        exposed["ep"] = max(0.0, ep_s - compute_s) if schedule == "dualpipe" else ep_s
         fall.append((f"expert all-to-all on the {'scale-up' if raw == c.scale_up_bytes_per_s else 'scale-out'} "
-                     f"link ({rank_order})", total()))
+                     f"link ({rank_order})" + (", under the paired chunk (DualPipe)" if schedule == "dualpipe"
+                                               else ""), total()))
     else:
         _stride(rank_order, "ep", dict(tp=tp, cp=cp, ep=1, dp=dp, pp=pp))      # validate the order all the same
+    if schedule == "dualpipe":            # and the pipeline's sends under the compute as well
+        exposed["pp"] = max(0.0, ceil.comm_s["pp"] - compute_s)
     step_s = total()
 
     # memory, as frameworks see it
@@ -654,6 +663,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
                                                           dropout)
     if fsdp:
         mem["gathered layer"] = 2 * bw * (m.total_params / m.n_layers) / tp
+    if schedule == "dualpipe":            # two copies of each stage's parameters (DeepSeek-V3 report, Table 2)
+        mem["weights"] *= 2
     mem["framework reserve"] = float(km["reserve_bytes"])
     model_flops = ceil.model_flops
     mfu = model_flops / (step_s * n * c.flops_per_s("bf16"))
@@ -687,7 +698,8 @@ def _row_args(e: dict) -> dict:
                 recompute_layers=int(layers.group(1)) if layers else None,
                 dp=int(e["gpus"]) // (tp * cp * pp), ep=int(e.get("ep", 1)), micro_batch=int(e.get("micro_batch", 1)),
                 recompute="full" if "full" in rc else "selective" if "selective" in rc else "none",
-                schedule="interleaved" if vp > 1 else "1f1b", chunks=vp, precision=e.get("precision", "bf16"),
+                schedule=e.get("schedule") or ("interleaved" if vp > 1 else "1f1b"), chunks=vp,
+                precision=e.get("precision", "bf16"),
                 fsdp=bool(e.get("fsdp", False)), grad_dtype=e.get("grad_dtype", "fp32"))
 
 
