@@ -203,3 +203,6 @@ def test_dualpipe_bubble_memory_and_hidden_all_to_all():
     assert dual.terms["ep_exposed_s"] == pytest.approx(max(0.0, one.terms["ep_exposed_s"] - dual.terms["compute_s"]))
     assert dual.memory_bytes["weights"] == pytest.approx(2 * one.memory_bytes["weights"])
     assert dual.step_time_s < one.step_time_s
+    over = tl.predict("deepseek-v3", "h100-sxm", ep_overlap=True, **kw)          # Megatron's A2A overlap, 1F1B
+    assert over.terms["ep_exposed_s"] == pytest.approx(dual.terms["ep_exposed_s"])
+    assert over.terms["bubble_s"] == pytest.approx(one.terms["bubble_s"])

@@ -501,7 +501,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
             schedule: str = "1f1b", chunks: int = 1, precision: str = "bf16", fsdp: bool = False,
             tp_overlap: bool = True, rank_order: str = MEGATRON_RANK_ORDER,
             dropout: bool = False, recompute_layers: int | None = None,
-            grad_dtype: str = "fp32") -> TrainingPrediction:
+            grad_dtype: str = "fp32", ep_overlap: bool = False) -> TrainingPrediction:
     """What a training framework (Megatron-Core, NeMo; FSDP) measures for one step: :func:`training_step`'s
     ceiling, then one term at a time (each a measured rate with its source, none fitted to a training run):
 
@@ -540,6 +540,10 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     Every step also pays the kernels that are neither matmuls nor attention (norms, rotary embedding, residual adds,
     activations, MoE permutes, the loss, fp8 casts: :func:`llmmath.training.elementwise_bytes_per_token`) at the
     chip's sustained HBM rate (:func:`llmmath.predict.sustained`).
+
+    ``ep_overlap``: the expert all-to-all runs under another micro-batch's compute, only its excess over the
+    compute exposed (Megatron-Core's ``overlap_moe_expert_parallel_comm``, Megatron-Bridge's ``--moe_a2a_overlap``,
+    which pairs one micro-batch's forward with another's backward as DualPipe does); ``dualpipe`` implies it.
 
     ``schedule="dualpipe"`` (DeepSeek-V3's): its bubble (:func:`llmmath.parallelism.pipeline_bubble_fraction`),
     ``p + 1`` micro-batches of activations and two copies of the weights on each stage, and the expert all-to-all
@@ -637,11 +641,11 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         a2a = micro_batch * S / cp / (tp if tp > 1 else 1) * m.experts_per_token * m.d_model * 2.0
         count = 4 * m.n_moe_layers / pp * mb
         ep_s = count * float(network.all_to_all_time_s(a2a, ep, link))
-        # DualPipe runs one chunk's all-to-all under the paired chunk's compute: only the excess shows
-        exposed["ep"] = max(0.0, ep_s - compute_s) if schedule == "dualpipe" else ep_s
+        # DualPipe (and Megatron's A2A overlap) run one chunk's all-to-all under the paired chunk's compute
+        hidden = bool(ep_overlap) or schedule == "dualpipe"
+        exposed["ep"] = max(0.0, ep_s - compute_s) if hidden else ep_s
         fall.append((f"expert all-to-all on the {'scale-up' if raw == c.scale_up_bytes_per_s else 'scale-out'} "
-                     f"link ({rank_order})" + (", under the paired chunk (DualPipe)" if schedule == "dualpipe"
-                                               else ""), total()))
+                     f"link ({rank_order})" + (", under another micro-batch's compute" if hidden else ""), total()))
     else:
         _stride(rank_order, "ep", dict(tp=tp, cp=cp, ep=1, dp=dp, pp=pp))      # validate the order all the same
     if schedule == "dualpipe":            # and the pipeline's sends under the compute as well
@@ -700,7 +704,8 @@ def _row_args(e: dict) -> dict:
                 recompute="full" if "full" in rc else "selective" if "selective" in rc else "none",
                 schedule=e.get("schedule") or ("interleaved" if vp > 1 else "1f1b"), chunks=vp,
                 precision=e.get("precision", "bf16"),
-                fsdp=bool(e.get("fsdp", False)), grad_dtype=e.get("grad_dtype", "fp32"))
+                fsdp=bool(e.get("fsdp", False)), grad_dtype=e.get("grad_dtype", "fp32"),
+                ep_overlap=bool(e.get("ep_overlap", False)))
 
 
 def predicted_vs_measured(keys=None) -> list:
