@@ -503,6 +503,16 @@ print(f"bubble: {inter.terms['bubble_s'] / inter.step_time_s:.0%} of the step in
 assert flat.terms["bubble_s"] > 1.5 * inter.terms["bubble_s"]
 
 # %% [markdown]
+# The same waterfall for any layout: the share of the ceiling's tokens/s
+# left after each term, and the busiest GPU's memory as a framework holds it
+# (it opens on NVIDIA's layout for Llama 3 70B on 64 H100s, which ran; the
+# memory count puts it a hair over 80 GB, the pessimism the misses below
+# come back to).
+
+# %%
+explorers.training_prediction_explorer()
+
+# %% [markdown]
 # **Held against measured runs.** The training ledger
 # (`data/training_measurements.toml`) holds the published runs the course
 # could source (the count is printed below): NVIDIA's NeMo and Megatron-Bridge

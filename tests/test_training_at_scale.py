@@ -233,7 +233,7 @@ def test_interleaved_and_zero_bubble_against_their_papers():
     assert (zb / (1 - zb)) / (one / (1 - one)) == pytest.approx(1 / 3)
     assert parallelism.pipeline_bubble_fraction(4, 8, "interleaved", chunks=2) == pytest.approx(3 / 19)
     with pytest.raises(ValueError, match="schedule must be one of"):
-        parallelism.pipeline_bubble_fraction(4, 8, "dualpipe")
+        parallelism.pipeline_bubble_fraction(4, 8, "zb-v")
     with pytest.raises(ValueError, match="T_W <= T_F \\+ T_B"):
         parallelism.pipeline_bubble_fraction(4, 8, "zero-bubble", backward_weight_s=3.0)
 
@@ -426,6 +426,29 @@ def test_training_memory_explorer_answers_every_control_and_flags_what_does_not_
     assert ex.image.value != before
     bad = explorers.training_memory_explorer(model="llama-3.1-405b", tp=1, pp=1, gpus=8192)
     assert "does not fit" in bad.text.value
+
+
+def test_training_prediction_explorer_answers_every_control_and_matches_predict():
+    """The waterfall explorer draws training_layout.predict: its text carries predict's tokens/s for the layout it
+    shows, every control answers without a traceback, and a bar chart's legend names each kind once however often
+    a control moves (a bar call's container used to outlive its bars, so legends repeated)."""
+    from llmmath import explorers
+
+    ex = explorers.training_prediction_explorer()
+    p = TL.predict("llama-3.1-70b", "h100-sxm", global_batch=128, seq_len=8192, tp=4, pp=8, dp=2, precision="fp8",
+                   schedule="interleaved", chunks=5, grad_dtype="bf16", recompute="none")
+    assert f"{p.tokens_per_s_per_gpu:,.0f} tokens/s per GPU" in ex.text.value
+    before = ex.image.value
+    for name, control in ex.controls.items():
+        options = getattr(control, "options", None)
+        control.value = options[-1] if options else (not control.value)
+        assert ex.text.value and "Traceback" not in ex.text.value, name
+    assert ex.image.value != before
+    for ex2 in (ex, explorers.training_memory_explorer()):
+        for tp in (2, 1, 8):
+            ex2.controls["tp"].value = tp
+        for ax in ex2.fig.axes:
+            assert len(ax.containers) <= 1 + len({c.get_label() for c in ax.containers})
 
 
 def test_a_model_whose_every_layer_is_moe_trains():

@@ -133,6 +133,8 @@ class Explorer:
             for a in artists:
                 if not getattr(a, "_llmmath_kept", False):
                     a.remove()
+            for ax in self.fig.axes:      # a bar call's container outlives its removed bars: legends would repeat
+                ax.containers[:] = [c for c in ax.containers if any(getattr(x, "axes", None) is not None for x in c)]
             for a in _kept_artists(self.fig):  # hidden till a frame asks for them again (kept)
                 a.set_visible(False)
         self.image.value = _png(canvas)

@@ -7,13 +7,41 @@ import numpy as np
 from ..widgets import Explorer, explorer
 from . import register
 
-__all__ = ['training_memory_explorer']
+__all__ = ['training_memory_explorer', 'training_prediction_explorer']
 
 _MEMORY_KINDS = (("weights", "C0"), ("gradients", "C1"), ("master_weights", "C2"), ("optimizer", "C3"),
                  ("activations", "C4"))
 _TIME_KINDS = (("compute", "C0"), ("bubble", "0.6"), ("tp", "C1"), ("cp", "C2"), ("pp", "C5"), ("ep", "C3"),
                ("dp", "C4"))
 _MEM_MAX_GB = 320.0
+
+
+def _data_parallel(gpus, tp, cp, pp) -> int:
+    """The data-parallel degree the GPUs leave after TP x CP x PP, or a ValueError saying why there is none."""
+    n = int(gpus)
+    if n % (tp * cp * pp):
+        raise ValueError(f"{n} GPUs do not split into TP{tp} x CP{cp} x PP{pp} = {tp * cp * pp}: DP would not be whole")
+    return n // (tp * cp * pp)
+
+
+def _memory_bars(ax, parts: dict, kinds, fits: bool, hbm_gb: float, fontsize: float) -> list:
+    """A stacked bar of ``parts`` (bytes, by kind) against the HBM line, hatched when it does not fit; the legend
+    from proxies (a labelled bar would leave a container behind each frame)."""
+    from matplotlib.patches import Patch
+
+    artists, bottom = [], 0.0
+    for kind, color in kinds:
+        gb = parts[kind] / 1e9
+        shown = min(gb, max(0.0, _MEM_MAX_GB - bottom))
+        artists += list(ax.bar([0], [shown], 0.8, bottom=bottom, color=color, hatch=None if fits else "//",
+                               alpha=1.0 if fits else 0.45))
+        bottom += gb
+    artists.append(ax.axhline(hbm_gb, color="k", ls="--", lw=1.2))
+    artists.append(ax.text(0.0, min(hbm_gb, _MEM_MAX_GB) + 4, f"HBM {hbm_gb:.0f} GB", ha="center",
+                           fontsize=fontsize))
+    artists.append(ax.legend(handles=[Patch(color=c, label=k) for k, c in kinds], fontsize=fontsize,
+                             loc="upper right"))
+    return artists
 
 
 def _setup_training(fig):
@@ -37,26 +65,14 @@ def _draw_training(fig, model, chip, gpus, seq_len, global_batch_m_tokens, tp, c
     from ... import hardware, training_layout
 
     a0, a1 = fig.axes
-    n = int(gpus)
-    if n % (tp * cp * pp):
-        raise ValueError(f"{n} GPUs do not split into TP{tp} x CP{cp} x PP{pp} = {tp * cp * pp}: DP would not be whole")
-    dp = n // (tp * cp * pp)
+    n, dp = int(gpus), _data_parallel(gpus, tp, cp, pp)
     seqs = max(1, int(round(global_batch_m_tokens * 1e6 / seq_len / (dp * micro_batch)))) * dp * micro_batch
     chunks = 2 if schedule == "interleaved" else 1
     st = training_layout.training_step(model, chip, global_batch=seqs, seq_len=seq_len, tp=tp, cp=cp, pp=pp, dp=dp,
                                        ep=ep, micro_batch=micro_batch, zero_stage=zero_stage, recompute=recompute,
                                        schedule=schedule, chunks=chunks)
     hbm_gb = hardware.get(chip).hbm_bytes / 1e9
-    artists, bottom = [], 0.0
-    for kind, color in _MEMORY_KINDS:
-        gb = st.memory_bytes[kind] / 1e9
-        shown = min(gb, max(0.0, _MEM_MAX_GB - bottom))
-        artists += list(a0.bar([0], [shown], 0.8, bottom=bottom, color=color, label=kind,
-                               hatch=None if st.fits else "//", alpha=1.0 if st.fits else 0.45))
-        bottom += gb
-    artists.append(a0.axhline(hbm_gb, color="k", ls="--", lw=1.2))
-    artists.append(a0.text(0.0, min(hbm_gb, _MEM_MAX_GB) + 4, f"HBM {hbm_gb:.0f} GB", ha="center", fontsize=8))
-    artists.append(a0.legend(fontsize=8, loc="upper right"))
+    artists = _memory_bars(a0, st.memory_bytes, _MEMORY_KINDS, st.fits, hbm_gb, 8)
     parts = {"compute": st.compute_s, "bubble": st.bubble_s, **st.exposed_comm_s}
     total, left = st.step_time_s, 0.0
     for kind, color in _TIME_KINDS:
@@ -105,3 +121,98 @@ def training_memory_explorer(model: str = "llama-3.1-405b", chip: str = "h100-sx
 
 
 register('training_memory_explorer', training_memory_explorer)
+
+
+_WATERFALL_STEPS = ("ceiling", "kernels", "eltwise", "DP", "TP", "EP")
+_PRED_MEMORY = (("weights", "C0"), ("gradients", "C1"), ("master_weights", "C2"), ("optimizer", "C3"),
+                ("activations", "C4"), ("other", "0.6"))
+
+
+def _setup_prediction(fig):
+    a0, a1 = fig.axes
+    a0.set_xlim(-0.6, len(_WATERFALL_STEPS) - 0.4)
+    a0.set_ylim(0, 1.15)
+    a0.set_xticks(range(len(_WATERFALL_STEPS)), _WATERFALL_STEPS, fontsize=9)
+    a0.set_ylabel("tokens/s, share of the ceiling's")
+    a0.set_title("from the roofline ceiling, one term at a time", fontsize=9)
+    a0.grid(True, axis="y", alpha=0.3)
+    a1.set_xlim(-0.6, 0.6)
+    a1.set_ylim(0, _MEM_MAX_GB)
+    a1.set_xticks([])
+    a1.set_ylabel("busiest GPU (GB)")
+    a1.set_title("memory as frameworks hold it", fontsize=9)
+    a1.grid(True, axis="y", alpha=0.3)
+
+
+def _draw_prediction(fig, model, chip, gpus, seq_len, global_batch, tp, cp, pp, ep, micro_batch,
+                     precision, schedule, chunks, recompute, fsdp, ep_overlap, grad_dtype):
+    from ... import hardware, training_layout
+
+    a0, a1 = fig.axes
+    n, dp = int(gpus), _data_parallel(gpus, tp, cp, pp)
+    per_step = dp * micro_batch                      # the batch rounds up to whole micro-batches on every replica
+    seqs = -(-int(global_batch) // per_step) * per_step
+    p = training_layout.predict(model, chip, global_batch=seqs, seq_len=seq_len, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep,
+                                micro_batch=micro_batch, precision=precision, recompute=recompute,
+                                schedule=schedule, chunks=int(chunks) if schedule == "interleaved" else 1, fsdp=fsdp,
+                                ep_overlap=ep_overlap, grad_dtype=grad_dtype)
+    ceiling_s = p.waterfall[0][1]
+    artists = []
+    for i, (name, t) in enumerate(p.waterfall):
+        share = ceiling_s / t
+        artists += list(a0.bar([i], [min(share, 1.15)], 0.7, color="0.55" if i == 0 else "C0"))
+        artists.append(a0.text(i, min(share, 1.15) + 0.015, f"{share:.0%}", ha="center", fontsize=9))
+    hbm_gb = hardware.get(chip).hbm_bytes / 1e9
+    mem = dict(p.memory_bytes)
+    parts = {k: mem.pop(k, 0.0) for k, _ in _PRED_MEMORY if k != "other"}
+    parts["other"] = sum(mem.values())          # logits, the recomputed layer, FSDP's gathered layer, the reserve
+    artists += _memory_bars(a1, parts, _PRED_MEMORY, p.fits, hbm_gb, 9)
+    verdict = "fits" if p.fits else "<b style='color:#b00'>does not fit</b>"
+    terms = "; ".join(f"{name} {t:.2f} s" for name, t in p.waterfall)
+    return artists, (f"TP{tp} CP{cp} PP{pp} DP{dp}" + (f" EP{ep}" if ep > 1 else "") + f" on {n} x {chip}, {seqs} "
+                     f"sequences of {seq_len} tokens, {precision}, "
+                     + (f"interleaved (v = {chunks})" if schedule == "interleaved" else schedule) + ": predicted "
+                     f"<b>{p.tokens_per_s_per_gpu:,.0f} tokens/s per GPU</b>, MFU {p.mfu:.0%} (of the bf16 peak), against the "
+                     f"ceiling's "
+                     f"{p.tokens_per_s_per_gpu * p.step_time_s / ceiling_s:,.0f}. Step after each term: {terms}. "
+                     f"Memory {sum(p.memory_bytes.values()) / 1e9:.1f} GB of {hbm_gb:.0f} GB: {verdict}.")
+
+
+def training_prediction_explorer(model: str = "llama-3.1-70b", chip: str = "h100-sxm", gpus: int = 64,
+                                 seq_len: int = 8192, tp: int = 4, cp: int = 1, pp: int = 8, ep: int = 1,
+                                 precision: str = "fp8", schedule: str = "interleaved",
+                                 grad_dtype: str = "bf16") -> Explorer:
+    """What a framework would measure, from :func:`llmmath.training_layout.predict`: the tokens/s per GPU after each
+    term of its waterfall as a share of the roofline ceiling's, and the busiest GPU's memory by kind against HBM.
+    The defaults are NVIDIA's Megatron-Bridge layout for Llama 3 70B on 64 H100s in fp8 (TP4 PP8, interleaved with
+    five chunks a GPU, 128 sequences of 8,192 tokens a step, bf16 gradients). A batch that does not split into whole
+    micro-batches on every data-parallel replica is rounded up."""
+    import ipywidgets as W
+
+    return explorer(_setup_prediction, _draw_prediction, {
+        "model": W.Dropdown(options=["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b",
+                                     "qwen3-30b-a3b", "deepseek-v3"], value=model, description="model"),
+        "chip": W.Dropdown(options=["a100-80gb", "h100-sxm", "h200", "b200", "gb200"], value=chip,
+                           description="chip"),
+        "gpus": W.Dropdown(options=[2**k for k in range(3, 15)], value=gpus, description="GPUs"),
+        "seq_len": W.Dropdown(options=[2048, 4096, 8192, 32768], value=seq_len, description="sequence"),
+        "global_batch": W.Dropdown(options=[32, 64, 128, 256, 512, 1024, 2048, 4096], value=128,
+                                   description="batch (seqs)"),
+        "tp": W.Dropdown(options=[1, 2, 4, 8], value=tp, description="TP (+SP)"),
+        "cp": W.Dropdown(options=[1, 2, 4, 8], value=cp, description="CP"),
+        "pp": W.Dropdown(options=[1, 2, 4, 8, 16], value=pp, description="PP"),
+        "ep": W.Dropdown(options=[1, 8, 16, 32, 64], value=ep, description="EP"),
+        "micro_batch": W.Dropdown(options=[1, 2, 4], value=1, description="micro-batch"),
+        "precision": W.Dropdown(options=["bf16", "fp8", "mxfp8", "nvfp4"], value=precision,
+                                description="linear layers"),
+        "schedule": W.Dropdown(options=["1f1b", "interleaved", "zero-bubble", "dualpipe"], value=schedule,
+                               description="schedule"),
+        "chunks": W.Dropdown(options=[2, 4, 5, 8], value=5, description="chunks (v)"),
+        "recompute": W.Dropdown(options=["none", "selective", "full"], value="none", description="recompute"),
+        "fsdp": W.Checkbox(value=False, description="FSDP"),
+        "ep_overlap": W.Checkbox(value=False, description="all-to-all overlap"),
+        "grad_dtype": W.Dropdown(options=["fp32", "bf16"], value=grad_dtype, description="gradients"),
+    }, ncols=2, width=4.6, height=3.0)
+
+
+register('training_prediction_explorer', training_prediction_explorer)
