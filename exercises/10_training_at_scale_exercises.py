@@ -10,8 +10,9 @@
 # # Chapter 10 — Exercises: training at scale
 # *Generated from `solutions/10_training_at_scale_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
-# Nine problems on model state, activations, the FLOPs of a step, MFU,
-# pipeline bubbles, data-parallel communication and what an fp8 recipe buys. Work each by hand, put
+# Eleven problems on model state, activations, the FLOPs of a step, MFU,
+# pipeline bubbles, data-parallel communication, what an fp8 recipe buys, the
+# gradients' width and DeepSeek's DualPipe. Work each by hand, put
 # your number in `answer`, run the cell. The symbols are the chapter's: $N$
 # parameters, $L$ tokens per sequence, $b$ sequences per micro-batch, $d$ hidden
 # size, $n_h$ heads, and the parallel degrees TP, PP, DP named as in a layout's
@@ -112,4 +113,27 @@ ok = check_answer("10.8", answer)
 # %%
 answer = ...  # fraction of the bf16 compute time
 ok = check_answer("10.9", answer)
+
+# %% [markdown]
+# ### Problem 10 — the gradients' width
+# The model of Problem 1 (70B parameters, TP = 8, DP = 32, distributed optimizer) trains under NVIDIA's
+# performance recipes, which keep and reduce the gradients in bf16 (`grad_reduce_in_fp32 = False`): bf16
+# weights and gradients on every replica, fp32 master weights and Adam's two moments split over DP. Bytes of
+# model state per GPU?
+
+# %%
+answer = ...  # bytes
+ok = check_answer("10.10", answer)
+
+# %% [markdown]
+# ### Problem 11 — DualPipe's bubble
+# DeepSeek-V3 trained on PP = 16 stages with DualPipe, which feeds micro-batches from both ends of the pipeline
+# and pairs each forward chunk with a backward chunk. Its report gives the idle time per stage as
+# $(\text{PP}/2 - 1)(T_{F\&B} + T_B - 3T_W)$, with $T_B$ the whole backward, $T_W$ its weight-gradient part and
+# $T_{F\&B}$ a paired forward and backward chunk. Take a forward, an input-gradient and a weight-gradient
+# chunk to cost one unit each, and $m = 32$ micro-batches a step. What fraction of the step is bubble?
+
+# %%
+answer = ...  # fraction
+ok = check_answer("10.11", answer)
 

@@ -9,8 +9,9 @@
 # %% [markdown]
 # # Chapter 10 — Exercises: training at scale
 #
-# Nine problems on model state, activations, the FLOPs of a step, MFU,
-# pipeline bubbles, data-parallel communication and what an fp8 recipe buys. Work each by hand, put
+# Eleven problems on model state, activations, the FLOPs of a step, MFU,
+# pipeline bubbles, data-parallel communication, what an fp8 recipe buys, the
+# gradients' width and DeepSeek's DualPipe. Work each by hand, put
 # your number in `answer`, run the cell. The symbols are the chapter's: $N$
 # parameters, $L$ tokens per sequence, $b$ sequences per micro-batch, $d$ hidden
 # size, $n_h$ heads, and the parallel degrees TP, PP, DP named as in a layout's
@@ -208,3 +209,49 @@ assert 0.5 < answer < 1                 # fp8 helps, but less than its peak's 2x
 # **Worked answer.** The linear time scales by the two achieved rates, $989.4 \times 0.745 / (1978.9 \times 0.525) =
 # 0.709$, not by the peaks' 0.5; attention's does not move: $0.8 \times 0.709 + 0.2 = 0.77$ of the bf16 compute
 # time, a 1.30x speed-up where the peaks promise 2x (`training_layout.predict` charges exactly these two terms).
+
+# %% [markdown]
+# ### Problem 10 — the gradients' width
+# The model of Problem 1 (70B parameters, TP = 8, DP = 32, distributed optimizer) trains under NVIDIA's
+# performance recipes, which keep and reduce the gradients in bf16 (`grad_reduce_in_fp32 = False`): bf16
+# weights and gradients on every replica, fp32 master weights and Adam's two moments split over DP. Bytes of
+# model state per GPU?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # bytes
+answer = 70e9 / 8 * (2 + 2 + 12 / 32)
+# END SOLUTION
+ok = check_answer("10.10", answer)
+# BEGIN SOLUTION
+assert ok
+assert abs(memory.model_state_bytes_per_gpu(70e9 / 8, dp=32, zero_stage=1, grad_dtype="bf16") / answer - 1) < 1e-12
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** $\frac{N}{\text{TP}}(2 + 2 + 12/\text{DP}) = 8.75\times10^9 \times 4.375 = 38.3$ GB, against
+# Problem 1's 55.8 GB with fp32 gradients: the two bytes a parameter the buffer saves are held on every replica,
+# unsharded, so they count in full. The ZeRO-1 sync shrinks with it, from $4 + 2$ to $2 + 2$ bytes a parameter.
+
+# %% [markdown]
+# ### Problem 11 — DualPipe's bubble
+# DeepSeek-V3 trained on PP = 16 stages with DualPipe, which feeds micro-batches from both ends of the pipeline
+# and pairs each forward chunk with a backward chunk. Its report gives the idle time per stage as
+# $(\text{PP}/2 - 1)(T_{F\&B} + T_B - 3T_W)$, with $T_B$ the whole backward, $T_W$ its weight-gradient part and
+# $T_{F\&B}$ a paired forward and backward chunk. Take a forward, an input-gradient and a weight-gradient
+# chunk to cost one unit each, and $m = 32$ micro-batches a step. What fraction of the step is bubble?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # fraction
+answer = (16 / 2 - 1) * (3 + 2 - 3) / (32 * 3 + (16 / 2 - 1) * (3 + 2 - 3))
+# END SOLUTION
+ok = check_answer("10.11", answer)
+# BEGIN SOLUTION
+assert ok
+assert abs(parallelism.pipeline_bubble_fraction(16, 32, "dualpipe") - answer) < 1e-12
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** The paired chunk is $1 + 1 + 1 = 3$ units, the whole backward 2, so a stage idles
+# $7 \times (3 + 2 - 3) = 14$ units against $32 \times 3 = 96$ of work: $14/110 = 12.7\%$. 1F1B would idle
+# $(\text{PP}-1)(T_F + T_B) = 15 \times 3 = 45$ units, $45/141 = 32\%$. DualPipe's other gain is not in this
+# number: the all-to-all of one chunk runs under the compute of its pair.
