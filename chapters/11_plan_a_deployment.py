@@ -49,7 +49,8 @@ from llmmath import explorers, models, planner, plots
 #
 # `models.from_hf_config` reads a config (a path or a dict; nothing is
 # downloaded) for the Llama, Mistral, Qwen2/3, Qwen-MoE, Mixtral, DeepSeek-V2/V3,
-# Kimi K2, gpt-oss and GPT-2 families. Fields it does not understand are not
+# Kimi K2, gpt-oss, GPT-2, BLOOM and MPT families, among others (its docstring
+# lists them all). Fields it does not understand are not
 # dropped in silence: they are named in a warning and kept in
 # `unmodelled_config_fields`. Here is Qwen3-8B's published config (the fields
 # that matter; the rest are token ids, rope settings and the like):
