@@ -576,6 +576,12 @@ def test_mpt_refuses_what_it_cannot_count():
         models.from_hf_config(cfg | {"attn_config": {"alibi": True, "qk_ln": True}})
     with pytest.raises(ValueError, match="ffn_type"):
         models.from_hf_config(cfg | {"ffn_config": {"ffn_type": "mb_moe"}})
+    with pytest.raises(ValueError, match="kv_n_heads"):
+        models.from_hf_config(cfg | {"attn_config": {"alibi": True, "attn_type": "grouped_query_attention"}})
+    # multi-query: one K/V head of d/n_h, so the QKV projection is d x (d + 2 d/n_h) where MHA's is 3 d^2
+    mqa = models.from_hf_config(cfg | {"attn_config": {"alibi": True, "attn_type": "multiquery_attention"}})
+    d, L = 4096, 32
+    assert models.from_hf_config(cfg).total_params - mqa.total_params == L * (2 * d * d - 2 * d * (d // 32))
 
 
 def test_gpt_style_models_of_older_papers_train_in_the_step_model():

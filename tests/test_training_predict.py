@@ -206,3 +206,5 @@ def test_dualpipe_bubble_memory_and_hidden_all_to_all():
     over = tl.predict("deepseek-v3", "h100-sxm", ep_overlap=True, **kw)          # Megatron's A2A overlap, 1F1B
     assert over.terms["ep_exposed_s"] == pytest.approx(dual.terms["ep_exposed_s"])
     assert over.terms["bubble_s"] == pytest.approx(one.terms["bubble_s"])
+    with pytest.raises(TypeError, match="ep_overlap"):
+        tl.predict("deepseek-v3", "h100-sxm", ep_overlap="yes", **kw)

@@ -96,9 +96,10 @@ mpt                    MPT (MosaicML): ``n_layers``, ``d_model``, ``n_heads``, `
                        (or ``ffn_config.ffn_hidden_size``), ``vocab_size``, ``max_seq_len``;
                        ``no_bias`` drops every bias (LayerNorms keep a weight only); ALiBi or
                        rotary embeddings in ``attn_config`` leave no learned positions
-                       (llm-foundry turns ``learned_pos_emb`` off then); grouped-query heads
-                       (``attn_config.kv_n_heads``); ``ffn_config.ffn_type`` ``mptmlp`` (GELU) or
-                       ``mptglu`` (gated); a tied head; q/k LayerNorms and MoE FFNs refused
+                       (llm-foundry turns ``learned_pos_emb`` off then); multi-query or grouped-query
+                       heads (``attn_config.attn_type``, ``kv_n_heads``); ``ffn_config.ffn_type``
+                       ``mptmlp`` or ``te_ln_mlp`` (GELU) or ``mptglu`` (gated); a tied head; q/k
+                       LayerNorms and MoE FFNs refused
 =====================  ==================================================================
 
 Fields that do not change a parameter count or a KV byte (token ids, rope
@@ -432,12 +433,18 @@ def _mpt(r: _Reader, kw: dict) -> None:
     if attn.get("qk_ln") or attn.get("qk_gn"):
         raise ValueError(f"{r.where}: attn_config.qk_ln (LayerNorms on q and k) is not read; allowed: false")
     kind = ffn.get("ffn_type", "mptmlp")
-    if kind not in ("mptmlp", "mptglu"):
-        raise ValueError(f"{r.where}: ffn_config.ffn_type {kind!r} is not read (an MoE or fused FFN); allowed: "
-                         f"mptmlp, mptglu")
+    if kind not in ("mptmlp", "mptglu", "te_ln_mlp"):          # te_ln_mlp: Transformer Engine's fused LN + MLP
+        raise ValueError(f"{r.where}: ffn_config.ffn_type {kind!r} is not read (an MoE FFN); allowed: mptmlp, "
+                         f"mptglu, te_ln_mlp")
     ratio = r.get("expansion_ratio", 4)
     d_ff = int(ffn["ffn_hidden_size"]) if ffn.get("ffn_hidden_size") else int(ratio * d)
-    kv = int(attn.get("kv_n_heads") or nh) if attn.get("attn_type", "multihead_attention") !=         "multihead_attention" else nh
+    kind_attn = attn.get("attn_type", "multihead_attention")
+    if kind_attn not in ("multihead_attention", "multiquery_attention", "grouped_query_attention"):
+        raise ValueError(f"{r.where}: attn_config.attn_type {kind_attn!r} is not read; allowed: multihead_attention, "
+                         f"multiquery_attention, grouped_query_attention")
+    kv = {"multihead_attention": nh, "multiquery_attention": 1}.get(kind_attn) or int(attn.get("kv_n_heads") or 0)
+    if not kv:
+        raise ValueError(f"{r.where}: grouped_query_attention needs attn_config.kv_n_heads")
     positional = bool(attn.get("alibi", False)) or bool(attn.get("rope", False))
     learned = bool(r.get("learned_pos_emb", True)) and not positional    # llm-foundry: alibi/rope turn it off
     no_bias = bool(r.get("no_bias", False))

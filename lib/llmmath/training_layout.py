@@ -49,7 +49,7 @@ import itertools
 import numpy as np
 
 from . import hardware, memory, models, network, parallelism, training
-from ._validate import positive_int, scalar
+from ._validate import flag, positive_int, scalar
 from .units import dtype_bytes
 
 __all__ = ["TrainingStep", "training_step", "search_layouts", "Layouts", "LLAMA3_405B_LAYOUTS", "predict",
@@ -555,10 +555,12 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     Raises:
         ValueError: an unknown ``precision`` (allowed: bf16, fp8, mxfp8, nvfp4), ``grad_dtype`` (fp32, bf16) or
             ``rank_order``, and what :func:`training_step` refuses.
+        TypeError: an ``ep_overlap`` that is not True or False.
         KeyError: unknown model or chip.
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+    flag("ep_overlap", ep_overlap)
     if grad_dtype not in GRAD_DTYPES:
         raise ValueError(f"grad_dtype must be one of {GRAD_DTYPES} (the gradient buffer's width), got {grad_dtype!r}")
     from .predict import matmul_fraction
@@ -642,7 +644,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         count = 4 * m.n_moe_layers / pp * mb
         ep_s = count * float(network.all_to_all_time_s(a2a, ep, link))
         # DualPipe (and Megatron's A2A overlap) run one chunk's all-to-all under the paired chunk's compute
-        hidden = bool(ep_overlap) or schedule == "dualpipe"
+        hidden = flag("ep_overlap", ep_overlap) or schedule == "dualpipe"
         exposed["ep"] = max(0.0, ep_s - compute_s) if hidden else ep_s
         fall.append((f"expert all-to-all on the {'scale-up' if raw == c.scale_up_bytes_per_s else 'scale-out'} "
                      f"link ({rank_order})" + (", under another micro-batch's compute" if hidden else ""), total()))
