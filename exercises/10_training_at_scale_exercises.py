@@ -118,8 +118,8 @@ ok = check_answer("10.9", answer)
 # ### Problem 10 — the gradients' width
 # The model of Problem 1 (70B parameters, TP = 8, DP = 32, distributed optimizer) trains under NVIDIA's
 # performance recipes, which keep and reduce the gradients in bf16 (`grad_reduce_in_fp32 = False`): bf16
-# weights and gradients on every replica, fp32 master weights and Adam's two moments split over DP. Bytes of
-# model state per GPU?
+# weights and gradients on every replica; fp32 master weights, Adam's two moments and, at the optimizer step, an
+# fp32 copy of the gradients, all split over DP (Megatron's distributed optimizer). Bytes of model state per GPU?
 
 # %%
 answer = ...  # bytes
@@ -130,8 +130,9 @@ ok = check_answer("10.10", answer)
 # DeepSeek-V3 trained on PP = 16 stages with DualPipe, which feeds micro-batches from both ends of the pipeline
 # and pairs each forward chunk with a backward chunk. Its report gives the idle time per stage as
 # $(\text{PP}/2 - 1)(T_{F\&B} + T_B - 3T_W)$, with $T_B$ the whole backward, $T_W$ its weight-gradient part and
-# $T_{F\&B}$ a paired forward and backward chunk. Take a forward, an input-gradient and a weight-gradient
-# chunk to cost one unit each, and $m = 32$ micro-batches a step. What fraction of the step is bubble?
+# $T_{F\&B}$ a paired forward and backward chunk (the library's `backward_input_s` is the input-gradient part
+# alone, $T_B - T_W$). Take a forward, an input-gradient and a weight-gradient chunk to cost one unit each, and
+# $m = 32$ micro-batches a step. What fraction of the step is bubble?
 
 # %%
 answer = ...  # fraction

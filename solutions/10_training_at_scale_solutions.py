@@ -214,31 +214,34 @@ assert 0.5 < answer < 1                 # fp8 helps, but less than its peak's 2x
 # ### Problem 10 — the gradients' width
 # The model of Problem 1 (70B parameters, TP = 8, DP = 32, distributed optimizer) trains under NVIDIA's
 # performance recipes, which keep and reduce the gradients in bf16 (`grad_reduce_in_fp32 = False`): bf16
-# weights and gradients on every replica, fp32 master weights and Adam's two moments split over DP. Bytes of
-# model state per GPU?
+# weights and gradients on every replica; fp32 master weights, Adam's two moments and, at the optimizer step, an
+# fp32 copy of the gradients, all split over DP (Megatron's distributed optimizer). Bytes of model state per GPU?
 
 # %%
 # BEGIN SOLUTION stub: answer = ...  # bytes
-answer = 70e9 / 8 * (2 + 2 + 12 / 32)
+answer = 70e9 / 8 * (2 + 2 + 16 / 32)
 # END SOLUTION
 ok = check_answer("10.10", answer)
 # BEGIN SOLUTION
 assert ok
-assert abs(memory.model_state_bytes_per_gpu(70e9 / 8, dp=32, zero_stage=1, grad_dtype="bf16") / answer - 1) < 1e-12
+state = memory.model_state_bytes_per_gpu(70e9 / 8, dp=32, zero_stage=1, grad_dtype="bf16")   # 4 + 12/DP
+assert abs((state + 70e9 / 8 * 4 / 32) / answer - 1) < 1e-12                                 # + the fp32 copy
 # END SOLUTION
 
 # %% [markdown] tags=["solution"]
-# **Worked answer.** $\frac{N}{\text{TP}}(2 + 2 + 12/\text{DP}) = 8.75\times10^9 \times 4.375 = 38.3$ GB, against
+# **Worked answer.** $\frac{N}{\text{TP}}(2 + 2 + 16/\text{DP}) = 8.75\times10^9 \times 4.5 = 39.4$ GB, against
 # Problem 1's 55.8 GB with fp32 gradients: the two bytes a parameter the buffer saves are held on every replica,
-# unsharded, so they count in full. The ZeRO-1 sync shrinks with it, from $4 + 2$ to $2 + 2$ bytes a parameter.
+# unsharded, so they count in full, while the fp32 copy the optimizer needs is split over DP (with fp32
+# gradients the buffer's own shard serves). The ZeRO-1 sync shrinks too, from $4 + 2$ to $2 + 2$ bytes a parameter.
 
 # %% [markdown]
 # ### Problem 11 — DualPipe's bubble
 # DeepSeek-V3 trained on PP = 16 stages with DualPipe, which feeds micro-batches from both ends of the pipeline
 # and pairs each forward chunk with a backward chunk. Its report gives the idle time per stage as
 # $(\text{PP}/2 - 1)(T_{F\&B} + T_B - 3T_W)$, with $T_B$ the whole backward, $T_W$ its weight-gradient part and
-# $T_{F\&B}$ a paired forward and backward chunk. Take a forward, an input-gradient and a weight-gradient
-# chunk to cost one unit each, and $m = 32$ micro-batches a step. What fraction of the step is bubble?
+# $T_{F\&B}$ a paired forward and backward chunk (the library's `backward_input_s` is the input-gradient part
+# alone, $T_B - T_W$). Take a forward, an input-gradient and a weight-gradient chunk to cost one unit each, and
+# $m = 32$ micro-batches a step. What fraction of the step is bubble?
 
 # %%
 # BEGIN SOLUTION stub: answer = ...  # fraction

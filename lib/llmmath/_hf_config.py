@@ -98,8 +98,10 @@ mpt                    MPT (MosaicML): ``n_layers``, ``d_model``, ``n_heads``, `
                        rotary embeddings in ``attn_config`` leave no learned positions
                        (llm-foundry turns ``learned_pos_emb`` off then); multi-query or grouped-query
                        heads (``attn_config.attn_type``, ``kv_n_heads``); ``ffn_config.ffn_type``
-                       ``mptmlp`` or ``te_ln_mlp`` (GELU) or ``mptglu`` (gated); a tied head; q/k
-                       LayerNorms and MoE FFNs refused
+                       ``mptmlp`` or ``te_ln_mlp`` (GELU; its fused LayerNorm keeps a bias
+                       ``no_bias`` would drop, d a layer not counted) or ``mptglu`` (gated);
+                       ``attn_config.sliding_window_size`` on every layer; a tied head; q/k norms
+                       and MoE FFNs refused
 =====================  ==================================================================
 
 Fields that do not change a parameter count or a KV byte (token ids, rope
@@ -431,7 +433,7 @@ def _mpt(r: _Reader, kw: dict) -> None:
     if not isinstance(attn, dict) or not isinstance(ffn, dict):
         raise ValueError(f"{r.where}: attn_config and ffn_config must be objects")
     if attn.get("qk_ln") or attn.get("qk_gn"):
-        raise ValueError(f"{r.where}: attn_config.qk_ln (LayerNorms on q and k) is not read; allowed: false")
+        raise ValueError(f"{r.where}: attn_config.qk_ln / qk_gn (norms on q and k) are not read; allowed: false")
     kind = ffn.get("ffn_type", "mptmlp")
     if kind not in ("mptmlp", "mptglu", "te_ln_mlp"):          # te_ln_mlp: Transformer Engine's fused LN + MLP
         raise ValueError(f"{r.where}: ffn_config.ffn_type {kind!r} is not read (an MoE FFN); allowed: mptmlp, "
@@ -449,6 +451,9 @@ def _mpt(r: _Reader, kw: dict) -> None:
     learned = bool(r.get("learned_pos_emb", True)) and not positional    # llm-foundry: alibi/rope turn it off
     no_bias = bool(r.get("no_bias", False))
     norm = str(r.get("norm_type", "low_precision_layernorm"))
+    window = int(attn.get("sliding_window_size") or -1)         # llm-foundry: -1 = no window, else every layer
+    if window > 0:
+        kw.update(sliding_window=window, n_window_layers=r.int("n_layers"))
     kw.update(n_layers=r.int("n_layers"), d_model=d, n_heads=nh, n_kv_heads=kv, head_dim=d // nh,
               vocab=r.int("vocab_size"), d_ff=d_ff, max_context=r.int("max_seq_len", 2048),
               norm="rmsnorm" if "rmsnorm" in norm else "layernorm_nobias" if no_bias else "layernorm",

@@ -85,7 +85,8 @@ def pipeline_bubble_fraction(stages, microbatches, schedule: str = "1f1b", chunk
       enter from both ends of the pipeline and each GPU pairs a forward chunk with a backward chunk; the idle
       time per stage is ``(p/2 - 1)(T_F&B + T_B,full - 3 T_W)``, where ``T_F&B = T_F + T_B + T_W`` is a paired
       forward and backward chunk and ``T_B,full = T_B + T_W``: ``(p/2 - 1)(T_F + 2 T_B - T_W)``, with equal times
-      ``(p/2 - 1) x 2`` against 1F1B's ``(p - 1) x 3``. ``p`` must be even.
+      ``(p/2 - 1) x 2`` against 1F1B's ``(p - 1) x 3``. ``p`` must be even and ``m`` an even number of at least
+      ``2p`` micro-batches (DualPipe's own code asserts both).
 
     ``forward_s``, ``backward_input_s``, ``backward_weight_s``: one micro-batch's T_F, T_B, T_W on
     one stage (only their ratios matter; used by ``zero-bubble``, which needs ``T_W <= T_F + T_B``).
@@ -94,7 +95,8 @@ def pipeline_bubble_fraction(stages, microbatches, schedule: str = "1f1b", chunk
     Raises:
         ValueError: unknown ``schedule`` (allowed: gpipe, 1f1b, interleaved, zero-bubble, dualpipe); stages,
             micro-batches or chunks not whole numbers >= 1; ``chunks`` > 1 with another schedule;
-            non-positive times; ``T_W > T_F + T_B``; an odd number of stages with ``dualpipe``.
+            non-positive times; ``T_W > T_F + T_B``; with ``dualpipe``, an odd number of stages or a number of
+            micro-batches that is odd or under twice the stages.
     """
     if schedule not in PIPELINE_SCHEDULES:
         raise ValueError(f"schedule must be one of {PIPELINE_SCHEDULES}, got {schedule!r}")
@@ -111,6 +113,9 @@ def pipeline_bubble_fraction(stages, microbatches, schedule: str = "1f1b", chunk
         if np.any(p % 2):
             raise ValueError(f"dualpipe feeds micro-batches from both ends and needs an even number of stages, "
                              f"got stages={stages!r}")
+        if np.any(m % 2) or np.any(m < 2 * p):
+            raise ValueError(f"dualpipe needs an even number of micro-batches, at least twice the stages (2 x "
+                             f"{stages!r}), got microbatches={microbatches!r}")
         idle = (p / 2 - 1) * (tf + 2 * tb - tw)
         return result(idle / (m * (tf + tb + tw) + idle))
     if schedule == "zero-bubble":

@@ -240,6 +240,9 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
               master_weights=dtype_bytes(weight_dtype) < 4)
     per_stage = _stage_memories(m, tp=tp, cp=cp, dp=dp, ep=ep, pp=pp, mb=mb, s_loc=s_loc, b=b, sp=sp,
                                 recompute=recompute, dropout=dropout, schedule=schedule, chunks=chunks, kw=kw)
+    if schedule == "dualpipe":     # each GPU holds two stages' copies of the parameters and their gradients (DeepSeek-V3
+        for st in per_stage:        # report, Table 2: parameters 2x); the optimizer state updates one copy
+            st["weights"], st["gradients"] = 2 * st["weights"], 2 * st["gradients"]
     busiest = max(range(pp), key=lambda s: sum(per_stage[s].values()))
     mem = per_stage[busiest]
 
@@ -521,13 +524,16 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     Collectives move at the rates the serving step assumes (``data/engine_constants.toml`` [collectives], one
     source for both step models): ring collectives (the data-parallel reduce-scatter and all-gather, the
     tensor-parallel gathers) at ``nvlink_all_reduce_fraction`` (0.82) of the ring's link, the expert all-to-all at
-    ``all_to_all_fraction`` (0.82) of its link. Point-to-point sends (pipeline, ring attention) keep the link's
-    rate: no measured share is in the catalog for them.
+    ``all_to_all_fraction`` (0.82) of its link. The ring share was measured inside one H100 NVLink domain; on rings
+    that cross NICs, and on other chips, it is an assumption. Point-to-point sends (pipeline, ring attention) keep
+    the link's rate: no measured share is in the catalog for them.
 
     ``grad_dtype``: the width of the gradient buffer the data-parallel group reduces (Megatron-Core's
     ``grad_reduce_in_fp32``): ``fp32`` (the default, Megatron-LM's accumulate-in-fp32 convention) or ``bf16``, as
     NVIDIA's NeMo and Megatron-Bridge performance recipes set it (Megatron-Bridge ``perf_recipes/_common.py``
-    ``_benchmark_common``: ``grad_reduce_in_fp32 = False``). It sets the gradients' bytes in memory and on the wire.
+    ``_benchmark_common``: ``grad_reduce_in_fp32 = False``). It sets the gradients' bytes in memory and on the wire;
+    with ``bf16`` the optimizer step also holds an fp32 copy of each GPU's gradient shard, sized as its master
+    weights (Megatron's distributed optimizer: 4 + 16/d bytes a parameter where fp32 gradients take 6 + 12/d).
 
     Memory (the busiest GPU): model state, activations with FlashAttention (no ``s x s`` scores, whatever
     ``recompute``), the fp32 logits of the loss on a one-stage model, one layer's activations while a fully recomputed
@@ -546,8 +552,10 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     which pairs one micro-batch's forward with another's backward as DualPipe does); ``dualpipe`` implies it.
 
     ``schedule="dualpipe"`` (DeepSeek-V3's): its bubble (:func:`llmmath.parallelism.pipeline_bubble_fraction`),
-    ``p + 1`` micro-batches of activations and two copies of the weights on each stage, and the expert all-to-all
-    and pipeline sends run under the paired forward and backward chunks' compute (only what exceeds it shows).
+    ``p + 1`` micro-batches of activations and two copies of the weights and gradients on each GPU, and the expert
+    all-to-all and pipeline sends run under the paired forward and backward chunks' compute (only what exceeds it
+    shows). DeepSeek's node-limited routing (each token to at most four nodes, forwarded over NVLink) is not priced:
+    the all-to-all charges one copy a routed expert.
 
     Not modelled: host and launch time, uneven pipeline stages beyond the embedding and head, ZB-V
     (``schedule`` takes :func:`llmmath.parallelism.pipeline_bubble_fraction`'s).
@@ -652,6 +660,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         _stride(rank_order, "ep", dict(tp=tp, cp=cp, ep=1, dp=dp, pp=pp))      # validate the order all the same
     if schedule == "dualpipe":            # and the pipeline's sends under the compute as well
         exposed["pp"] = max(0.0, ceil.comm_s["pp"] - compute_s)
+        fall.append(("pipeline sends under the paired chunk (DualPipe)", total()))
     step_s = total()
 
     # memory, as frameworks see it
@@ -669,8 +678,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
                                                           dropout)
     if fsdp:
         mem["gathered layer"] = 2 * bw * (m.total_params / m.n_layers) / tp
-    if schedule == "dualpipe":            # two copies of each stage's parameters (DeepSeek-V3 report, Table 2)
-        mem["weights"] *= 2
+    if grad_dtype == "bf16":              # the optimizer step's fp32 copy of each gradient shard (Megatron's
+        mem["fp32 gradient shard"] = mem["master_weights"]      # distributed optimizer: 4 + 16/d, not 4 + 12/d)
     mem["framework reserve"] = float(km["reserve_bytes"])
     model_flops = ceil.model_flops
     mfu = model_flops / (step_s * n * c.flops_per_s("bf16"))
@@ -706,8 +715,8 @@ def _row_args(e: dict) -> dict:
                 recompute="full" if "full" in rc else "selective" if "selective" in rc else "none",
                 schedule=e.get("schedule") or ("interleaved" if vp > 1 else "1f1b"), chunks=vp,
                 precision=e.get("precision", "bf16"),
-                fsdp=bool(e.get("fsdp", False)), grad_dtype=e.get("grad_dtype", "fp32"),
-                ep_overlap=bool(e.get("ep_overlap", False)))
+                fsdp=flag("fsdp", e.get("fsdp", False)), grad_dtype=e.get("grad_dtype", "fp32"),
+                ep_overlap=flag("ep_overlap", e.get("ep_overlap", False)))
 
 
 def predicted_vs_measured(keys=None) -> list:
