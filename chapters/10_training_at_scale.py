@@ -642,14 +642,17 @@ print(f"DeepSeek-V3's experts are {ds['d_ff_expert']:,} wide: an all-to-all over
       f"{ds['ep_width_nvlink']:,.0f}, over the NIC only from {ds['ep_width_nic']:,.0f}")
 ds_run = "deepseek-v3-report-deepseek-v3-h100-sxm-2048-fp8"
 e_ds = ledger_t[ds_run]
-as_1f1b = TL.predict(e_ds["model"], e_ds["chip"], **{**TL._row_args(e_ds), "schedule": "1f1b"})
-r_1f1b = e_ds["measured_tokens_per_s_per_gpu"] / as_1f1b.tokens_per_s_per_gpu
-r_dual = next(r["ratio"] for r in res if r["key"] == ds_run)
-print(f"DeepSeek-V3's own run (EP64 over the NIC), measured/predicted: {r_1f1b:.2f} with its all-to-all exposed "
-      f"under 1F1B, {r_dual:.2f} under DualPipe, which runs it beneath the paired chunk's compute")
+as_1f1b = TL.predict(e_ds["model"], e_ds["chip"],
+                     **{**TL._row_args(e_ds), "schedule": "1f1b", "ep_dispatch": "per_expert"})
+dual = TL.predict(e_ds["model"], e_ds["chip"], **TL._row_args(e_ds))   # DualPipe, a copy per node (the report)
+r_1f1b, r_dual = (e_ds["measured_tokens_per_s_per_gpu"] / p.tokens_per_s_per_gpu for p in (as_1f1b, dual))
+exposed = dual.terms["ep_exposed_s"] / dual.step_time_s
+print(f"DeepSeek-V3's own run (EP64 over the NIC), measured/predicted: {r_1f1b:.2f} under 1F1B with a copy per "
+      f"routed expert (all-to-all {as_1f1b.terms['ep_exposed_s'] / as_1f1b.step_time_s:.0%} of the step), "
+      f"{r_dual:.2f} under DualPipe with a copy per node (all-to-all showing: {exposed:.0%} of the step)")
 assert all(r["tp_margin"] >= 1 for r in pts_rows)          # no published run splits its layers past TP_max
 assert ds["ep_width_nvlink"] < ds["d_ff_expert"] < ds["ep_width_nic"]
-assert abs(r_dual - 1) < abs(r_1f1b - 1) / 2               # hiding the all-to-all closes most of the gap
+assert exposed < as_1f1b.terms["ep_exposed_s"] / as_1f1b.step_time_s / 3   # most of the all-to-all hides
 
 # %% [markdown]
 # Every published run keeps tensor parallelism on the compute-bound side, most
@@ -666,14 +669,20 @@ assert abs(r_dual - 1) < abs(r_1f1b - 1) / 2               # hiding the all-to-a
 # compute (DualPipe) instead of waiting on it. `predict(schedule="dualpipe")`
 # prices that schedule (its bubble, from the report's Table 2; PP + 1
 # micro-batches of activations and two copies of the weights and gradients;
-# the all-to-all and the pipeline's sends beneath the paired chunk's compute).
-# The prediction for DeepSeek's run, far too slow with the all-to-all
-# exposed, lands on the measured rate (the line above) — partly by luck: about
-# half the all-to-all still shows, where DeepSeek reports it hidden, because
-# the step charges a copy for every routed expert while DeepSeek's routing
-# sends each token to at most four nodes and forwards it over NVLink (the
-# serving step prices that for prefill; this one does not yet). It is a
-# validation row, seen while the schedule was added.
+# the all-to-all and the pipeline's sends beneath the paired chunk's compute),
+# and `ep_dispatch="per_node"` the dispatch the report describes: a token
+# crosses the network once to each node holding one of its experts and is
+# forwarded over NVLink inside it, as the serving step prices a prefill step.
+# Priced both ways, most of DeepSeek's all-to-all hides (the line above); the
+# report says all of it does, with a dispatch in fp8 and each token sent to at
+# most four nodes, neither priced here. And the prediction then runs well
+# ahead of the measured rate. That rate is a whole-run average over 14.8T
+# tokens on H800s (the H100's compute with less than half its NVLink): restarts,
+# evaluation and checkpoints, and the multi-token-prediction module, all in
+# it and none priced; the gap is also the size of the MoE gap of the older
+# Megatron releases below. (An earlier version of this step charged a copy
+# per routed expert under DualPipe and matched the run only because the two
+# errors cancelled.) It is a validation row.
 
 # %% [markdown]
 # **Where it fails, and why.** How many rows sit outside 1.5×, the furthest

@@ -221,3 +221,25 @@ def test_dualpipe_bubble_memory_and_hidden_all_to_all():
     assert over.terms["bubble_s"] == pytest.approx(one.terms["bubble_s"])
     with pytest.raises(TypeError, match="ep_overlap"):
         tl.predict("deepseek-v3", "h100-sxm", ep_overlap="yes", **kw)
+
+
+def test_node_deduplicated_dispatch_sends_a_token_once_per_node():
+    """ep_dispatch='per_node' (DeepEP's normal kernels, DeepSeek-V3's dispatch): a token crosses the NIC once to each
+    other node holding one of its experts. By hand for DeepSeek-V3 at EP64 on eight 8-GPU nodes: 256 experts, 32 a
+    node, top-8, so another node holds none of a token's experts with probability C(224, 8) / C(256, 8) and the
+    token reaches 7 (1 - that) = 4.63 other nodes, each sent its 7,168 x 2 bytes four times a MoE layer, where the
+    per-expert dispatch sends 8 x 63/64 copies. Inside one node nothing changes."""
+    import math
+    kw = dict(global_batch=4096, seq_len=4096, pp=16, dp=128, ep=64, precision="fp8")
+    per_expert = tl.predict("deepseek-v3", "h100-sxm", **kw)
+    per_node = tl.predict("deepseek-v3", "h100-sxm", ep_dispatch="per_node", **kw)
+    remote = 7 * (1 - math.comb(224, 8) / math.comb(256, 8))
+    assert remote == pytest.approx(4.63, abs=0.01)
+    hand = 32 * 4 * 58 / 16 * 4096 * 7168 * 2 * remote / (0.82 * 50e9)
+    assert per_node.terms["ep_exposed_s"] == pytest.approx(hand, rel=1e-6)
+    assert per_node.terms["ep_exposed_s"] / per_expert.terms["ep_exposed_s"] == pytest.approx(remote / (8 * 63 / 64))
+    inside = dict(global_batch=256, seq_len=4096, dp=8, ep=8)          # Qwen3-30B-A3B's EP8 in one H100 node
+    assert (tl.predict("qwen3-30b-a3b", "h100-sxm", ep_dispatch="per_node", **inside).step_time_s
+            == tl.predict("qwen3-30b-a3b", "h100-sxm", **inside).step_time_s)
+    with pytest.raises(ValueError, match="ep_dispatch"):
+        tl.predict("deepseek-v3", "h100-sxm", ep_dispatch="deepep", **kw)

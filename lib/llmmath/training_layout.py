@@ -43,8 +43,9 @@ buffers are left out.
 from __future__ import annotations
 
 import dataclasses
-import re
 import itertools
+import math
+import re
 
 import numpy as np
 
@@ -54,7 +55,8 @@ from .units import dtype_bytes
 
 __all__ = ["TrainingStep", "training_step", "search_layouts", "Layouts", "LLAMA3_405B_LAYOUTS", "predict",
            "TrainingPrediction", "attention_share", "training_constants", "MEGATRON_RANK_ORDER", "PRECISIONS",
-           "measurements", "predicted_vs_measured", "SPLITS", "comm_bound_points", "GRAD_DTYPES"]
+           "measurements", "predicted_vs_measured", "SPLITS", "comm_bound_points", "GRAD_DTYPES",
+           "EP_DISPATCH"]
 
 #: Llama 3 405B's published pre-training layouts (Llama Team 2024, arXiv:2407.21783, Table 4):
 #: GPUs, TP, CP, PP, DP, sequence length, sequences per DP rank per step, TFLOP/s per GPU, BF16 MFU.
@@ -485,6 +487,8 @@ class TrainingPrediction:
 
 #: Gradient-buffer widths :func:`predict` takes (Megatron-Core's ``grad_reduce_in_fp32`` True or False).
 GRAD_DTYPES = ("fp32", "bf16")
+#: How the expert all-to-all crosses nodes (:func:`predict`'s ``ep_dispatch``).
+EP_DISPATCH = ("per_expert", "per_node")
 
 
 def _stride(order: str, group: str, degrees: dict) -> int:
@@ -504,7 +508,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
             schedule: str = "1f1b", chunks: int = 1, precision: str = "bf16", fsdp: bool = False,
             tp_overlap: bool = True, rank_order: str = MEGATRON_RANK_ORDER,
             dropout: bool = False, recompute_layers: int | None = None,
-            grad_dtype: str = "fp32", ep_overlap: bool = False) -> TrainingPrediction:
+            grad_dtype: str = "fp32", ep_overlap: bool = False,
+            ep_dispatch: str = "per_expert") -> TrainingPrediction:
     """What a training framework (Megatron-Core, NeMo; FSDP) measures for one step: :func:`training_step`'s
     ceiling, then one term at a time (each a measured rate with its source, none fitted to a training run):
 
@@ -551,24 +556,31 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     compute exposed (Megatron-Core's ``overlap_moe_expert_parallel_comm``, Megatron-Bridge's ``--moe_a2a_overlap``,
     which pairs one micro-batch's forward with another's backward as DualPipe does); ``dualpipe`` implies it.
 
+    ``ep_dispatch``: ``"per_expert"`` (the default: a token crosses to each of its ``k`` experts off the rank, as
+    Megatron-Core's ``alltoall`` dispatcher sends it) or ``"per_node"`` (node-deduplicated, as DeepEP's normal
+    kernels and DeepSeek-V3's dispatch run it: where the expert group spans nodes, a token crosses the NIC once to
+    each other node holding one of its experts, :func:`llmmath.network.remote_nodes_reached`, and is forwarded over
+    NVLink inside it, not priced; the serving step prices a prefill step the same way).
+
     ``schedule="dualpipe"`` (DeepSeek-V3's): its bubble (:func:`llmmath.parallelism.pipeline_bubble_fraction`),
     ``p + 1`` micro-batches of activations and two copies of the weights and gradients on each GPU, and the expert
     all-to-all and pipeline sends run under the paired forward and backward chunks' compute (only what exceeds it
-    shows). DeepSeek's node-limited routing (each token to at most four nodes, forwarded over NVLink) is not priced:
-    the all-to-all charges one copy a routed expert.
+    shows).
 
     Not modelled: host and launch time, uneven pipeline stages beyond the embedding and head, ZB-V
     (``schedule`` takes :func:`llmmath.parallelism.pipeline_bubble_fraction`'s).
 
     Raises:
-        ValueError: an unknown ``precision`` (allowed: bf16, fp8, mxfp8, nvfp4), ``grad_dtype`` (fp32, bf16) or
-            ``rank_order``, and what :func:`training_step` refuses.
+        ValueError: an unknown ``precision`` (allowed: bf16, fp8, mxfp8, nvfp4), ``grad_dtype`` (fp32, bf16),
+            ``ep_dispatch`` (per_expert, per_node) or ``rank_order``, and what :func:`training_step` refuses.
         TypeError: an ``ep_overlap`` that is not True or False.
         KeyError: unknown model or chip.
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
     flag("ep_overlap", ep_overlap)
+    if ep_dispatch not in EP_DISPATCH:
+        raise ValueError(f"ep_dispatch must be one of {EP_DISPATCH}, got {ep_dispatch!r}")
     if grad_dtype not in GRAD_DTYPES:
         raise ValueError(f"grad_dtype must be one of {GRAD_DTYPES} (the gradient buffer's width), got {grad_dtype!r}")
     from .predict import matmul_fraction
@@ -646,11 +658,18 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         # in Megatron-Core's order the expert group is carved out of the data-parallel ranks: "dp" there counts the
         # data-parallel groups left beside it (dp / ep where ep divides it)
         degrees = dict(tp=tp, cp=cp, ep=ep, dp=dp // ep if dp % ep == 0 else dp, pp=pp)
-        raw = _group_link(c, _stride(rank_order, "ep", degrees), ep)
+        stride = _stride(rank_order, "ep", degrees)
+        raw = _group_link(c, stride, ep)
         link = raw * a2a_share
-        a2a = micro_batch * S / cp / (tp if tp > 1 else 1) * m.experts_per_token * m.d_model * 2.0
+        rank_tokens = micro_batch * S / cp / (tp if tp > 1 else 1)      # one micro-batch's tokens on one rank
+        a2a = rank_tokens * m.experts_per_token * m.d_model * 2.0
         count = 4 * m.n_moe_layers / pp * mb
         ep_s = count * float(network.all_to_all_time_s(a2a, ep, link))
+        nodes = math.ceil(stride * ep / c.scale_up_domain) if c.scale_up_domain else 1
+        if ep_dispatch == "per_node" and nodes > 1:    # once to each other node holding one of a token's experts
+            nic_bytes = rank_tokens * m.d_model * 2.0 * network.remote_nodes_reached(m.n_experts, m.experts_per_token,
+                                                                                nodes)
+            ep_s = count * nic_bytes / link
         # DualPipe (and Megatron's A2A overlap) run one chunk's all-to-all under the paired chunk's compute
         hidden = flag("ep_overlap", ep_overlap) or schedule == "dualpipe"
         exposed["ep"] = max(0.0, ep_s - compute_s) if hidden else ep_s
@@ -716,7 +735,8 @@ def _row_args(e: dict) -> dict:
                 schedule=e.get("schedule") or ("interleaved" if vp > 1 else "1f1b"), chunks=vp,
                 precision=e.get("precision", "bf16"),
                 fsdp=flag("fsdp", e.get("fsdp", False)), grad_dtype=e.get("grad_dtype", "fp32"),
-                ep_overlap=flag("ep_overlap", e.get("ep_overlap", False)))
+                ep_overlap=flag("ep_overlap", e.get("ep_overlap", False)),
+                ep_dispatch=e.get("ep_dispatch", "per_expert"))
 
 
 def predicted_vs_measured(keys=None) -> list:
