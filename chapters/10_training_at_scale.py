@@ -765,11 +765,13 @@ assert later_faster >= 0.75 * runs_seen     # and most runs seen in three releas
 #   for it). They were in view when those changes were judged: validation
 #   rows.
 #
-# What the latest change did, and where memory stands:
+# What the change before the latest round did, and where memory stands:
 #
-# * **Achieved rates and the recipe's gradients.** The latest change put the
-#   training step's collectives at the serving step's achieved share of the
-#   link and sized the gradients as NVIDIA's recipes keep them. It lengthens
+# * **Achieved rates and the recipe's gradients.** The change before the
+#   latest round put the training step's collectives at the serving step's
+#   achieved share of the link and sized the gradients as NVIDIA's recipes
+#   keep them (DualPipe and the dispatch options came after, and moved no
+#   test row). It lengthens
 #   every exposed all-to-all by 1/0.82, so it moved nearly every MoE test row
 #   (and no dense one, whose transfers hide behind compute): those rows were
 #   judged on it and are validation rows now. The round entered after it
