@@ -128,10 +128,14 @@ class TrainingStep:
         step; the pipeline schedule (with ``(v=2)`` chunks per GPU when interleaved); the ZeRO
         stage; the recomputation (none, selective, full).
         """
-        L = self.layout
-        return (f"TP{L['tp']} CP{L['cp']} PP{L['pp']} DP{L['dp']}" + (f" EP{L['ep']}" if L['ep'] > 1 else "")
-                + f" mb{L['micro_batch']} x{L['microbatches']} {L['schedule']}"
-                + (f"(v={L['chunks']})" if L['chunks'] > 1 else "") + f" ZeRO-{L['zero_stage']} {L['recompute']}")
+        return _layout_label(self.layout)
+
+
+def _layout_label(L: dict) -> str:
+    """:meth:`TrainingStep.describe`'s label of a layout dict (a step's or a prediction's)."""
+    return (f"TP{L['tp']} CP{L['cp']} PP{L['pp']} DP{L['dp']}" + (f" EP{L['ep']}" if L['ep'] > 1 else "")
+            + f" mb{L['micro_batch']} x{L['microbatches']} {L['schedule']}"
+            + (f"(v={L['chunks']})" if L['chunks'] > 1 else "") + f" ZeRO-{L['zero_stage']} {L['recompute']}")
 
 
 def _group_link(chip, stride: int, size: int, ring: bool = False) -> float:
@@ -473,6 +477,10 @@ class TrainingPrediction:
     @property
     def fits(self) -> bool:
         return float(sum(self.memory_bytes.values())) <= self.hbm_bytes
+
+    def describe(self) -> str:
+        """The layout as :meth:`TrainingStep.describe` labels it, with the linear layers' precision."""
+        return f"{_layout_label(self.layout)} {self.layout['precision']}"
 
     def table(self) -> str:
         top = self.waterfall[0][1]

@@ -169,12 +169,10 @@ def _draw_prediction(fig, model, chip, gpus, seq_len, global_batch, tp, cp, pp, 
     artists += _memory_bars(a1, parts, _PRED_MEMORY, p.fits, hbm_gb, 9)
     verdict = "fits" if p.fits else "<b style='color:#b00'>does not fit</b>"
     terms = "; ".join(f"{name} {t:.2f} s" for name, t in p.waterfall)
-    return artists, (f"TP{tp} CP{cp} PP{pp} DP{dp}" + (f" EP{ep}" if ep > 1 else "") + f" on {n} x {chip}, {seqs} "
-                     f"sequences of {seq_len} tokens, {precision}, "
-                     + (f"interleaved (v = {chunks})" if schedule == "interleaved" else schedule) + ": predicted "
-                     f"<b>{p.tokens_per_s_per_gpu:,.0f} tokens/s per GPU</b>, MFU {p.mfu:.0%} (of the bf16 peak), against the "
-                     f"ceiling's "
-                     f"{p.tokens_per_s_per_gpu * p.step_time_s / ceiling_s:,.0f}. Step after each term: {terms}. "
+    ceiling_tokens = p.tokens_per_s_per_gpu * p.step_time_s / ceiling_s
+    return artists, (f"{p.describe()} on {n} x {chip}, {seqs} sequences of {seq_len} tokens: predicted "
+                     f"<b>{p.tokens_per_s_per_gpu:,.0f} tokens/s per GPU</b>, MFU {p.mfu:.0%} (of the bf16 peak), "
+                     f"against the ceiling's {ceiling_tokens:,.0f}. Step after each term: {terms}. "
                      f"Memory {sum(p.memory_bytes.values()) / 1e9:.1f} GB of {hbm_gb:.0f} GB: {verdict}.")
 
 
