@@ -290,8 +290,11 @@ def test_matmul_fraction_reads_the_measured_tables_at_a_large_batch():
     # fp16 reads bf16's table, int8 fp8's (the same tensor-core rates)
     assert predict.matmul_fraction("h100-sxm", "fp16") == predict.matmul_fraction("h100-sxm", "bf16") == 0.745
     assert predict.matmul_fraction("b200", "int8") == predict.matmul_fraction("b200", "fp8")
-    # a chip without a table: its vendor's fractions (A100: 0.75 in bf16, 0.50 in int8)
-    assert predict.matmul_fraction("a100-80gb") == 0.75 and predict.matmul_fraction("a100-80gb", "int8") == 0.50
+    # a chip without a table: its vendor's fractions (Google's TPUs: 0.75 in bf16; the A100 has a bf16 table but no
+    # 8-bit one, so its int8 takes NVIDIA's 0.50)
+    assert predict.matmul_fraction("tpu-v6e") == 0.75 and predict.matmul_fraction("a100-80gb", "int8") == 0.50
+    # the A100 40GB reads the 80GB's table (the same die and clocks)
+    assert predict.matmul_fraction("a100-40gb") == predict.matmul_fraction("a100-80gb")
     # ... the 0.50 taken from within the measured parts' fp8 shares
     fp8 = [predict.matmul_fraction(c, "fp8") for c in ("h100-sxm", "h200", "b200", "gb200")]
     assert min(fp8) < 0.50 < max(fp8)
@@ -307,10 +310,12 @@ def test_the_measured_matmul_shares_agree_with_independent_measurements():
     # Stas Bekman's maximum achievable matmul FLOPS (ml-engineering, compute/accelerator/README.md; torch matmul, best
     # of a shape search): H100 SXM bf16 794.5 of 989 TFLOP/s, B200 bf16 1,745.0 of 2,250, B200 fp8 3,432.5 of 4,500.
     # The tables' typical shapes must land below each best shape, and not far below in bf16.
+    # A100 SXM bf16: 267.9 of 312 (the same table, CUDA 12.1).
     for chip, dtype, best in (("h100-sxm", "bf16", 794.5 / 989), ("b200", "bf16", 1745.0 / 2250),
-                              ("b200", "fp8", 3432.5 / 4500)):
+                              ("b200", "fp8", 3432.5 / 4500), ("a100-80gb", "bf16", 267.9 / 312)):
         assert 0.5 * best < predict.matmul_fraction(chip, dtype) < best
     assert predict.matmul_fraction("h100-sxm") > 0.85 * 794.5 / 989
+    assert predict.matmul_fraction("a100-80gb") > 0.9 * 267.9 / 312
     # vLLM's CUTLASS NVFP4 GEMM on a B200 (pull request 20646): 3,904 TFLOP/s of 9,000 at 16,384 tokens, N 6,144,
     # K 4,096, before quantization; the table's median at 16,384 tokens within 20% of it
     c = predict.gemm_fractions()["b200"]["fp4"]

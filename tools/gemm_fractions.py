@@ -13,8 +13,8 @@ Usage (needs ``pandas`` and ``pyarrow``, which the course itself does not)::
     git clone https://github.com/ai-dynamo/aiconfigurator AIC      # or: git archive HEAD aic-core | tar -x -C AIC
     python tools/gemm_fractions.py AIC > lib/llmmath/data/gemm_fractions.toml
 
-For each GPU it reads the earliest release the repository holds for it (TensorRT-LLM 1.2.0rc5 for H100, H200 and
-B200, 1.3.0rc10 for GB200): the closest in time to the 2025 results in ``serving_measurements.toml``. ``--release
+For each GPU it reads the earliest release the repository holds for it (TensorRT-LLM 1.0.0 for A100 SXM, 1.2.0rc5 for
+H100, H200 and B200, 1.3.0rc10 for GB200, B300 and GB300): the closest in time to the 2025 results in ``serving_measurements.toml``. ``--release
 1.3.0rc10`` reads that release for every GPU instead (the note on issue 29 gives what it changes).
 """
 
@@ -29,8 +29,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 from llmmath import hardware  # noqa: E402
 
 DATA = "aic-core/src/aiconfigurator_core/systems/data/{gpu}/gemm/trtllm/{release}/gemm_perf.parquet"
-GPUS = {"h100_sxm": ("h100-sxm", "1.2.0rc5"), "h200_sxm": ("h200", "1.2.0rc5"), "b200_sxm": ("b200", "1.2.0rc5"),
-        "gb200": ("gb200", "1.3.0rc10")}
+GPUS = {"a100_sxm": ("a100-80gb", "1.0.0"), "h100_sxm": ("h100-sxm", "1.2.0rc5"), "h200_sxm": ("h200", "1.2.0rc5"),
+        "b200_sxm": ("b200", "1.2.0rc5"), "gb200": ("gb200", "1.3.0rc10"), "b300_sxm": ("b300", "1.3.0rc10"),
+        "gb300": ("gb300", "1.3.0rc10")}
+# chips whose tensor cores are another's (same die and clocks; only the memory differs): they read its tables
+SAME_COMPUTE = {"a100-40gb": "a100-80gb"}
 DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "nvfp4": "fp4"}     # the table's names -> the course's
 WIDTHS = (4096, 16384)                                            # n and k, inclusive
 TOKENS = [2 ** i for i in range(15)]                              # m: 1 ... 16,384
@@ -74,6 +77,10 @@ def main() -> int:
     for chip, dtype, rel, tokens, med, q25, q75, n in curves(a.aic, a.release):
         print(f"\n[{chip}.{dtype}]\nrelease = \"{rel}\"\ntokens = {tokens}\nmedian = {med}\nq25 = {q25}\nq75 = {q75}"
               f"\nshapes = {n}")
+    print("\n# chips with another's tensor cores (same die and clocks, other memory) read its tables")
+    print("[same_compute]")
+    for chip, other in SAME_COMPUTE.items():
+        print(f'"{chip}" = "{other}"')
     return 0
 
 

@@ -713,24 +713,31 @@ def regime_of(model, phase: str, batch) -> str:
 def assumed_rates(chip, compute_dtype: str = "bf16") -> tuple[list[str], float]:
     """``(names, widening)``: the sustained rates a prediction on ``chip`` takes from no measurement of that chip,
     by name, and how much wider its band is for them: the spread (largest over smallest) of the measured parts'
-    large-batch matmul shares at the precision (:func:`llmmath.predict.matmul_fraction`; 16-bit 1.20, 8-bit 1.23),
-    1 where the chip's own tables exist. Raises ``KeyError`` for an unknown chip or a precision it lacks."""
+    large-batch matmul shares at the precision (:func:`llmmath.predict.matmul_fraction`), 1 where the chip's own
+    GEMM and MoE-layer tables both exist (a chip with measured GEMMs but no MoE table, A100, B300 or GB300, names only
+    the MoE layers). Raises ``KeyError`` for an unknown chip or a precision it lacks."""
     from . import hardware
     from .predict import engine_constants, gemm_fractions, matmul_fraction, moe_layer_fractions, sustained
     c = hardware.get(chip)
     low = c.flops_per_s(compute_dtype) > c.flops_per_s("bf16")
     table = gemm_fractions()
     memory = [] if c.runtime_memory_bytes else [f"{c.key}'s runtime memory taken as its datasheet capacity"]
-    if c.key in table:
-        return memory, 1.0
     fmt = "fp8" if low else "bf16"
-    own = fmt in engine_constants()["matmul_shares"].get(c.key, {})
-    names = [f"HBM at {sustained(c)['hbm_fraction']:.3g} of peak, {c.vendor}'s share (not from a table of {c.key})",
-             f"matmuls at {matmul_fraction(c, compute_dtype):.3g} of peak, "
-             + (f"{c.key}'s own at its vendor's best shapes, not LLM layers" if own else f"{c.vendor}'s assumed share"),
-             f"MoE layers {moe_layer_fractions(c, compute_dtype)[2]}"] + memory
+    gemm_own = fmt in table.get(c.key, {})
+    moe_basis = moe_layer_fractions(c, compute_dtype)[2]
+    if gemm_own and moe_basis.startswith("measured"):
+        return memory, 1.0
+    names = []
+    if not gemm_own:
+        own = fmt in engine_constants()["matmul_shares"].get(c.key, {})
+        names += [f"HBM at {sustained(c)['hbm_fraction']:.3g} of peak, {c.vendor}'s share (not from a table of {c.key})",
+                  f"matmuls at {matmul_fraction(c, compute_dtype):.3g} of peak, "
+                  + (f"{c.key}'s own at its vendor's best shapes, not LLM layers" if own
+                     else f"{c.vendor}'s assumed share")]
+    if not moe_basis.startswith("measured"):
+        names.append(f"MoE layers {moe_basis}")
     shares = [matmul_fraction(k, fmt) for k in table if fmt in table[k]]
-    return names, max(shares) / min(shares)
+    return names + memory, max(shares) / min(shares)
 
 
 def band(tokens_per_s: float, model, chip, *, phase: str, batch=None, compute_dtype: str = "bf16",
