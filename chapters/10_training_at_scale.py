@@ -458,11 +458,13 @@ planner.widget
 # one term at a time, what a framework's kernels and overlaps make of it, each
 # a measured rate with its source and none fitted to a training run:
 #
-# 1. the linear layers at the share of their precision's peak that measured
-#    GEMMs reach on that chip (fp8 and fp4 recipes run only the linear layers
-#    at low precision); attention at bf16, at the share FlashAttention-3
-#    reaches for the sequence a GPU holds (0.30 of peak at 512 tokens, 0.59 at
-#    4k);
+# 1. each linear layer's three GEMMs (forward, input gradient, weight
+#    gradient) at the share of their precision's peak that a GEMM of that
+#    shape reaches on that chip, measured (`predict.gemm_share`: a GPU's slice
+#    under tensor parallelism, a routed expert's rows; fp8 and fp4 recipes run
+#    only the linear layers at low precision); attention at bf16, at the share
+#    FlashAttention-3 reaches for the sequence a GPU holds (0.30 of peak at
+#    512 tokens, 0.59 at 4k);
 # 2. the data-parallel sync overlapped as Megatron's distributed optimizer
 #    does it (gradients reduce-scattered behind the backward pass, weights
 #    gathered behind the next forward), or FSDP's per-micro-batch gathers;
@@ -740,7 +742,7 @@ assert later_faster >= 0.75 * runs_seen     # and most runs seen in three releas
 #   Qwen3-30B-A3B on 16 H100s went from up to four times too fast a
 #   prediction (25.11 and 26.02, in the furthest rows above) to one below the
 #   measured rate. The prediction prices the routed
-#   experts as dense GEMMs at the measured dense share, plus their permutes
+#   experts as GEMMs at their own shapes' measured share, plus their permutes
 #   and all-to-all; what the older releases paid beyond that (unfused
 #   kernels, host work per expert, grouped GEMMs of small experts in fp8) is
 #   software that changed under the same hardware, which no hardware term
@@ -749,9 +751,9 @@ assert later_faster >= 0.75 * runs_seen     # and most runs seen in three releas
 #   AutoModel's gpt-oss row, whose table leaves the expert parallelism blank
 #   (entered as none), is predicted far too slow.
 # * **Dense runs are still predicted a little fast** (the geometric mean
-#   above), even with the elementwise kernels charged: host and launch time
-#   and the optimizer step are not, and a training GEMM's backward shapes
-#   run below the forward Linear layers the shares were measured on.
+#   above), even with the elementwise kernels charged and every GEMM at its
+#   own shape's share: host and launch time and the optimizer step are not
+#   charged.
 # * **Rings across nodes.** Until this round every data-parallel ring that
 #   left a node was priced at one NIC a GPU. NCCL runs one ring per NIC, so a
 #   group with $g$ members in each node crosses the boundary on $g$ NICs at

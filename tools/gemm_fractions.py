@@ -12,6 +12,10 @@ Usage (needs ``pandas`` and ``pyarrow``, which the course itself does not)::
 
     git clone https://github.com/ai-dynamo/aiconfigurator AIC      # or: git archive HEAD aic-core | tar -x -C AIC
     python tools/gemm_fractions.py AIC > lib/llmmath/data/gemm_fractions.toml
+    python tools/gemm_fractions.py --shapes AIC > lib/llmmath/data/gemm_shapes.toml
+
+``--shapes`` writes the bf16 share at each shape of a grid (m 256 to 8,192, n and k 256 to 16,384, powers of two),
+which the training step reads for each of a model's GEMMs (``llmmath.predict.gemm_share``).
 
 For each GPU it reads the earliest release the repository holds for it (TensorRT-LLM 1.0.0 for A100 SXM, 1.2.0rc5 for
 H100, H200 and B200, 1.3.0rc10 for GB200, B300 and GB300): the closest in time to the 2025 results in ``serving_measurements.toml``. ``--release
@@ -59,11 +63,54 @@ def curves(aic: Path, release: str | None = None) -> list[tuple[str, str, str, l
     return out
 
 
+SHAPE_M = [2 ** i for i in range(8, 14)]                          # 256 ... 8,192 rows
+SHAPE_NK = [2 ** i for i in range(8, 15)]                         # 256 ... 16,384 columns and inner size
+
+
+def shape_grids(aic: Path, release: str | None = None) -> list[tuple[str, str, list]]:
+    """``(chip key, release, share[m][n][k])``: each GPU's bf16 share of the dense peak at every shape of the grid
+    :data:`SHAPE_M` x :data:`SHAPE_NK` x :data:`SHAPE_NK` (one measured shape each; every table holds them all)."""
+    import pandas as pd
+    out = []
+    for gpu, (chip, first) in GPUS.items():
+        rel = release or first
+        d = pd.read_parquet(aic / DATA.format(gpu=gpu, release=rel))
+        g = d[d.gemm_dtype == "bfloat16"].set_index(["m", "n", "k"])["latency"]
+        peak = hardware.get(chip).flops_per_s("bf16")
+        grid = [[[round(2.0 * m * n * k / (float(g.loc[(m, n, k)]) * 1e-3) / peak, 3) for k in SHAPE_NK]
+                 for n in SHAPE_NK] for m in SHAPE_M]
+        out.append((chip, rel, grid))
+    return out
+
+
+def write_shapes(aic: Path, release: str | None = None) -> None:
+    """Print ``lib/llmmath/data/gemm_shapes.toml``."""
+    print("# What TensorRT-LLM's bf16 GEMMs reach of each GPU's dense datasheet peak at each shape m x n x k "
+          "(llmmath.predict.gemm_share)")
+    print("# " + "=" * 110)
+    print("# Derived by tools/gemm_fractions.py --shapes from NVIDIA AIConfigurator's measured tables (the same files as")
+    print("# data/gemm_fractions.toml, github.com/ai-dynamo/aiconfigurator commit 095f58a): for a layer y = x W, m rows")
+    print("# of x (tokens), k the inner size, n the output columns. share[i][j][l] = 2 m n k / latency / peak at")
+    print("# m[i], n[j], k[l]: one timed shape each. Regenerate rather than edit.\n")
+    print(f"m = {SHAPE_M}\nn = {SHAPE_NK}\nk = {SHAPE_NK}")
+    for chip, rel, grid in shape_grids(aic, release):
+        rows = ",\n  ".join("[" + ", ".join(str(row) for row in plane) + "]" for plane in grid)
+        print(f"\n[{chip}]\nrelease = \"{rel}\"\nshare = [\n  {rows},\n]")
+    print("\n# chips with another's tensor cores (same die and clocks, other memory) read its grid")
+    print("[same_compute]")
+    for chip, other in SAME_COMPUTE.items():
+        print(f'"{chip}" = "{other}"')
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("aic", type=Path, help="a checkout (work tree) of github.com/ai-dynamo/aiconfigurator")
     ap.add_argument("--release", help="one TensorRT-LLM release for every GPU (default: each GPU's earliest)")
+    ap.add_argument("--shapes", action="store_true", help="print data/gemm_shapes.toml (bf16 shares by shape)")
     a = ap.parse_args()
+    if a.shapes:
+        write_shapes(a.aic, a.release)
+        return 0
     print("# What TensorRT-LLM's GEMMs reach of each GPU's dense datasheet peak, against the tokens in the step "
           "(llmmath.predict.matmul_fraction)")
     print("# " + "=" * 110)

@@ -169,6 +169,64 @@ def matmul_fraction(chip, dtype: str = "bf16") -> float:
                  else sus["low_precision_matmul_fraction"])
 
 
+def gemm_shapes() -> dict:
+    """``data/gemm_shapes.toml``: per chip, the bf16 share of the dense peak TensorRT-LLM's Linear layer reaches at each
+    shape of a grid (``m`` rows 256 to 8,192, ``n`` output columns and ``k`` inner size 256 to 16,384, powers of two;
+    ``share[i][j][l]``), derived by ``tools/gemm_fractions.py --shapes`` from the same measured tables. A chip under
+    ``same_compute`` appears with the grid it reads."""
+    raw = _catalog.load("gemm_shapes.toml")
+    out = {k: v for k, v in raw.items() if isinstance(v, dict) and k != "same_compute"}
+    out.update({chip: raw[other] for chip, other in raw.get("same_compute", {}).items()})
+    return out
+
+
+def _grid_position(axis, value: float) -> tuple[int, float]:
+    """Where ``value`` falls on a grid of powers of two: the lower index and the weight of the upper neighbour, linear
+    in log2 and clamped to the grid's ends."""
+    x = float(np.clip(np.log2(value), np.log2(axis[0]), np.log2(axis[-1])))
+    i = min(int(np.searchsorted(np.log2(axis), x, side="right")) - 1, len(axis) - 2)
+    return i, (x - math.log2(axis[i])) / (math.log2(axis[i + 1]) - math.log2(axis[i]))
+
+
+def gemm_share(chip, dtype: str, m, n, k) -> float:
+    """What one GEMM ``y = x W`` (``x``: ``m x k``, ``W``: ``k x n``; sizes in elements) at ``dtype`` reaches of
+    ``chip``'s dense ``dtype`` peak, at its own shape.
+
+    A small GEMM cannot fill the chip (too few output tiles for the SMs, too short an inner loop to hide the loads), so
+    its share falls below :func:`matmul_fraction`'s large-model level: TensorRT-LLM's Linear on an H100 reaches 0.77
+    of the bf16 peak at ``m = 4,096``, ``n = k = 4,096``, and 0.61 at ``n = k = 1,024``. For a chip in
+    :func:`gemm_shapes` the bf16 share is read off that measured grid, interpolated linearly in log2 of each size and
+    held at the grid's ends outside it (``m`` above 8,192 reads 8,192); ``fp16`` reads it as bf16; an 8- or 4-bit
+    format takes the same shape's bf16 share scaled by the format's level over bf16's (``matmul_fraction(chip, dtype)
+    / matmul_fraction(chip, "bf16")``: its own tables, whose small shapes carry the activations' quantization, are
+    not read by shape). Any other chip or format: :func:`matmul_fraction`, whatever the shape.
+
+    Raises:
+        KeyError: as :func:`matmul_fraction`.
+        ValueError: ``m``, ``n`` or ``k`` not a positive number.
+    """
+    c = hardware.get(chip)
+    level = matmul_fraction(c, dtype)
+    sizes = [float(positive(name, scalar(name, v))) for name, v in (("m", m), ("n", n), ("k", k))]
+    grids = gemm_shapes()
+    low = c.flops_per_s(dtype) > c.flops_per_s("bf16")
+    if c.key not in grids or dtype not in ("bf16", "fp16", "fp8", "int8", "fp4"):
+        return level
+    g, axes = np.asarray(grids[c.key]["share"], dtype=float), [gemm_shapes_axes()[a] for a in "mnk"]
+    (i, wi), (j, wj), (l, wl) = (_grid_position(a, v) for a, v in zip(axes, sizes))
+    cube = g[i:i + 2, j:j + 2, l:l + 2]
+    share = float(np.einsum("abc,a,b,c->", cube, [1 - wi, wi], [1 - wj, wj], [1 - wl, wl]))
+    if low:
+        share *= level / matmul_fraction(c, "bf16")
+    return min(share, 1.0)
+
+
+def gemm_shapes_axes() -> dict:
+    """The grid of :func:`gemm_shapes`: ``{"m": [...], "n": [...], "k": [...]}`` (elements)."""
+    raw = _catalog.load("gemm_shapes.toml")
+    return {a: raw[a] for a in "mnk"}
+
+
 def moe_fractions() -> dict:
     """``data/moe_fractions.toml``: per chip and format, what TensorRT-LLM's fused MoE module reaches of the HBM peak
     (``weight_fraction``) and of the matmul peak (``flops_fraction``), with its fixed time (``t_fixed_s``) and how far

@@ -54,7 +54,7 @@ from ._validate import flag, positive_int, scalar
 from .units import dtype_bytes
 
 __all__ = ["TrainingStep", "training_step", "search_layouts", "Layouts", "LLAMA3_405B_LAYOUTS", "predict",
-           "TrainingPrediction", "attention_share", "training_constants", "MEGATRON_RANK_ORDER", "PRECISIONS",
+           "TrainingPrediction", "attention_share", "linear_gemms", "linear_share", "training_constants", "MEGATRON_RANK_ORDER", "PRECISIONS",
            "measurements", "predicted_vs_measured", "SPLITS", "comm_bound_points", "GRAD_DTYPES",
            "EP_DISPATCH"]
 
@@ -499,6 +499,84 @@ GRAD_DTYPES = ("fp32", "bf16")
 EP_DISPATCH = ("per_expert", "per_node")
 
 
+def linear_gemms(model, *, micro_batch: int = 1, seq_len: int, tp: int = 1, cp: int = 1, ep: int = 1) -> list:
+    """``[(name, flops_per_token, m, d_in, d_out)]``: the linear layers one GPU runs as GEMMs in a training step, with
+    each family's forward FLOPs per token of the whole model (all its layers), the rows ``m`` of one call (a
+    micro-batch's tokens, ``micro_batch x seq_len / cp``, gathered across the tensor-parallel group; a routed expert's
+    share of them) and the GPU's slice of the weight, ``d_in x d_out``.
+
+    Families: the attention projections (GQA/MHA: the fused query-key-value projection split by heads over ``tp``,
+    the output projection split on its input; MLA: the low-rank down-projections whole, the up-projections and the
+    output split by heads), the dense MLP (gate and up fused, split on the output; down split on the input), each
+    routed expert whole (expert tensor parallelism 1, Megatron-Core's default), its rows ``m x k x ep / E`` (the
+    expert group's tokens routed to one expert), the shared experts as a dense MLP, and the LM head (vocabulary
+    split over ``tp``). Linear token mixers (Gated DeltaNet, Mamba) and the router are not listed: they take the
+    listed families' mean share (:func:`linear_share`).
+
+    Raises ``KeyError`` for an unknown model, ``ValueError`` for a size below 1."""
+    m = models.get(model)
+    mb, S = positive_int("micro_batch", micro_batch), positive_int("seq_len", seq_len)
+    tp, cp, ep = positive_int("tp", tp), positive_int("cp", cp), positive_int("ep", ep)
+    T = mb * S / cp
+    d, out = m.d_model, []
+    def add(name, layers, rows, d_in, d_out, full_in=None, full_out=None):
+        if layers and d_in >= 1 and d_out >= 1:
+            out.append((name, 2.0 * layers * (full_in or d_in) * (full_out or d_out), rows, d_in, d_out))
+    att = m.n_attention_layers
+    if m.is_mla:
+        qk, heads = m.qk_nope_head_dim + m.qk_rope_head_dim, m.n_heads
+        if m.q_lora_rank:
+            add("query down-projection", att, T, d, m.q_lora_rank)
+            add("query up-projection", att, T, m.q_lora_rank, heads * qk / tp, full_out=heads * qk)
+        else:
+            add("query projection", att, T, d, heads * qk / tp, full_out=heads * qk)
+        add("key-value down-projection", att, T, d, m.kv_lora_rank + m.qk_rope_head_dim)
+        kv = heads * (m.qk_nope_head_dim + m.v_head_dim)
+        add("key-value up-projection", att, T, m.kv_lora_rank, kv / tp, full_out=kv)
+        add("output projection", att, T, heads * m.v_head_dim / tp, d, full_in=heads * m.v_head_dim)
+    else:
+        q = m.n_heads * m.head_dim
+        qkv = q * (2 if m.attn_output_gate else 1) + 2 * m.n_kv_heads * m.head_dim
+        add("query-key-value projection", att, T, d, qkv / tp, full_out=qkv)
+        add("output projection", att, T, q / tp, d, full_in=q)
+    up = 2 if m.gated_mlp else 1
+    dense = m.n_layers - m.n_moe_layers - len(m.mlp_free_layer_ids)
+    add("MLP up (and gate)", dense, T, d, up * m.d_ff / tp, full_out=up * m.d_ff)
+    add("MLP down", dense, T, m.d_ff / tp, d, full_in=m.d_ff)
+    if m.is_moe:
+        k, rows = m.experts_per_token, T * m.experts_per_token * ep / m.n_experts
+        add("routed expert up (and gate)", m.n_moe_layers * k, rows, d, up * m.d_ff_expert)
+        add("routed expert down", m.n_moe_layers * k, rows, m.d_ff_expert, d)
+        sh = m.n_shared_experts * m.d_ff_expert
+        add("shared expert up (and gate)", m.n_moe_layers, T, d, up * sh / tp, full_out=up * sh)
+        add("shared expert down", m.n_moe_layers, T, sh / tp, d, full_in=sh)
+    add("LM head", 1, T, d, m.vocab / tp, full_out=m.vocab)
+    return out
+
+
+def linear_share(model, chip, precision: str = "bf16", *, micro_batch: int = 1, seq_len: int, tp: int = 1,
+                 cp: int = 1, ep: int = 1) -> float:
+    """The share of ``chip``'s dense ``precision`` peak a training step's linear layers reach together: each family of
+    :func:`linear_gemms` runs three GEMMs of equal FLOPs (forward ``m x d_in -> d_out``, the input gradient
+    ``m x d_out -> d_in``, the weight gradient ``d_in x m -> d_out``), each at its shape's measured share
+    (:func:`llmmath.predict.gemm_share`), and the step's time is their FLOPs over those rates:
+    ``sum(F) / sum(F / share)``. On a chip without a shape grid, :func:`llmmath.predict.matmul_fraction`.
+
+    Raises ``ValueError`` for an unknown ``precision`` (allowed: bf16, fp8, mxfp8, nvfp4) or a size below 1,
+    ``KeyError`` for an unknown model or chip."""
+    from .predict import gemm_share
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+    dtype = PRECISIONS[precision]
+    flops = time = 0.0
+    for _, f, rows, d_in, d_out in linear_gemms(model, micro_batch=micro_batch, seq_len=seq_len, tp=tp, cp=cp, ep=ep):
+        shares = (gemm_share(chip, dtype, rows, d_out, d_in), gemm_share(chip, dtype, rows, d_in, d_out),
+                  gemm_share(chip, dtype, d_in, d_out, rows))
+        flops += 3 * f
+        time += sum(f / s for s in shares)
+    return flops / time
+
+
 def _stride(order: str, group: str, degrees: dict) -> int:
     """The product of the degrees inside ``group`` in a rank order such as ``"tp-cp-ep-dp-pp"``."""
     names = order.split("-")
@@ -522,9 +600,10 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     ceiling, then one term at a time (each a measured rate with its source, none fitted to a training run):
 
     1. **kernels at their measured shares**: the linear layers at ``precision`` (``fp8``/``mxfp8`` run the linear
-       layers only in fp8, ``nvfp4`` in fp4) at the share of that peak TensorRT-LLM's GEMMs reach on the chip
-       (:func:`llmmath.predict.matmul_fraction`), attention at bf16 at FlashAttention-3's measured share for the
-       sequence a GPU holds (:func:`attention_share`), the pipeline bubble with it;
+       layers only in fp8, ``nvfp4`` in fp4), each GEMM at the share of that peak TensorRT-LLM's GEMMs reach at its
+       shape on the chip (:func:`linear_share`: the layer's slice under tensor parallelism, a routed expert's rows),
+       attention at bf16 at FlashAttention-3's measured share for the sequence a GPU holds
+       (:func:`attention_share`), the pipeline bubble with it;
     2. **data-parallel sync as frameworks overlap it**: the gradient reduce-scatter behind the backward pass and the
        parameter all-gather behind the next forward (Megatron's distributed optimizer), a bucket's worth exposed;
        with ``fsdp`` (ZeRO-3) the weights gathered for each micro-batch's forward and again for its backward;
@@ -591,7 +670,6 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         raise ValueError(f"ep_dispatch must be one of {EP_DISPATCH}, got {ep_dispatch!r}")
     if grad_dtype not in GRAD_DTYPES:
         raise ValueError(f"grad_dtype must be one of {GRAD_DTYPES} (the gradient buffer's width), got {grad_dtype!r}")
-    from .predict import matmul_fraction
     dtype = PRECISIONS[precision]
     z = 3 if fsdp else zero_stage
     kw = dict(global_batch=global_batch, seq_len=seq_len, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch,
@@ -619,7 +697,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     else:
         hw, lin = flops(recompute, S), flops(recompute)
     attn = hw - lin
-    lin_s = lin / (n * c.flops_per_s(dtype) * matmul_fraction(c, dtype))
+    lin_share = linear_share(m, c, precision, micro_batch=micro_batch, seq_len=S, tp=tp, cp=cp, ep=ep)
+    lin_s = lin / (n * c.flops_per_s(dtype) * lin_share)
     attn_s = attn / (n * c.flops_per_s("bf16") * attention_share(S / cp))
     compute_s = lin_s + attn_s
     bub = float(parallelism.pipeline_bubble_fraction(pp, mb, schedule, chunks))
@@ -628,7 +707,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     fall = [("roofline ceiling", ceil.step_time_s)]
     total = lambda: compute_s + bubble_s + sum(exposed.values())  # noqa: E731
     exposed["cp"] = max(0.0, ceil.comm_s["cp"] - attn_s)
-    fall.append((f"linear layers at {precision}'s measured share, attention at FlashAttention's", total()))
+    fall.append((f"linear layers at their shapes' measured share ({lin_share:.2f} of the {precision} peak), "
+                 "attention at FlashAttention's", total()))
     # the kernels that are neither matmuls nor attention (norms, RoPE, residual adds, activations, MoE permutes,
     # the loss, fp8 casts) stream their bytes at the sustained HBM rate, between the GEMMs: they add
     from .predict import sustained
