@@ -472,7 +472,11 @@ planner.widget
 #    exposed;
 # 4. the expert all-to-all on the link the rank order gives it: in
 #    Megatron-Core's order (TP, CP, EP, DP, PP, innermost first) an expert
-#    group that fits one NVLink domain stays on NVLink.
+#    group that fits one NVLink domain stays on NVLink. With the experts
+#    unsplit (as NVIDIA's MoE recipes run them) Megatron-Core numbers the
+#    expert layers' ranks apart, so EP8 is eight adjacent GPUs even under
+#    TP4. The ceiling is priced on the same order (`group_links`): every
+#    group, data-parallel and pipeline too, rides the link its span gives it.
 #
 # And the kernels that are neither matmuls nor attention (the norms, rotary
 # embedding, residual adds, the activation, MoE permutes, the loss and fp8's

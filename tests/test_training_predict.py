@@ -55,6 +55,30 @@ def test_expert_all_to_all_rides_the_link_the_rank_order_gives_it():
     assert outside.terms["ep_exposed_s"] / inside.terms["ep_exposed_s"] == pytest.approx(450 / 50, rel=0.01)
 
 
+def test_every_group_rides_the_link_its_span_gives_it_by_hand():
+    """128 H100s (8 a node: NVLink 450 GB/s a direction, eight 50 GB/s NICs), TP4 PP4 DP8 EP8, experts unsplit.
+    Megatron-Core's order tp-cp-ep-dp-pp: TP is 4 adjacent GPUs (NVLink); the dense data-parallel ring strides 4
+    over 8 replicas, 2 of them a node, so it crosses on 2 NICs: 2 x 50 = 100 GB/s; the expert layers number their
+    ranks apart (Megatron-Core's expert RankGenerator, expert TP 1): the expert group is 8 adjacent GPUs (NVLink) and
+    the expert data-parallel ring strides 8, one member a node (one NIC, 50); the pipeline is outermost (NIC). In
+    the Llama 3 order tp-cp-pp-ep-dp the expert group strides over the 4 pipeline stages and spans 4 nodes (NIC),
+    and the dense ring strides 16, one member a node (50)."""
+    meg = tl.group_links("h100-sxm", tl.MEGATRON_RANK_ORDER, tp=4, pp=4, dp=8, ep=8)
+    assert (meg["tp"], meg["dp"], meg["ep"], meg["expert_dp"], meg["pp"]) == (450e9, 100e9, 450e9, 50e9, 50e9)
+    assert meg["ep_domains"] == 1
+    llama = tl.group_links("h100-sxm", tl.LLAMA3_RANK_ORDER, tp=4, pp=4, dp=8, ep=8)
+    assert (llama["dp"], llama["ep"], llama["ep_domains"]) == (50e9, 50e9, 4)
+    # the ceiling prices the same links as the prediction: DeepSeek-V3 on 128 GB200s (TP2 PP4 EP32: 32 adjacent
+    # GPUs of one 72-GPU NVLink domain) has its all-to-all on NVLink in both, so the waterfall's last step is not a drop
+    kw = dict(global_batch=1024, seq_len=4096, tp=2, pp=4, dp=16, ep=32, recompute="selective")
+    p = tl.predict("deepseek-v3", "gb200", **kw)
+    ceil = tl.training_step("deepseek-v3", "gb200", rank_order=tl.MEGATRON_RANK_ORDER, **kw)
+    assert ceil.links_bytes_per_s["ep"] == 900e9 and "scale-up" in p.waterfall[-1][0]
+    assert p.waterfall[-1][1] >= p.waterfall[-2][1]
+    with pytest.raises(ValueError, match="rank_order must name"):
+        tl.group_links("h100-sxm", "tp-dp-pp", tp=2)
+
+
 def test_overlap_hides_a_data_parallel_sync_shorter_than_the_compute():
     """Llama-3.1-8B with ZeRO-1 over 16 nodes: the gradient sync crosses the NIC, yet it is shorter than the
     backward pass, so only one bucket in 40 of it shows; without the overlap the ceiling exposes all of it. The

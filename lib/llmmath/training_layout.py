@@ -54,9 +54,9 @@ from ._validate import flag, positive_int, scalar
 from .units import dtype_bytes
 
 __all__ = ["TrainingStep", "training_step", "search_layouts", "Layouts", "LLAMA3_405B_LAYOUTS", "predict",
-           "TrainingPrediction", "attention_share", "linear_gemms", "linear_share", "training_constants", "MEGATRON_RANK_ORDER", "PRECISIONS",
-           "measurements", "predicted_vs_measured", "SPLITS", "comm_bound_points", "GRAD_DTYPES",
-           "EP_DISPATCH"]
+           "TrainingPrediction", "attention_share", "linear_gemms", "linear_share", "training_constants",
+           "MEGATRON_RANK_ORDER", "LLAMA3_RANK_ORDER", "group_links", "PRECISIONS", "measurements",
+           "predicted_vs_measured", "SPLITS", "comm_bound_points", "GRAD_DTYPES", "EP_DISPATCH"]
 
 #: Llama 3 405B's published pre-training layouts (Llama Team 2024, arXiv:2407.21783, Table 4):
 #: GPUs, TP, CP, PP, DP, sequence length, sequences per DP rank per step, TFLOP/s per GPU, BF16 MFU.
@@ -84,6 +84,7 @@ class TrainingStep:
     n_gpus: int
     peak_flops_per_s: float
     stage: int = 0                # the pipeline stage whose GPU holds memory_bytes (0 = first)
+    links_bytes_per_s: dict = dataclasses.field(default_factory=dict)   # each group's link, per GPU a direction
 
     @property
     def total_bytes(self) -> float:
@@ -160,6 +161,57 @@ def _group_link(chip, stride: int, size: int, ring: bool = False) -> float:
     return float(bw)
 
 
+#: the Llama 3 report's order of the parallel groups, innermost first (Llama Team 2024, section 3.3.2: [TP, CP, PP,
+#: DP]), with the expert group innermost in DP: :func:`training_step`'s default
+LLAMA3_RANK_ORDER = "tp-cp-pp-ep-dp"
+#: Megatron-Core's default order of the parallel groups, innermost first (its ``order`` argument, "tp-cp-ep-dp-pp")
+MEGATRON_RANK_ORDER = "tp-cp-ep-dp-pp"
+
+
+def group_links(chip, rank_order: str, *, tp: int = 1, cp: int = 1, pp: int = 1, dp: int = 1, ep: int = 1) -> dict:
+    """Each parallel group's link in bytes/s per GPU a direction, and how many scale-up domains the expert group
+    spans, when ``rank_order`` nests the groups over the GPUs, innermost first (e.g. ``"tp-cp-ep-dp-pp"``).
+
+    Each group's stride is the product of the degrees inside it, as Megatron-Core numbers ranks; a group of several
+    axes (the dense data-parallel group: ``cp``, ``ep`` and ``dp``, where the order's ``dp`` counts the ``dp / ep``
+    replicas left beside the expert group) spans from its innermost axis to its outermost, axes of degree 1 left out.
+    The expert layers number their ranks apart (Megatron-Core's expert ``RankGenerator``: expert tensor parallelism
+    in place of ``tp``, ``cp`` folded in, the same order): with the experts unsplit (expert tensor parallelism 1, as
+    NVIDIA's MoE recipes set it) the expert group's stride counts only the pipeline stages inside it (1 in
+    Megatron-Core's order: ``ep`` consecutive GPUs), and the expert data-parallel group strides ``ep`` times that. Returns ``{"tp", "cp", "pp", "dp", "ep",
+    "expert_dp": bytes/s, "ep_domains": int}``, each link from :func:`_group_link` (rings: TP and both
+    data-parallel groups; point-to-point or all-to-all: CP, PP, EP).
+
+    Raises ``ValueError`` for an order that does not name tp, cp, ep, dp and pp once each or a degree below 1,
+    ``KeyError`` for an unknown chip."""
+    names = rank_order.split("-") if isinstance(rank_order, str) else []
+    if sorted(names) != sorted(["tp", "cp", "ep", "dp", "pp"]):
+        raise ValueError(f"rank_order must name tp, cp, ep, dp and pp once each, innermost first (Megatron-Core's "
+                         f"default {MEGATRON_RANK_ORDER!r}), got {rank_order!r}")
+    chip = hardware.get(chip)
+    tp, cp, pp, dp, ep = (positive_int(k, v) for k, v in dict(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep).items())
+    deg = dict(tp=tp, cp=cp, ep=ep, dp=dp // ep if dp % ep == 0 else dp, pp=pp)
+
+    def span(axes):
+        present = [a for a in names if a in axes and deg[a] > 1]
+        if not present:
+            return 1, 1
+        i, j = names.index(present[0]), names.index(present[-1])
+        return math.prod(deg[a] for a in names[:i]), math.prod(deg[a] for a in names[i:j + 1])
+
+    def link(axes, ring=False):
+        return _group_link(chip, *span(axes), ring=ring)
+    # the expert layers' own ranks (Megatron-Core's expert RankGenerator: tp = expert tensor parallelism, here 1, and
+    # cp = 1, the same order): the expert group's stride counts only the pipeline stages inside it
+    ep_stride = math.prod(deg[a] for a in names[:names.index("ep")] if a not in ("tp", "cp"))
+    out = dict(tp=link({"tp"}, ring=True), cp=link({"cp"}), pp=link({"pp"}), dp=link({"cp", "ep", "dp"}, ring=True))
+    out["ep"] = _group_link(chip, ep_stride, ep) if ep > 1 else out["dp"]
+    out["expert_dp"] = _group_link(chip, ep_stride * ep, max(1, tp * cp * dp // ep), ring=True)
+    domain = chip.scale_up_domain or 1
+    out["ep_domains"] = math.ceil(ep_stride * ep / domain) if ep > 1 else 1
+    return out
+
+
 def _layer_activation_bytes(m, seq_local, micro_batch, tp, sp, recompute, moe_layer: bool, dropout: bool):
     if m.is_mla:
         a_kv, hd = m.n_heads, m.qk_nope_head_dim + m.qk_rope_head_dim
@@ -201,7 +253,8 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
                   dp: int = 1, ep: int = 1, micro_batch: int = 1, zero_stage: int = 1, recompute: str = "selective",
                   schedule: str = "1f1b", chunks: int = 1, sequence_parallel: bool = True,
                   weight_dtype: str = "bf16", grad_dtype: str = "fp32", compute_dtype: str = "bf16",
-                  compute_efficiency: float = 1.0, dropout: bool = False) -> TrainingStep:
+                  compute_efficiency: float = 1.0, dropout: bool = False,
+                  rank_order: str | None = None) -> TrainingStep:
     """Per-GPU memory by kind and step time by part of one training step of ``global_batch`` sequences.
 
     Args:
@@ -217,6 +270,10 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
         schedule, chunks: pipeline schedule (:func:`llmmath.parallelism.pipeline_bubble_fraction`).
         compute_efficiency: fraction of the dense peak the matmuls reach (1 = the floor).
         dropout: the model trains with dropout (modern LLMs: no).
+        rank_order: how the groups nest over the GPUs, innermost first (default :data:`LLAMA3_RANK_ORDER`,
+            ``"tp-cp-pp-ep-dp"``: the Llama 3 report's [TP, CP, PP, DP] with the expert group innermost in DP;
+            Megatron-Core's default is :data:`MEGATRON_RANK_ORDER`). Each group rides the link its span gives it
+            (:func:`group_links`): NVLink while it fits one scale-up domain.
 
     Returns:
         :class:`TrainingStep` (memory of the busiest stage's GPU: usually the first, which holds the
@@ -264,7 +321,8 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
     bubble_s = compute_s * bub / (1.0 - bub)
 
     # ---- communication (bytes each GPU sends per step, and time) ------------------------------------------
-    g = _Groups(m, c, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, mb=mb, b=b, s_loc=s_loc, sp=sp,
+    links = group_links(c, rank_order or LLAMA3_RANK_ORDER, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep)
+    g = _Groups(m, links, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, mb=mb, b=b, s_loc=s_loc, sp=sp,
                 b_w=dtype_bytes(weight_dtype), b_g=dtype_bytes(grad_dtype), zero_stage=zero_stage)
     comm_s, comm_bytes = {}, {}
     for name, part in (("dp", g.dp_sync), ("tp", lambda: g.tp_collectives(recompute)), ("cp", g.cp_gathers),
@@ -275,9 +333,10 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
     exposed["dp"] = max(0.0, comm_s["dp"] - 2.0 / 3.0 * compute_s)
     exposed["cp"] = max(0.0, comm_s["cp"] - attn_s)
     layout = dict(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=b, microbatches=mb, schedule=schedule,
-                  chunks=chunks, zero_stage=zero_stage, recompute=recompute, sequence_parallel=sp)
+                  chunks=chunks, zero_stage=zero_stage, recompute=recompute, sequence_parallel=sp,
+                  rank_order=rank_order or LLAMA3_RANK_ORDER)
     return TrainingStep(layout, mem, float(c.hbm_bytes), compute_s, bubble_s, comm_s, exposed, comm_bytes,
-                        model_flops, hw_flops, n, float(peak), busiest)
+                        model_flops, hw_flops, n, float(peak), busiest, dict(links))
 
 
 def _check_layout(m, B: int, S: int, b: int, *, tp: int, cp: int, pp: int, dp: int, ep: int, eff: float) -> None:
@@ -299,15 +358,11 @@ def _check_layout(m, B: int, S: int, b: int, *, tp: int, cp: int, pp: int, dp: i
 class _Groups:
     """The communication groups of one training layout: each collective's (seconds, bytes sent per GPU) per step."""
 
-    def __init__(self, m, c, *, tp, cp, pp, dp, ep, mb, b, s_loc, sp, b_w, b_g, zero_stage):
+    def __init__(self, m, links, *, tp, cp, pp, dp, ep, mb, b, s_loc, sp, b_w, b_g, zero_stage):
         self.m, self.tp, self.cp, self.pp, self.dp, self.ep = m, tp, cp, pp, dp, ep
         self.mb, self.b, self.s_loc, self.sp, self.b_w, self.b_g, self.zero_stage = mb, b, s_loc, sp, b_w, b_g, zero_stage
-        self.bw_tp = _group_link(c, 1, tp, ring=True)
-        self.bw_cp = _group_link(c, tp, cp)                     # ring attention: point-to-point sends
-        self.bw_pp = _group_link(c, tp * cp, pp)
-        self.bw_dp = (_group_link(c, tp * cp * pp, dp * cp, ring=True) if cp == 1
-                      else _group_link(c, tp, cp * dp * pp, ring=True))
-        self.bw_ep = _group_link(c, tp * cp * pp, ep) if ep > 1 else self.bw_dp
+        self.bw_tp, self.bw_cp, self.bw_pp = links["tp"], links["cp"], links["pp"]
+        self.bw_dp, self.bw_ep, self.bw_edp = links["dp"], links["ep"], links["expert_dp"]
         self.layers_stage = m.n_layers / pp
         self.act_bytes = b * s_loc * m.d_model * 2.0          # one micro-batch's bf16 hidden states on one TP group
 
@@ -331,7 +386,7 @@ class _Groups:
         dense_pg = float(np.max(other_s)) / self.tp
         expert_pg = float(np.max(moe_s)) * m.n_experts * m.expert_params / self.ep if m.is_moe else 0.0
         t_d, n_d = self._sync(dense_pg, self.dp * self.cp, self.bw_dp)
-        t_e, n_e = (self._sync(expert_pg, self.tp * self.cp * self.dp // self.ep, self.bw_ep) if expert_pg
+        t_e, n_e = (self._sync(expert_pg, self.tp * self.cp * self.dp // self.ep, self.bw_edp) if expert_pg
                     else (0.0, 0.0))
         return t_d + t_e, n_d + n_e
 
@@ -438,10 +493,6 @@ class Layouts(list):
 # ---- predicted: the ceiling, then what frameworks' kernels and overlaps make of it -------------------------------
 
 PRECISIONS = {"bf16": "bf16", "fp8": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}
-#: Megatron-Core's default order of the parallel groups, innermost first (its ``order`` argument, "tp-cp-ep-dp-pp")
-MEGATRON_RANK_ORDER = "tp-cp-ep-dp-pp"
-
-
 def training_constants() -> dict:
     """``data/training_constants.toml``: FlashAttention's measured share against sequence length (``attention``),
     the data-parallel overlap's exposed share (``overlap``), and what a framework holds besides model state and
@@ -508,8 +559,9 @@ def linear_gemms(model, *, micro_batch: int = 1, seq_len: int, tp: int = 1, cp: 
     Families: the attention projections (GQA/MHA: the fused query-key-value projection split by heads over ``tp``,
     the output projection split on its input; MLA: the low-rank down-projections whole, the up-projections and the
     output split by heads), the dense MLP (gate and up fused, split on the output; down split on the input), each
-    routed expert whole (expert tensor parallelism 1, Megatron-Core's default), its rows ``m x k x ep / E`` (the
-    expert group's tokens routed to one expert), the shared experts as a dense MLP, and the LM head (vocabulary
+    routed expert whole (expert tensor parallelism 1, as NVIDIA's MoE recipes set it), its rows
+    ``m / tp x k x ep / E`` (the expert group's tokens routed to one expert; each rank holds ``m / tp`` under
+    sequence parallelism), the shared experts as a dense MLP, and the LM head (vocabulary
     split over ``tp``). Linear token mixers (Gated DeltaNet, Mamba) and the router are not listed: they take the
     listed families' mean share (:func:`linear_share`).
 
@@ -543,8 +595,8 @@ def linear_gemms(model, *, micro_batch: int = 1, seq_len: int, tp: int = 1, cp: 
     dense = m.n_layers - m.n_moe_layers - len(m.mlp_free_layer_ids)
     add("MLP up (and gate)", dense, T, d, up * m.d_ff / tp, full_out=up * m.d_ff)
     add("MLP down", dense, T, m.d_ff / tp, d, full_in=m.d_ff)
-    if m.is_moe:
-        k, rows = m.experts_per_token, T * m.experts_per_token * ep / m.n_experts
+    if m.is_moe:      # each expert-parallel rank holds T / tp tokens (sequence parallelism), ep of them route
+        k, rows = m.experts_per_token, T / tp * m.experts_per_token * ep / m.n_experts
         add("routed expert up (and gate)", m.n_moe_layers * k, rows, d, up * m.d_ff_expert)
         add("routed expert down", m.n_moe_layers * k, rows, m.d_ff_expert, d)
         sh = m.n_shared_experts * m.d_ff_expert
@@ -577,18 +629,6 @@ def linear_share(model, chip, precision: str = "bf16", *, micro_batch: int = 1, 
     return flops / time
 
 
-def _stride(order: str, group: str, degrees: dict) -> int:
-    """The product of the degrees inside ``group`` in a rank order such as ``"tp-cp-ep-dp-pp"``."""
-    names = order.split("-")
-    if sorted(names) != sorted(["tp", "cp", "ep", "dp", "pp"]):
-        raise ValueError(f"rank_order must name tp, cp, ep, dp and pp once each, innermost first (Megatron-Core's "
-                         f"default {MEGATRON_RANK_ORDER!r}), got {order!r}")
-    out = 1
-    for n in names[: names.index(group)]:
-        out *= degrees[n]
-    return out
-
-
 def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: int = 1, pp: int = 1, dp: int = 1,
             ep: int = 1, micro_batch: int = 1, zero_stage: int = 1, recompute: str = "selective",
             schedule: str = "1f1b", chunks: int = 1, precision: str = "bf16", fsdp: bool = False,
@@ -611,7 +651,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
        tp_comm_overlap), else exposed;
     4. **the expert all-to-all on the link the rank order gives it**: ``rank_order`` lists the groups innermost
        first (Megatron-Core's default ``"tp-cp-ep-dp-pp"``: an expert group of ``tp x cp x ep`` GPUs that fits one
-       NVLink domain stays on NVLink).
+       NVLink domain stays on NVLink). The ceiling is priced on the same order (:func:`group_links`: every group,
+       data-parallel and pipeline too, on the link its span gives it), so the waterfall starts from the same links.
 
     Collectives move at the rates the serving step assumes (``data/engine_constants.toml`` [collectives], one
     source for both step models): ring collectives (the data-parallel reduce-scatter and all-gather, the
@@ -674,7 +715,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     z = 3 if fsdp else zero_stage
     kw = dict(global_batch=global_batch, seq_len=seq_len, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch,
               zero_stage=z, schedule=schedule, chunks=chunks, compute_dtype=dtype, dropout=dropout,
-              grad_dtype=grad_dtype)
+              grad_dtype=grad_dtype, rank_order=rank_order)
     if recompute_layers is not None:
         if recompute != "full":
             raise ValueError(f"recompute_layers={recompute_layers!r} needs recompute='full' (Megatron's block method), "
@@ -743,17 +784,14 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     fall.append(("tensor-parallel communication " + ("overlapped with the GEMMs" if tp_overlap else "exposed"),
                  total()))
     if ep > 1:
-        # in Megatron-Core's order the expert group is carved out of the data-parallel ranks: "dp" there counts the
-        # data-parallel groups left beside it (dp / ep where ep divides it)
-        degrees = dict(tp=tp, cp=cp, ep=ep, dp=dp // ep if dp % ep == 0 else dp, pp=pp)
-        stride = _stride(rank_order, "ep", degrees)
-        raw = _group_link(c, stride, ep)
+        # the expert group's link where the rank order puts it (the ceiling's own: group_links)
+        raw = ceil.links_bytes_per_s["ep"]
         link = raw * a2a_share
         rank_tokens = micro_batch * S / cp / (tp if tp > 1 else 1)      # one micro-batch's tokens on one rank
         a2a = rank_tokens * m.experts_per_token * m.d_model * 2.0
         count = 4 * m.n_moe_layers / pp * mb
         ep_s = count * float(network.all_to_all_time_s(a2a, ep, link))
-        nodes = math.ceil(stride * ep / c.scale_up_domain) if c.scale_up_domain else 1
+        nodes = ceil.links_bytes_per_s["ep_domains"]
         if ep_dispatch == "per_node" and nodes > 1:    # once to each other node holding one of a token's experts
             nic_bytes = rank_tokens * m.d_model * 2.0 * network.remote_nodes_reached(m.n_experts, m.experts_per_token,
                                                                                 nodes)
@@ -763,8 +801,6 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         exposed["ep"] = max(0.0, ep_s - compute_s) if hidden else ep_s
         fall.append((f"expert all-to-all on the {'scale-up' if raw == c.scale_up_bytes_per_s else 'scale-out'} "
                      f"link ({rank_order})" + (", under another micro-batch's compute" if hidden else ""), total()))
-    else:
-        _stride(rank_order, "ep", dict(tp=tp, cp=cp, ep=1, dp=dp, pp=pp))      # validate the order all the same
     if schedule == "dualpipe":            # and the pipeline's sends under the compute as well
         exposed["pp"] = max(0.0, ceil.comm_s["pp"] - compute_s)
         fall.append(("pipeline sends under the paired chunk (DualPipe)", total()))
