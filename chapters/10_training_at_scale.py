@@ -463,8 +463,10 @@ planner.widget
 #    shape reaches on that chip, measured (`predict.gemm_share`: a GPU's slice
 #    under tensor parallelism, a routed expert's rows; fp8 and fp4 recipes run
 #    only the linear layers at low precision); attention at bf16, at the share
-#    FlashAttention-3 reaches for the sequence a GPU holds (0.30 of peak at
-#    512 tokens, 0.59 at 4k);
+#    FlashAttention-3 reaches for the sequence a GPU holds, forward (0.30 of
+#    peak at 512 tokens, 0.59 at 4k) and backward apart (0.40 at 4k: its
+#    kernel recomputes the scores, 2.5 forwards of work where the FLOP count
+#    has 2);
 # 2. the data-parallel sync overlapped as Megatron's distributed optimizer
 #    does it (gradients reduce-scattered behind the backward pass, weights
 #    gathered behind the next forward), or FSDP's per-micro-batch gathers;
@@ -555,6 +557,9 @@ for name, rs in (("validation", [r for r in res if r["split"] == "validation"]),
                  ("test", [r for r in res if r["split"] == "test"]),
                  ("test, dense", [r for r in res if r["split"] == "test" and not r["moe"]]),
                  ("test, MoE", [r for r in res if r["split"] == "test" and r["moe"]])):
+    if not rs:
+        print(f"{name:<12}   0 rows")
+        continue
     med, within = prediction_error([r["ratio"] for r in rs])
     med_c, _ = prediction_error([r["measured"] / r["ceiling"] for r in rs])
     gm = float(np.exp(np.mean(np.log([r["ratio"] for r in rs]))))

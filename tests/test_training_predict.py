@@ -21,6 +21,24 @@ def test_attention_share_is_flashattention3s_figure():
     assert tl.attention_share(512) < tl.attention_share(2048) < tl.attention_share(8192)
 
 
+def test_the_backward_pass_runs_attention_at_a_lower_share_by_hand():
+    """FlashAttention-3's backward figure (head dim 128, no mask) 542 TFLOP/s at 4k against its unmasked forward's
+    638, its FLOPs counted as 2.5 forwards where the course counts 2: the causal backward's share at 4k is
+    579 x 542 / 638 x 2 / 2.5 / 989.4 = 0.398 (a slip that took the figure's rate at face value gives 0.50; one that
+    kept the forward's share, 0.59). The step charges the forward's A at the forward's share and the backward's 2 A
+    at the backward's. Llama 3.1 8B (32 layers, 32 heads of 128) at 4,096 tokens, causal: A = 4 x 32 x 4,096 x 2,048
+    FLOPs a token (QK and PV over 2,048 positions on average), 64 x 4,096 tokens on 8 GPUs."""
+    fwd, bwd = 579 / 989.4, 579 * 542 / 638 * 2 / 2.5 / 989.4
+    assert tl.attention_share(4096) == pytest.approx(fwd)
+    assert tl.attention_share(4096, backward=True) == pytest.approx(bwd)
+    assert tl.attention_share(512, backward=True) == pytest.approx(292 * 316 / 467 * 0.8 / 989.4)
+    p = tl.predict("llama-3.1-8b", "h100-sxm", recompute="none", **KW)
+    A = 4 * 32 * 4096 * 2048 * 64 * 4096
+    assert p.terms["attention_s"] == pytest.approx((A / fwd + 2 * A / bwd) / (8 * H100_BF16), rel=1e-3)
+    with pytest.raises(ValueError, match="seq_len"):
+        tl.attention_share(0)
+
+
 def test_fp8_speeds_the_linear_layers_only():
     """FP8 recipes run the linear layers in fp8; attention stays bf16. The linear time shrinks by the ratio of the
     two precisions' achieved rates, 989.4 x 0.745 / (1,978.9 x 0.525) = 0.709, and attention's time not at all (a

@@ -50,7 +50,7 @@ import re
 import numpy as np
 
 from . import hardware, memory, models, network, parallelism, training
-from ._validate import flag, positive_int, scalar
+from ._validate import flag, positive, positive_int, scalar
 from .units import dtype_bytes
 
 __all__ = ["TrainingStep", "training_step", "search_layouts", "Layouts", "LLAMA3_405B_LAYOUTS", "predict",
@@ -501,13 +501,23 @@ def training_constants() -> dict:
     return _catalog.load("training_constants.toml")
 
 
-def attention_share(seq_len) -> float:
+def attention_share(seq_len, backward: bool = False) -> float:
     """The share of the bf16 peak a causal FlashAttention-3 kernel reaches at ``seq_len`` tokens (head dimension
-    128, H100; :func:`training_constants` ``[attention]``): 0.30 at 512 tokens, 0.59 at 4k, 0.62 at 16k, interpolated
-    in log length and held flat past either end."""
+    128, H100; :func:`training_constants` ``[attention]``), interpolated in log length and held flat past either end.
+
+    Forward: 0.30 at 512 tokens, 0.59 at 4k, 0.62 at 16k (the paper's causal forward figure). ``backward``: the share
+    of the peak at which the backward pass's FLOPs, counted as the course counts them (twice the forward's), go by:
+    the causal forward's rate times the paper's unmasked backward over its unmasked forward, times 2 / 2.5 (the
+    kernel does 2.5 forwards of work: it recomputes the scores): 0.16 at 512 tokens, 0.40 at 4k, 0.43 at 16k.
+
+    Raises ``ValueError`` for a length that is not a positive number, ``TypeError`` for a non-boolean ``backward``."""
     a = training_constants()["attention"]
     share = np.asarray(a["tflops"], dtype=float) / a["peak_tflops"]
-    return float(np.interp(np.log2(float(seq_len)), np.log2(a["seq_len"]), share))
+    if flag("backward", backward):
+        share = share * (np.asarray(a["backward_tflops"], dtype=float) / np.asarray(a["forward_no_mask_tflops"])
+                         * 2.0 / a["backward_flops_per_forward"])
+    length = float(positive("seq_len", scalar("seq_len", seq_len)))
+    return float(np.interp(np.log2(length), np.log2(a["seq_len"]), share))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -642,8 +652,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     1. **kernels at their measured shares**: the linear layers at ``precision`` (``fp8``/``mxfp8`` run the linear
        layers only in fp8, ``nvfp4`` in fp4), each GEMM at the share of that peak TensorRT-LLM's GEMMs reach at its
        shape on the chip (:func:`linear_share`: the layer's slice under tensor parallelism, a routed expert's rows),
-       attention at bf16 at FlashAttention-3's measured share for the sequence a GPU holds
-       (:func:`attention_share`), the pipeline bubble with it;
+       attention at bf16 at FlashAttention-3's measured shares for the sequence a GPU holds, forward and backward
+       apart (:func:`attention_share`), the pipeline bubble with it;
     2. **data-parallel sync as frameworks overlap it**: the gradient reduce-scatter behind the backward pass and the
        parameter all-gather behind the next forward (Megatron's distributed optimizer), a bucket's worth exposed;
        with ``fsdp`` (ZeRO-3) the weights gathered for each micro-batch's forward and again for its backward;
@@ -740,7 +750,9 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     attn = hw - lin
     lin_share = linear_share(m, c, precision, micro_batch=micro_batch, seq_len=S, tp=tp, cp=cp, ep=ep)
     lin_s = lin / (n * c.flops_per_s(dtype) * lin_share)
-    attn_s = attn / (n * c.flops_per_s("bf16") * attention_share(S / cp))
+    attn_bwd = 2.0 / 3.0 * (flops("none", S) - flops("none"))         # the backward: twice the forward's A of 3 A
+    attn_s = ((attn - attn_bwd) / attention_share(S / cp) + attn_bwd / attention_share(S / cp, backward=True)) / (
+        n * c.flops_per_s("bf16"))
     compute_s = lin_s + attn_s
     bub = float(parallelism.pipeline_bubble_fraction(pp, mb, schedule, chunks))
     bubble_s = compute_s * bub / (1.0 - bub)
