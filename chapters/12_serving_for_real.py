@@ -279,7 +279,9 @@ assert abs(per_kernel_by_hand / cal["per_kernel_s"] - 1) < 0.01
 # then, after the prefill all-to-all was priced once a node, TensorRT-LLM
 # 0.15's table, the rest of a NIM sweep, more InferenceMAX records and an
 # LMSYS table. None was dropped once its prediction was seen, and each
-# round's error is printed apart below. A round's rows are not independent of
+# round's error is printed apart below. (Later, measured GEMM tables for the
+# A100, B300 and GB300 replaced the vendors' assumed shares; the 15 test rows
+# on those chips moved and are validation rows now.) A round's rows are not independent of
 # one another: most of the second round's come from two sources (28 cells of
 # one TensorRT-LLM table, 24 InferenceMAX records of one model), so a miss
 # that one source shares counts many times. Results reserved outside
