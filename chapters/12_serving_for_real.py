@@ -280,8 +280,8 @@ assert abs(per_kernel_by_hand / cal["per_kernel_s"] - 1) < 0.01
 # 0.15's table, the rest of a NIM sweep, more InferenceMAX records and an
 # LMSYS table. None was dropped once its prediction was seen, and each
 # round's error is printed apart below. (Later, measured GEMM tables for the
-# A100, B300 and GB300 replaced the vendors' assumed shares; the 15 test rows
-# on those chips moved and are validation rows now.) A round's rows are not independent of
+# A100, B300 and GB300 replaced the vendors' assumed shares; 15 test rows on
+# those chips moved and are validation rows now.) A round's rows are not independent of
 # one another: most of the second round's come from two sources (28 cells of
 # one TensorRT-LLM table, 24 InferenceMAX records of one model), so a miss
 # that one source shares counts many times. Results reserved outside
@@ -356,7 +356,9 @@ for name, (med, within) in summary.items():
 # %%
 bands = {r["key"]: planner.row_band(r["key"]) for r in test}
 inside = [r for r in test if bands[r["key"]][1] <= r["measured"] <= bands[r["key"]][2]]
-assumed = [r for r in test if planner.assumed_rates(planner.measurements()[r["key"]]["chip"])[0]]
+ledger_s = planner.measurements()
+assumed = [r for r in test if planner.assumed_rates(ledger_s[r["key"]]["chip"],
+                                                    moe=models.get(ledger_s[r["key"]]["model"]).is_moe)[0]]
 print(f"{len(inside)} of {len(test)} test rows fall inside their band; {len(assumed)} are on chips whose rates "
       f"are assumed (named in each band's reasons), e.g. {assumed[0]['key']}:")
 print("  " + "\n  ".join(bands[assumed[0]["key"]][3]))

@@ -36,8 +36,9 @@ def test_published_tflops_agree_with_published_tokens():
 def test_test_rows_are_still_predicted_as_at_entry():
     """A change that moves a test row's prediction fails here until the row is relabelled validation. At least 20
     test rows: a change that moves a row makes it validation and a round enters only from sources not yet read, so
-    the count after the latest change is what fresh sources allow (40 before the last change of 2026-12-07, 22 after
-    it); fewer than 20 would leave the printed test errors to a handful of runs."""
+    the count after the latest change is what fresh sources allow (165 test rows before the last change of
+    2026-12-07, 22 after it; this guard asked 40 before); fewer than 20 would leave the printed test errors to a
+    handful of runs."""
     rows = tl.measurements()
     keys = [k for k, e in rows.items() if e["split"] == "test"]
     assert len(keys) >= 20

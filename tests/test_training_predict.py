@@ -86,13 +86,27 @@ def test_every_group_rides_the_link_its_span_gives_it_by_hand():
     assert meg["ep_domains"] == 1
     llama = tl.group_links("h100-sxm", tl.LLAMA3_RANK_ORDER, tp=4, pp=4, dp=8, ep=8)
     assert (llama["dp"], llama["ep"], llama["ep_domains"]) == (50e9, 50e9, 4)
-    # the ceiling prices the same links as the prediction: DeepSeek-V3 on 128 GB200s (TP2 PP4 EP32: 32 adjacent
-    # GPUs of one 72-GPU NVLink domain) has its all-to-all on NVLink in both, so the waterfall's last step is not a drop
+    # an expert group that does not divide the replicas: 8 H100s, TP2 DP4 EP8, all one node, every group on NVLink
+    # (the dense ring is 4 replicas at stride 2, the expert group all 8 GPUs)
+    one_box = tl.group_links("h100-sxm", tl.MEGATRON_RANK_ORDER, tp=2, dp=4, ep=8)
+    assert {k: v for k, v in one_box.items() if k != "ep_domains"} == dict.fromkeys(
+        ("tp", "cp", "pp", "dp", "ep", "expert_dp"), 450e9)
+    # the pipeline between the experts and their replicas (tp-cp-ep-pp-dp): the expert group is still 8 adjacent
+    # GPUs, and the expert data-parallel ring strides 8 x 4 = 32, one member a node (one NIC)
+    mid = tl.group_links("h100-sxm", "tp-cp-ep-pp-dp", tp=4, pp=4, dp=8, ep=8)
+    assert (mid["ep"], mid["expert_dp"]) == (450e9, 50e9)
+    # the ceiling prices the order too: DeepSeek-V3 on 128 GB200s (TP2 PP4 EP32) in Megatron-Core's order has its
+    # expert group as 32 adjacent GPUs of one 72-GPU NVLink domain (900 GB/s a direction); in the Llama 3 order it
+    # strides over the 4 pipeline stages, spans 128 GPUs and crosses on the 50 GB/s NIC: 18x the time
     kw = dict(global_batch=1024, seq_len=4096, tp=2, pp=4, dp=16, ep=32, recompute="selective")
-    p = tl.predict("deepseek-v3", "gb200", **kw)
-    ceil = tl.training_step("deepseek-v3", "gb200", rank_order=tl.MEGATRON_RANK_ORDER, **kw)
-    assert ceil.links_bytes_per_s["ep"] == 900e9 and "scale-up" in p.waterfall[-1][0]
-    assert p.waterfall[-1][1] >= p.waterfall[-2][1]
+    meg_step = tl.training_step("deepseek-v3", "gb200", rank_order=tl.MEGATRON_RANK_ORDER, **kw)
+    llama_step = tl.training_step("deepseek-v3", "gb200", rank_order=tl.LLAMA3_RANK_ORDER, **kw)
+    assert meg_step.links_bytes_per_s["ep"] == 900e9
+    assert llama_step.comm_s["ep"] / meg_step.comm_s["ep"] == pytest.approx(900 / 50)
+    assert "scale-up" in tl.predict("deepseek-v3", "gb200", **kw).waterfall[-1][0]
+    for bad in (None, "", 3):
+        with pytest.raises(ValueError, match="rank_order must name"):
+            tl.predict("deepseek-v3", "gb200", rank_order=bad, **kw)
     with pytest.raises(ValueError, match="rank_order must name"):
         tl.group_links("h100-sxm", "tp-dp-pp", tp=2)
 

@@ -34,7 +34,7 @@ import numpy as np
 from . import _catalog, models
 from .deployment import Deployment, Placement, placement_hint
 from .predict import Prediction, calibrated, predict
-from ._validate import at_least, positive, scalar, whole
+from ._validate import at_least, flag, positive, scalar, whole
 from .units import dtype_bytes, fmt_bytes, fmt_seconds
 
 __all__ = ["Placement", "Operating", "Plan", "plan", "decode_sweep", "kv_logs", "KvVsLogged", "kv_capacity_vs_logged",
@@ -710,12 +710,12 @@ def regime_of(model, phase: str, batch) -> str:
     return "MoE" if models.get(model).is_moe else "dense"
 
 
-def assumed_rates(chip, compute_dtype: str = "bf16") -> tuple[list[str], float]:
+def assumed_rates(chip, compute_dtype: str = "bf16", moe: bool = True) -> tuple[list[str], float]:
     """``(names, widening)``: the sustained rates a prediction on ``chip`` takes from no measurement of that chip,
     by name, and how much wider its band is for them: the spread (largest over smallest) of the measured parts'
     large-batch matmul shares at the precision (:func:`llmmath.predict.matmul_fraction`), 1 where the chip's own
     GEMM and MoE-layer tables both exist (a chip with measured GEMMs but no MoE table, A100, B300 or GB300, names only
-    the MoE layers). Raises ``KeyError`` for an unknown chip or a precision it lacks."""
+    the MoE layers, and only for an MoE model: ``moe=False`` leaves them out). Raises ``KeyError`` for an unknown chip or a precision it lacks."""
     from . import hardware
     from .predict import engine_constants, gemm_fractions, matmul_fraction, moe_layer_fractions, sustained
     c = hardware.get(chip)
@@ -725,7 +725,8 @@ def assumed_rates(chip, compute_dtype: str = "bf16") -> tuple[list[str], float]:
     fmt = "fp8" if low else "bf16"
     gemm_own = fmt in table.get(c.key, {})
     moe_basis = moe_layer_fractions(c, compute_dtype)[2]
-    if gemm_own and moe_basis.startswith("measured"):
+    moe_assumed = flag("moe", moe) and not moe_basis.startswith("measured")
+    if gemm_own and not moe_assumed:
         return memory, 1.0
     names = []
     if not gemm_own:
@@ -734,7 +735,7 @@ def assumed_rates(chip, compute_dtype: str = "bf16") -> tuple[list[str], float]:
                   f"matmuls at {matmul_fraction(c, compute_dtype):.3g} of peak, "
                   + (f"{c.key}'s own at its vendor's best shapes, not LLM layers" if own
                      else f"{c.vendor}'s assumed share")]
-    if not moe_basis.startswith("measured"):
+    if moe_assumed:
         names.append(f"MoE layers {moe_basis}")
     shares = [matmul_fraction(k, fmt) for k in table if fmt in table[k]]
     return names + memory, max(shares) / min(shares)
@@ -758,7 +759,7 @@ def band(tokens_per_s: float, model, chip, *, phase: str, batch=None, compute_dt
     lo, hi = lo * s["q10"], hi * s["q90"]
     reasons.append(f"the {g} validation rows' 10th-90th percentile of measured/predicted "
                    f"({s['q10']:.2f}-{s['q90']:.2f}, {s['rows']} rows)")
-    names, widen = assumed_rates(chip, compute_dtype)
+    names, widen = assumed_rates(chip, compute_dtype, moe=models.get(model).is_moe)
     if names:                 # (a chip with its own tables and only the memory assumed keeps widen = 1)
         lo, hi = lo / widen, hi * widen
         from . import hardware

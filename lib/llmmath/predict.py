@@ -134,7 +134,7 @@ def gemm_fractions() -> dict:
     ``tools/gemm_fractions.py`` from NVIDIA AIConfigurator's measured tables. A chip listed under the file's
     ``same_compute`` (the A100 40GB: the 80GB's die and clocks, other memory) appears with the tables it reads."""
     raw = _catalog.load("gemm_fractions.toml")
-    out = {k: v for k, v in raw.items() if k != "same_compute"}
+    out = {k: v for k, v in raw.items() if isinstance(v, dict) and k != "same_compute"}
     out.update({chip: raw[other] for chip, other in raw.get("same_compute", {}).items()})
     return out
 

@@ -172,15 +172,15 @@ def group_links(chip, rank_order: str, *, tp: int = 1, cp: int = 1, pp: int = 1,
     """Each parallel group's link in bytes/s per GPU a direction, and how many scale-up domains the expert group
     spans, when ``rank_order`` nests the groups over the GPUs, innermost first (e.g. ``"tp-cp-ep-dp-pp"``).
 
-    Each group's stride is the product of the degrees inside it, as Megatron-Core numbers ranks; a group of several
-    axes (the dense data-parallel group: ``cp``, ``ep`` and ``dp``, where the order's ``dp`` counts the ``dp / ep``
-    replicas left beside the expert group) spans from its innermost axis to its outermost, axes of degree 1 left out.
-    The expert layers number their ranks apart (Megatron-Core's expert ``RankGenerator``: expert tensor parallelism
-    in place of ``tp``, ``cp`` folded in, the same order): with the experts unsplit (expert tensor parallelism 1, as
-    NVIDIA's MoE recipes set it) the expert group's stride counts only the pipeline stages inside it (1 in
-    Megatron-Core's order: ``ep`` consecutive GPUs), and the expert data-parallel group strides ``ep`` times that. Returns ``{"tp", "cp", "pp", "dp", "ep",
-    "expert_dp": bytes/s, "ep_domains": int}``, each link from :func:`_group_link` (rings: TP and both
-    data-parallel groups; point-to-point or all-to-all: CP, PP, EP).
+    Megatron-Core numbers the ranks twice, over the same order. The dense layers (its decoder ``RankGenerator``)
+    leave ``ep`` out: each group's stride is the product of the degrees inside it, and a group of several axes (the
+    data-parallel group, ``cp`` and ``dp``) spans from its innermost axis to its outermost, axes of degree 1 left out.
+    The expert layers (its expert ``RankGenerator``) leave ``cp`` out and put expert tensor parallelism in place of
+    ``tp``: with the experts unsplit (expert tensor parallelism 1, as NVIDIA's MoE recipes set it) the expert group
+    is ``ep`` consecutive GPUs in Megatron-Core's order (the pipeline stages inside it stride it otherwise), and the
+    expert data-parallel group, ``tp cp dp / ep`` replicas, strides past it. Returns ``{"tp", "cp", "pp", "dp", "ep",
+    "expert_dp": bytes/s, "ep_domains": the scale-up domains the expert group spans}``, each link from
+    :func:`_group_link` (rings: TP and both data-parallel groups; point-to-point or all-to-all: CP, PP, EP).
 
     Raises ``ValueError`` for an order that does not name tp, cp, ep, dp and pp once each or a degree below 1,
     ``KeyError`` for an unknown chip."""
@@ -190,25 +190,26 @@ def group_links(chip, rank_order: str, *, tp: int = 1, cp: int = 1, pp: int = 1,
                          f"default {MEGATRON_RANK_ORDER!r}), got {rank_order!r}")
     chip = hardware.get(chip)
     tp, cp, pp, dp, ep = (positive_int(k, v) for k, v in dict(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep).items())
-    deg = dict(tp=tp, cp=cp, ep=ep, dp=dp // ep if dp % ep == 0 else dp, pp=pp)
 
-    def span(axes):
-        present = [a for a in names if a in axes and deg[a] > 1]
+    def group(order, deg, axes, ring=False):
+        present = [a for a in order if a in axes and deg[a] > 1]
         if not present:
-            return 1, 1
-        i, j = names.index(present[0]), names.index(present[-1])
-        return math.prod(deg[a] for a in names[:i]), math.prod(deg[a] for a in names[i:j + 1])
-
-    def link(axes, ring=False):
-        return _group_link(chip, *span(axes), ring=ring)
-    # the expert layers' own ranks (Megatron-Core's expert RankGenerator: tp = expert tensor parallelism, here 1, and
-    # cp = 1, the same order): the expert group's stride counts only the pipeline stages inside it
-    ep_stride = math.prod(deg[a] for a in names[:names.index("ep")] if a not in ("tp", "cp"))
-    out = dict(tp=link({"tp"}, ring=True), cp=link({"cp"}), pp=link({"pp"}), dp=link({"cp", "ep", "dp"}, ring=True))
-    out["ep"] = _group_link(chip, ep_stride, ep) if ep > 1 else out["dp"]
-    out["expert_dp"] = _group_link(chip, ep_stride * ep, max(1, tp * cp * dp // ep), ring=True)
+            return _group_link(chip, 1, 1)
+        i, j = order.index(present[0]), order.index(present[-1])
+        return _group_link(chip, math.prod(deg[a] for a in order[:i]), math.prod(deg[a] for a in order[i:j + 1]),
+                           ring=ring)
+    # the dense layers' ranks (Megatron-Core's decoder RankGenerator: ep = 1, the data-parallel replicas whole)
+    dense, dd = [a for a in names if a != "ep"], dict(tp=tp, cp=cp, dp=dp, pp=pp)
+    out = dict(tp=group(dense, dd, {"tp"}, ring=True), cp=group(dense, dd, {"cp"}), pp=group(dense, dd, {"pp"}),
+               dp=group(dense, dd, {"cp", "dp"}, ring=True))
+    # the expert layers' ranks (its expert RankGenerator: expert tensor parallelism 1 here, cp = 1, and the expert
+    # data-parallel replicas tp cp dp / ep), in the same order
+    expert, ed = [a for a in names if a != "cp"], dict(tp=1, ep=ep, dp=max(1, tp * cp * dp // ep), pp=pp)
+    out["ep"] = group(expert, ed, {"ep"}) if ep > 1 else out["dp"]
+    out["expert_dp"] = group(expert, ed, {"dp"}, ring=True)
+    ep_stride = math.prod(ed[a] for a in expert[:expert.index("ep")])
     domain = chip.scale_up_domain or 1
-    out["ep_domains"] = math.ceil(ep_stride * ep / domain) if ep > 1 else 1
+    out["ep_domains"] = min(ep, math.ceil(ep_stride * ep / domain)) if ep > 1 else 1
     return out
 
 
@@ -321,7 +322,9 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
     bubble_s = compute_s * bub / (1.0 - bub)
 
     # ---- communication (bytes each GPU sends per step, and time) ------------------------------------------
-    links = group_links(c, rank_order or LLAMA3_RANK_ORDER, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep)
+    order = LLAMA3_RANK_ORDER if rank_order is None else rank_order
+    links = group_links(c, order, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep)
+    ep_domains = links.pop("ep_domains")
     g = _Groups(m, links, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, mb=mb, b=b, s_loc=s_loc, sp=sp,
                 b_w=dtype_bytes(weight_dtype), b_g=dtype_bytes(grad_dtype), zero_stage=zero_stage)
     comm_s, comm_bytes = {}, {}
@@ -334,7 +337,7 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
     exposed["cp"] = max(0.0, comm_s["cp"] - attn_s)
     layout = dict(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=b, microbatches=mb, schedule=schedule,
                   chunks=chunks, zero_stage=zero_stage, recompute=recompute, sequence_parallel=sp,
-                  rank_order=rank_order or LLAMA3_RANK_ORDER)
+                  rank_order=order, ep_domains=ep_domains)
     return TrainingStep(layout, mem, float(c.hbm_bytes), compute_s, bubble_s, comm_s, exposed, comm_bytes,
                         model_flops, hw_flops, n, float(peak), busiest, dict(links))
 
@@ -561,10 +564,11 @@ EP_DISPATCH = ("per_expert", "per_node")
 
 
 def linear_gemms(model, *, micro_batch: int = 1, seq_len: int, tp: int = 1, cp: int = 1, ep: int = 1) -> list:
-    """``[(name, flops_per_token, m, d_in, d_out)]``: the linear layers one GPU runs as GEMMs in a training step, with
-    each family's forward FLOPs per token of the whole model (all its layers), the rows ``m`` of one call (a
-    micro-batch's tokens, ``micro_batch x seq_len / cp``, gathered across the tensor-parallel group; a routed expert's
-    share of them) and the GPU's slice of the weight, ``d_in x d_out``.
+    """``[(name, flops_per_token, m, d_in, d_out, grouped)]``: the linear layers one GPU runs as GEMMs in a training
+    step, with each family's forward FLOPs per token of the whole model (all its layers), the rows ``m`` of one call
+    (a micro-batch's tokens, ``micro_batch x seq_len / cp``, gathered across the tensor-parallel group; a routed
+    expert's share of them), the GPU's slice of the weight, ``d_in x d_out``, and how many such GEMMs run as one
+    grouped GEMM (the GPU's ``E / ep`` local experts; 1 elsewhere).
 
     Families: the attention projections (GQA/MHA: the fused query-key-value projection split by heads over ``tp``,
     the output projection split on its input; MLA: the low-rank down-projections whole, the up-projections and the
@@ -581,9 +585,9 @@ def linear_gemms(model, *, micro_batch: int = 1, seq_len: int, tp: int = 1, cp: 
     tp, cp, ep = positive_int("tp", tp), positive_int("cp", cp), positive_int("ep", ep)
     T = mb * S / cp
     d, out = m.d_model, []
-    def add(name, layers, rows, d_in, d_out, full_in=None, full_out=None):
+    def add(name, layers, rows, d_in, d_out, full_in=None, full_out=None, grouped=1):
         if layers and d_in >= 1 and d_out >= 1:
-            out.append((name, 2.0 * layers * (full_in or d_in) * (full_out or d_out), rows, d_in, d_out))
+            out.append((name, 2.0 * layers * (full_in or d_in) * (full_out or d_out), rows, d_in, d_out, grouped))
     att = m.n_attention_layers
     if m.is_mla:
         qk, heads = m.qk_nope_head_dim + m.qk_rope_head_dim, m.n_heads
@@ -607,8 +611,9 @@ def linear_gemms(model, *, micro_batch: int = 1, seq_len: int, tp: int = 1, cp: 
     add("MLP down", dense, T, m.d_ff / tp, d, full_in=m.d_ff)
     if m.is_moe:      # each expert-parallel rank holds T / tp tokens (sequence parallelism), ep of them route
         k, rows = m.experts_per_token, T / tp * m.experts_per_token * ep / m.n_experts
-        add("routed expert up (and gate)", m.n_moe_layers * k, rows, d, up * m.d_ff_expert)
-        add("routed expert down", m.n_moe_layers * k, rows, m.d_ff_expert, d)
+        local = max(1, m.n_experts // ep)
+        add("routed expert up (and gate)", m.n_moe_layers * k, rows, d, up * m.d_ff_expert, grouped=local)
+        add("routed expert down", m.n_moe_layers * k, rows, m.d_ff_expert, d, grouped=local)
         sh = m.n_shared_experts * m.d_ff_expert
         add("shared expert up (and gate)", m.n_moe_layers, T, d, up * sh / tp, full_out=up * sh)
         add("shared expert down", m.n_moe_layers, T, sh / tp, d, full_in=sh)
@@ -622,7 +627,11 @@ def linear_share(model, chip, precision: str = "bf16", *, micro_batch: int = 1, 
     :func:`linear_gemms` runs three GEMMs of equal FLOPs (forward ``m x d_in -> d_out``, the input gradient
     ``m x d_out -> d_in``, the weight gradient ``d_in x m -> d_out``), each at its shape's measured share
     (:func:`llmmath.predict.gemm_share`), and the step's time is their FLOPs over those rates:
-    ``sum(F) / sum(F / share)``. On a chip without a shape grid, :func:`llmmath.predict.matmul_fraction`.
+    ``sum(F) / sum(F / share)``. A grouped GEMM (``g`` local experts, Megatron-Core's grouped GEMM) fills the chip
+    with all its experts' output tiles at once: it is priced as one GEMM of ``g m`` rows forward and for the input
+    gradient, and of ``g d_in`` rows for the weight gradient, whose inner size stays an expert's ``m`` rows. The
+    three are weighted alike even where full recomputation runs the forward twice. On a chip without a shape grid,
+    :func:`llmmath.predict.matmul_fraction`.
 
     Raises ``ValueError`` for an unknown ``precision`` (allowed: bf16, fp8, mxfp8, nvfp4) or a size below 1,
     ``KeyError`` for an unknown model or chip."""
@@ -631,9 +640,10 @@ def linear_share(model, chip, precision: str = "bf16", *, micro_batch: int = 1, 
         raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
     dtype = PRECISIONS[precision]
     flops = time = 0.0
-    for _, f, rows, d_in, d_out in linear_gemms(model, micro_batch=micro_batch, seq_len=seq_len, tp=tp, cp=cp, ep=ep):
-        shares = (gemm_share(chip, dtype, rows, d_out, d_in), gemm_share(chip, dtype, rows, d_in, d_out),
-                  gemm_share(chip, dtype, d_in, d_out, rows))
+    for _, f, rows, d_in, d_out, g in linear_gemms(model, micro_batch=micro_batch, seq_len=seq_len, tp=tp, cp=cp,
+                                                  ep=ep):
+        shares = (gemm_share(chip, dtype, g * rows, d_out, d_in), gemm_share(chip, dtype, g * rows, d_in, d_out),
+                  gemm_share(chip, dtype, g * d_in, d_out, rows))
         flops += 3 * f
         time += sum(f / s for s in shares)
     return flops / time
@@ -660,8 +670,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     3. **tensor-parallel communication** hidden behind the linear layers when ``tp_overlap`` (NeMo's
        tp_comm_overlap), else exposed;
     4. **the expert all-to-all on the link the rank order gives it**: ``rank_order`` lists the groups innermost
-       first (Megatron-Core's default ``"tp-cp-ep-dp-pp"``: an expert group of ``tp x cp x ep`` GPUs that fits one
-       NVLink domain stays on NVLink). The ceiling is priced on the same order (:func:`group_links`: every group,
+       first (Megatron-Core's default ``"tp-cp-ep-dp-pp"``: with the experts unsplit the expert group is ``ep``
+       adjacent GPUs, and one that fits an NVLink domain stays on NVLink). The ceiling is priced on the same order (:func:`group_links`: every group,
        data-parallel and pipeline too, on the link its span gives it), so the waterfall starts from the same links.
 
     Collectives move at the rates the serving step assumes (``data/engine_constants.toml`` [collectives], one
@@ -721,6 +731,9 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         raise ValueError(f"ep_dispatch must be one of {EP_DISPATCH}, got {ep_dispatch!r}")
     if grad_dtype not in GRAD_DTYPES:
         raise ValueError(f"grad_dtype must be one of {GRAD_DTYPES} (the gradient buffer's width), got {grad_dtype!r}")
+    if not isinstance(rank_order, str):
+        raise ValueError(f"rank_order must name tp, cp, ep, dp and pp once each, innermost first (Megatron-Core's "
+                         f"default {MEGATRON_RANK_ORDER!r}), got {rank_order!r}")
     dtype = PRECISIONS[precision]
     z = 3 if fsdp else zero_stage
     kw = dict(global_batch=global_batch, seq_len=seq_len, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch,
@@ -803,7 +816,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         a2a = rank_tokens * m.experts_per_token * m.d_model * 2.0
         count = 4 * m.n_moe_layers / pp * mb
         ep_s = count * float(network.all_to_all_time_s(a2a, ep, link))
-        nodes = ceil.links_bytes_per_s["ep_domains"]
+        nodes = ceil.layout["ep_domains"]
         if ep_dispatch == "per_node" and nodes > 1:    # once to each other node holding one of a token's experts
             nic_bytes = rank_tokens * m.d_model * 2.0 * network.remote_nodes_reached(m.n_experts, m.experts_per_token,
                                                                                 nodes)
