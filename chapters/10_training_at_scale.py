@@ -767,10 +767,11 @@ assert later_faster >= 0.75 * runs_seen     # and most runs seen in three releas
 #   does not show (the software of an early GB200 release, or the
 #   all-to-all leaving the domain); the prediction is four to five times
 #   too fast, and says so.
-# * **Dense runs are still predicted a little fast** (the geometric mean
-#   above), even with the elementwise kernels charged and every GEMM at its
-#   own shape's share: host and launch time and the optimizer step are not
-#   charged.
+# * **Dense runs are still predicted about a fifth too fast** (the geometric
+#   mean above), even with the elementwise kernels charged and every GEMM at
+#   its own shape's share: host and launch time and the optimizer step are not
+#   charged, and the kernel tables were timed in short bursts, at clocks a GPU
+#   running for hours at its power limit does not hold.
 # * **Rings across nodes.** Until this round every data-parallel ring that
 #   left a node was priced at one NIC a GPU. NCCL runs one ring per NIC, so a
 #   group with $g$ members in each node crosses the boundary on $g$ NICs at
@@ -788,9 +789,10 @@ assert later_faster >= 0.75 * runs_seen     # and most runs seen in three releas
 # * **Four changes, each from a source, each judged on the test rows it
 #   moved.** (1) Measured GEMM tables for the A100, B300 and GB300, where a
 #   vendor's assumed share had stood. (2) Every GEMM at its own shape's
-#   measured share: a GPU's slice of a layer under tensor parallelism, a
-#   routed expert's few rows, the weight gradient's transposed shape; large
-#   dense layers barely move, small experts and small models slow down.
+#   measured share: a GPU's slice of a layer under tensor parallelism, the
+#   routed experts as one grouped GEMM of a GPU's local experts, the weight
+#   gradient's transposed shape; large dense layers barely move, narrow
+#   layers slow down.
 #   (3) One rank order for the ceiling and the prediction, with the expert
 #   layers numbered as Megatron-Core numbers them, so an expert group beside
 #   tensor parallelism can sit on NVLink. (4) Attention's backward pass at
