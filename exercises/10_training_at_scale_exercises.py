@@ -10,16 +10,16 @@
 # # Chapter 10 — Exercises: training at scale
 # *Generated from `solutions/10_training_at_scale_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
-# Eleven problems on model state, activations, the FLOPs of a step, MFU,
+# Twelve problems on model state, activations, the FLOPs of a step, MFU,
 # pipeline bubbles, data-parallel communication, what an fp8 recipe buys, the
-# gradients' width and DeepSeek's DualPipe. Work each by hand, put
+# gradients' width, DeepSeek's DualPipe and attention's backward pass. Work each by hand, put
 # your number in `answer`, run the cell. The symbols are the chapter's: $N$
 # parameters, $L$ tokens per sequence, $b$ sequences per micro-batch, $d$ hidden
 # size, $n_h$ heads, and the parallel degrees TP, PP, DP named as in a layout's
 # label (`TP8 PP16 DP128`: TP = 8, PP = 16, DP = 128).
 
 # %%
-from llmmath import check_answer, memory, network, parallelism, training
+from llmmath import check_answer, memory, network, parallelism, training, training_layout
 
 # %% [markdown]
 # ### Problem 1 — Megatron's distributed optimizer
@@ -137,4 +137,17 @@ ok = check_answer("10.10", answer)
 # %%
 answer = ...  # fraction
 ok = check_answer("10.11", answer)
+
+# %% [markdown]
+# ### Problem 12 — attention's backward pass
+# FlashAttention-3 on an H100 (head dimension 128, 4k tokens) runs the causal forward at 579 TFLOP/s. Its paper's
+# backward figure (no mask) shows 542 TFLOP/s where its unmasked forward shows 638, and it counts a backward as 2.5
+# forwards of FLOPs: the kernel recomputes the scores. A training step counts attention's forward as $A$ FLOPs and
+# its backward as $2A$. Take the causal backward to keep the unmasked backward's ratio to the unmasked forward. How
+# many times longer does a step's attention (forward and backward) take than if the backward ran at the forward's
+# rate?
+
+# %%
+answer = ...  # times the time at the forward's rate
+ok = check_answer("10.12", answer)
 

@@ -9,16 +9,16 @@
 # %% [markdown]
 # # Chapter 10 — Exercises: training at scale
 #
-# Eleven problems on model state, activations, the FLOPs of a step, MFU,
+# Twelve problems on model state, activations, the FLOPs of a step, MFU,
 # pipeline bubbles, data-parallel communication, what an fp8 recipe buys, the
-# gradients' width and DeepSeek's DualPipe. Work each by hand, put
+# gradients' width, DeepSeek's DualPipe and attention's backward pass. Work each by hand, put
 # your number in `answer`, run the cell. The symbols are the chapter's: $N$
 # parameters, $L$ tokens per sequence, $b$ sequences per micro-batch, $d$ hidden
 # size, $n_h$ heads, and the parallel degrees TP, PP, DP named as in a layout's
 # label (`TP8 PP16 DP128`: TP = 8, PP = 16, DP = 128).
 
 # %%
-from llmmath import check_answer, memory, network, parallelism, training
+from llmmath import check_answer, memory, network, parallelism, training, training_layout
 
 # %% [markdown]
 # ### Problem 1 — Megatron's distributed optimizer
@@ -258,3 +258,33 @@ assert abs(parallelism.pipeline_bubble_fraction(16, 32, "dualpipe") - answer) < 
 # $7 \times (3 + 2 - 3) = 14$ units against $32 \times 3 = 96$ of work: $14/110 = 12.7\%$. 1F1B would idle
 # $(\text{PP}-1)(T_F + T_B) = 15 \times 3 = 45$ units, $45/141 = 32\%$. DualPipe's other gain is not in this
 # number: the all-to-all of one chunk runs under the compute of its pair.
+
+# %% [markdown]
+# ### Problem 12 — attention's backward pass
+# FlashAttention-3 on an H100 (head dimension 128, 4k tokens) runs the causal forward at 579 TFLOP/s. Its paper's
+# backward figure (no mask) shows 542 TFLOP/s where its unmasked forward shows 638, and it counts a backward as 2.5
+# forwards of FLOPs: the kernel recomputes the scores. A training step counts attention's forward as $A$ FLOPs and
+# its backward as $2A$. Take the causal backward to keep the unmasked backward's ratio to the unmasked forward. How
+# many times longer does a step's attention (forward and backward) take than if the backward ran at the forward's
+# rate?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # times the time at the forward's rate
+forward = 579.0
+backward = forward * 542 / 638 * 2 / 2.5            # the rate the step's 2A go by
+answer = (1 / forward + 2 / backward) / (3 / forward)
+# END SOLUTION
+ok = check_answer("10.12", answer)
+# BEGIN SOLUTION
+assert ok
+f, b = training_layout.attention_share(4096), training_layout.attention_share(4096, backward=True)
+assert abs((1 / f + 2 / b) / (3 / f) - answer) < 1e-9
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** The backward's $2A$ go by at $579 \times 542/638 \times 2/2.5 = 393$ TFLOP/s (0.40 of the
+# peak): $542/638 = 0.85$ is what the backward loses to the forward at this length, and $2/2.5$ turns the paper's
+# FLOP count into the step's. Attention then takes $(1/579 + 2/393)/(3/579) = 1.31$ times the forward-rate
+# estimate. On Llama 3.1 8B at 8k tokens attention is about an eighth of the step's FLOPs and, at its lower rate,
+# about a seventh of its compute time, so this one term lengthens the step by about 5%; at 128k tokens, where
+# attention takes most of the time, by nearly a quarter.
