@@ -83,6 +83,14 @@ def shape_grids(aic: Path, release: str | None = None) -> list[tuple[str, str, l
     return out
 
 
+def _print_same_compute(what: str) -> None:
+    """The ``[same_compute]`` table both files end with."""
+    print(f"\n# chips with another's tensor cores (same die and clocks, other memory) read its {what}")
+    print("[same_compute]")
+    for chip, other in SAME_COMPUTE.items():
+        print(f'"{chip}" = "{other}"')
+
+
 def write_shapes(aic: Path, release: str | None = None) -> None:
     """Print ``lib/llmmath/data/gemm_shapes.toml``."""
     print("# What TensorRT-LLM's bf16 GEMMs reach of each GPU's dense datasheet peak at each shape m x n x k "
@@ -96,10 +104,7 @@ def write_shapes(aic: Path, release: str | None = None) -> None:
     for chip, rel, grid in shape_grids(aic, release):
         rows = ",\n  ".join("[" + ", ".join(str(row) for row in plane) + "]" for plane in grid)
         print(f"\n[{chip}]\nrelease = \"{rel}\"\nshare = [\n  {rows},\n]")
-    print("\n# chips with another's tensor cores (same die and clocks, other memory) read its grid")
-    print("[same_compute]")
-    for chip, other in SAME_COMPUTE.items():
-        print(f'"{chip}" = "{other}"')
+    _print_same_compute("grid")
 
 
 def main() -> int:
@@ -124,10 +129,7 @@ def main() -> int:
     for chip, dtype, rel, tokens, med, q25, q75, n in curves(a.aic, a.release):
         print(f"\n[{chip}.{dtype}]\nrelease = \"{rel}\"\ntokens = {tokens}\nmedian = {med}\nq25 = {q25}\nq75 = {q75}"
               f"\nshapes = {n}")
-    print("\n# chips with another's tensor cores (same die and clocks, other memory) read its tables")
-    print("[same_compute]")
-    for chip, other in SAME_COMPUTE.items():
-        print(f'"{chip}" = "{other}"')
+    _print_same_compute("tables")
     return 0
 
 

@@ -128,15 +128,19 @@ def sustained(chip) -> dict:
     return table[vendor]
 
 
+def _per_chip(raw: dict) -> dict:
+    """A measured table's chips (its top-level tables), each chip under ``same_compute`` given the one it names."""
+    out = {k: v for k, v in raw.items() if isinstance(v, dict) and k != "same_compute"}
+    out.update({chip: raw[other] for chip, other in raw.get("same_compute", {}).items()})
+    return out
+
+
 def gemm_fractions() -> dict:
     """``data/gemm_fractions.toml``: per chip and precision, the share of the dense datasheet peak TensorRT-LLM's GEMMs
     reach against the tokens in the step (``tokens``, ``median``, ``q25``, ``q75``, ``shapes``), derived by
     ``tools/gemm_fractions.py`` from NVIDIA AIConfigurator's measured tables. A chip listed under the file's
     ``same_compute`` (the A100 40GB: the 80GB's die and clocks, other memory) appears with the tables it reads."""
-    raw = _catalog.load("gemm_fractions.toml")
-    out = {k: v for k, v in raw.items() if isinstance(v, dict) and k != "same_compute"}
-    out.update({chip: raw[other] for chip, other in raw.get("same_compute", {}).items()})
-    return out
+    return _per_chip(_catalog.load("gemm_fractions.toml"))
 
 
 def matmul_fraction(chip, dtype: str = "bf16") -> float:
@@ -145,8 +149,9 @@ def matmul_fraction(chip, dtype: str = "bf16") -> float:
     For a chip in ``data/gemm_fractions.toml`` (A100 SXM, H100 SXM, H200, B200, GB200, B300, GB300): the median of
     that table's medians at 2,048, 4,096 and 8,192 tokens a step (TensorRT-LLM's Linear layer timed by NVIDIA over
     model widths 4,096 to 16,384; ``fp16`` reads the ``bf16`` table and ``int8`` the ``fp8`` one). A100 bf16 0.84;
-    H100 bf16 0.745, fp8 0.525; B200 bf16 0.655, fp8 0.443, fp4 0.384. Then a chip's own measured share (``data/engine_constants.toml`` [matmul_shares]:
-    AMD's hipBLASLt measurements, MI300X bf16 0.542, fp8 0.487; 8- and 4-bit formats read ``fp8``). Any other chip:
+    H100 bf16 0.745, fp8 0.525; B200 bf16 0.655, fp8 0.443, fp4 0.384. Then a chip's own measured share
+    (``data/engine_constants.toml`` [matmul_shares]: AMD's hipBLASLt measurements, MI300X bf16 0.542, fp8 0.487; 8-
+    and 4-bit formats read ``fp8``). Any other chip:
     its vendor's ``[sustained]`` ``matmul_fraction`` for 16- and 32-bit formats, ``low_precision_matmul_fraction``
     for 8- and 4-bit ones.
 
@@ -174,10 +179,7 @@ def gemm_shapes() -> dict:
     shape of a grid (``m`` rows 256 to 8,192, ``n`` output columns and ``k`` inner size 256 to 16,384, powers of two;
     ``share[i][j][l]``), derived by ``tools/gemm_fractions.py --shapes`` from the same measured tables. A chip under
     ``same_compute`` appears with the grid it reads."""
-    raw = _catalog.load("gemm_shapes.toml")
-    out = {k: v for k, v in raw.items() if isinstance(v, dict) and k != "same_compute"}
-    out.update({chip: raw[other] for chip, other in raw.get("same_compute", {}).items()})
-    return out
+    return _per_chip(_catalog.load("gemm_shapes.toml"))
 
 
 def _grid_position(axis, value: float) -> tuple[int, float]:

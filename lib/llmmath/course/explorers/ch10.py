@@ -44,14 +44,19 @@ def _memory_bars(ax, parts: dict, kinds, fits: bool, hbm_gb: float, fontsize: fl
     return artists
 
 
+def _memory_axis(ax, ylabel: str, title: str) -> None:
+    """One bar of memory by kind, up to the largest HBM the explorers show."""
+    ax.set_xlim(-0.6, 0.6)
+    ax.set_ylim(0, _MEM_MAX_GB)
+    ax.set_xticks([])
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
+
+
 def _setup_training(fig):
     a0, a1 = fig.axes
-    a0.set_xlim(-0.6, 0.6)
-    a0.set_ylim(0, _MEM_MAX_GB)
-    a0.set_xticks([])
-    a0.set_ylabel("bytes per GPU (GB; first pipeline stage)")
-    a0.set_title("memory by kind against HBM", fontsize=9)
-    a0.grid(True, axis="y", alpha=0.3)
+    _memory_axis(a0, "bytes per GPU (GB; first pipeline stage)", "memory by kind against HBM")
     a1.set_xlim(0, 1)
     a1.set_ylim(-0.6, 0.6)
     a1.set_yticks([])
@@ -136,12 +141,7 @@ def _setup_prediction(fig):
     a0.set_ylabel("tokens/s, share of the ceiling's")
     a0.set_title("from the roofline ceiling, one term at a time", fontsize=9)
     a0.grid(True, axis="y", alpha=0.3)
-    a1.set_xlim(-0.6, 0.6)
-    a1.set_ylim(0, _MEM_MAX_GB)
-    a1.set_xticks([])
-    a1.set_ylabel("busiest GPU (GB)")
-    a1.set_title("memory as frameworks hold it", fontsize=9)
-    a1.grid(True, axis="y", alpha=0.3)
+    _memory_axis(a1, "busiest GPU (GB)", "memory as frameworks hold it")
 
 
 def _draw_prediction(fig, model, chip, gpus, seq_len, global_batch, tp, cp, pp, ep, micro_batch,
