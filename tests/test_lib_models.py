@@ -136,6 +136,18 @@ def test_gpt3_within_half_percent_and_by_hand():
     assert m.total_params == pytest.approx(175e9, rel=5e-3)
 
 
+def test_nemo_gpt3_5b_by_hand():
+    # NeMo-Megatron-Launcher's gpt3/5b.yaml: 24 layers, hidden 4096, ffn 4 x hidden, 32 heads, 2,048 learned
+    # positions, GPT-2's 50,257-token vocabulary, shared input and output embeddings
+    d, layers = 4096, 24
+    ln, attn, mlp = 2 * 2 * d, 4 * d * d + 4 * d, 2 * d * (4 * d) + 4 * d + d
+    total = layers * (ln + attn + mlp) + 50257 * d + 2048 * d + 2 * d
+    m = models.get("nemo-gpt3-5b")
+    assert m.total_params == total == 5_047_365_632
+    assert m.total_params == pytest.approx(5e9, rel=0.01)
+    assert not m.is_moe and m.d_ff == 4 * d
+
+
 @pytest.mark.parametrize("key", models.names())
 def test_dense_models_active_equals_total(key):
     m = models.get(key)

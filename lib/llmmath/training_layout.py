@@ -872,7 +872,9 @@ def measurements() -> dict:
 
 
 def _row_args(e: dict) -> dict:
-    """A ledger row's layout as :func:`predict`'s arguments (dp: the GPUs left after tp x cp x pp)."""
+    """A ledger row's layout as :func:`predict`'s arguments (dp: the GPUs left after tp x cp x pp; a row without
+    ``dropout`` ran none, one without ``tp_overlap`` overlapped its tensor-parallel communication as NeMo's
+    recipes do)."""
     tp, cp, pp = int(e.get("tp", 1)), int(e.get("cp", 1)), int(e.get("pp", 1))
     vp = int(e.get("vp", 1) or 1)
     rc = str(e.get("recompute", "none")).lower()
@@ -884,6 +886,8 @@ def _row_args(e: dict) -> dict:
                 schedule=e.get("schedule") or ("interleaved" if vp > 1 else "1f1b"), chunks=vp,
                 precision=e.get("precision", "bf16"),
                 fsdp=flag("fsdp", e.get("fsdp", False)), grad_dtype=e.get("grad_dtype", "fp32"),
+                dropout=flag("dropout", e.get("dropout", False)),
+                tp_overlap=flag("tp_overlap", e.get("tp_overlap", True)),
                 ep_overlap=flag("ep_overlap", e.get("ep_overlap", False)),
                 ep_dispatch=e.get("ep_dispatch", "per_expert"))
 
