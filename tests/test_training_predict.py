@@ -299,3 +299,42 @@ def test_node_deduplicated_dispatch_sends_a_token_once_per_node():
             == tl.predict("qwen3-30b-a3b", "h100-sxm", **inside).step_time_s)
     with pytest.raises(ValueError, match="ep_dispatch"):
         tl.predict("deepseek-v3", "h100-sxm", ep_dispatch="deepep", **kw)
+
+
+def test_unfused_attention_moves_the_score_matrices_by_hand():
+    """Without FlashAttention (Megatron's core attention before 2023) every s x s tensor goes through HBM. By hand,
+    kernel by kernel, in bytes per score element: forward Q K^T writes S (2), softmax reads S and writes P (2 + 2),
+    dropout reads P and writes P' and a 1-byte mask (2 + 2 + 1), P' V reads P' (2): 13; backward dO V^T writes dP'
+    (2), P'^T dO reads P' (2), dropout's backward reads dP' and the mask and writes dP (2 + 1 + 2), softmax's
+    backward reads dP and P and writes dS (2 + 2 + 2), dS K and dS^T Q read dS (2 + 2): 19. GPT-3 5B (32 heads of
+    128) at TP 2, micro-batch 2, 2,048 tokens, 3 micro-batches, 24 layers, the attention core recomputed once:
+    24 x 3 x 2 x 16 x 2048^2 x (2 x 13 + 19). The four GEMMs cover the full square (no causal saving): 4 x 2 s^2 d
+    FLOPs a head forward, so the GEMM time cannot fall below that count at the A100's 312 TFLOP/s. A slip that
+    counted only the stored tensors (5 bytes an element, Korthikanti et al.) or halved the square fails here."""
+    kw = dict(micro_batch=2, seq_len=2048, tp=2, microbatches=3, layers=24)
+    un = tl.unfused_attention_s("nemo-gpt3-5b", "a100-80gb", forward_passes=2, dropout=True, **kw)
+    elements = 24 * 3 * 2 * 16 * 2048 ** 2
+    assert un["score_bytes"] == pytest.approx(elements * (2 * 13 + 19))
+    assert tl.unfused_attention_s("nemo-gpt3-5b", "a100-80gb", forward_passes=1, dropout=False, **kw)[
+        "score_bytes"] == pytest.approx(elements * (8 + 14))
+    gemm_flops = 24 * 3 * 2 * 16 * (2 * 4 + 4) * 2 * 2048 ** 2 * 128      # two forwards and a backward of 4 GEMMs
+    assert un["gemm_s"] > gemm_flops / 312e12
+    assert un["hbm_s"] > un["score_bytes"] / 2.039e12                      # A100 80GB SXM: 2,039 GB/s
+
+
+def test_without_flashattention_the_step_is_slower_and_keeps_its_scores():
+    """The unfused path is slower than FlashAttention's (the scores' round trips through HBM), more so at long
+    sequences, and without recomputation its scores stay in memory (Korthikanti et al.'s 5 a s^2 b bytes a layer).
+    Context parallelism needs the fused kernel and is refused."""
+    kw = dict(global_batch=64, tp=2, dp=4, micro_batch=2, recompute="none", dropout=True)
+    for s in (2048, 8192):
+        fa = tl.predict("nemo-gpt3-5b", "a100-80gb", seq_len=s, **kw)
+        un = tl.predict("nemo-gpt3-5b", "a100-80gb", seq_len=s, flash_attention=False, **kw)
+        assert un.step_time_s > fa.step_time_s and un.terms["attention_s"] > 1.5 * fa.terms["attention_s"]
+        extra = sum(un.memory_bytes.values()) - sum(fa.memory_bytes.values())
+        assert extra == pytest.approx(24 * 5 * 16 * s ** 2 * 2, rel=0.02)        # 5 a s^2 b over 24 layers, a = 32/2
+    with pytest.raises(ValueError, match="flash_attention"):
+        tl.predict("nemo-gpt3-5b", "a100-80gb", seq_len=2048, cp=2, flash_attention=False,
+                   **dict(kw, dp=2))
+    with pytest.raises(TypeError, match="flash_attention"):
+        tl.predict("nemo-gpt3-5b", "a100-80gb", seq_len=2048, flash_attention="no", **kw)

@@ -523,6 +523,48 @@ def attention_share(seq_len, backward: bool = False) -> float:
     return float(np.interp(np.log2(length), np.log2(a["seq_len"]), share))
 
 
+# HBM bytes per element of one head's s x s score matrix that the unfused attention kernels move (2-byte tensors, a
+# 1-byte dropout mask), kernel by kernel. Forward: Q K^T writes S (2); the fused scale-mask-softmax reads S and writes
+# P (4); dropout reads P, writes P' and its mask (5); P' V reads P' (2). Backward: dO V^T writes dP' (2); P'^T dO
+# reads P' (2); dropout's backward reads dP' and the mask and writes dP (5); softmax's backward reads dP and P and
+# writes dS (6); dS K and dS^T Q read dS twice (4). Without dropout P' is P and its two kernels go.
+UNFUSED_SCORE_BYTES = {True: (13.0, 19.0), False: (8.0, 14.0)}      # dropout: (forward, backward)
+
+
+def unfused_attention_s(model, chip, *, micro_batch: int, seq_len: int, tp: int, microbatches: int, layers: float,
+                        forward_passes: float = 1.0, dropout: bool = False) -> dict:
+    """Seconds one GPU spends per training step on attention without FlashAttention (Megatron-LM's core attention
+    before its flash path, NeMo's before 1.18 of 2023): the four batched GEMMs of each head over the full ``s x s``
+    square (a causal mask is applied to the scores after ``Q K^T``, so no FLOPs are skipped), each at its shape's
+    measured share (:func:`llmmath.predict.gemm_share`, the heads and micro-batch folded into the rows), and the
+    score matrices streamed through HBM between them at the sustained rate (:data:`UNFUSED_SCORE_BYTES`: 13 bytes
+    per score element forward and 19 backward with dropout, 8 and 14 without).
+
+    ``layers``: transformer layers on the GPU (``n_layers / pp``); ``microbatches``: micro-batches per step;
+    ``forward_passes``: forward passes of the attention core per micro-batch (1, or 2 when recomputation reruns it).
+    Returns ``{"gemm_s", "hbm_s", "score_bytes"}`` (``score_bytes``: the HBM bytes of the score matrices per step).
+
+    Raises ``ValueError`` for sizes that are not positive whole numbers, ``TypeError`` for a non-boolean dropout.
+    """
+    from .predict import gemm_share, sustained
+    m, c = models.get(model), hardware.get(chip)
+    b, S, t = (positive_int(n, v) for n, v in (("micro_batch", micro_batch), ("seq_len", seq_len), ("tp", tp)))
+    mbs = positive_int("microbatches", microbatches)
+    heads, hd = m.n_heads / t, m.head_dim
+    rows = b * heads * S
+    square = gemm_share(c, "bf16", rows, S, hd)          # Q K^T and dO V^T: n = s, k = head dim
+    tall = gemm_share(c, "bf16", rows, hd, S)            # P V, P^T dO, dS K, dS^T Q: n = head dim, k = s
+    one = 2.0 * rows * S * hd                            # FLOPs of one of the four GEMMs, one micro-batch
+    fwd = one / square + one / tall
+    bwd = one / square + 3 * one / tall
+    passes = float(forward_passes)
+    gemm_s = float(layers) * mbs * (passes * fwd + bwd) / c.flops_per_s("bf16")
+    f_bytes, b_bytes = UNFUSED_SCORE_BYTES[flag("dropout", dropout)]
+    score_bytes = float(layers) * mbs * b * heads * S * S * (passes * f_bytes + b_bytes)
+    hbm_s = score_bytes / (c.hbm_bytes_per_s * sustained(c)["hbm_fraction"])
+    return {"gemm_s": gemm_s, "hbm_s": hbm_s, "score_bytes": score_bytes}
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainingPrediction:
     """A training step as a framework would run it (:func:`predict`): seconds, tokens/s per GPU, MFU, the waterfall
@@ -655,7 +697,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
             tp_overlap: bool = True, rank_order: str = MEGATRON_RANK_ORDER,
             dropout: bool = False, recompute_layers: int | None = None,
             grad_dtype: str = "fp32", ep_overlap: bool = False,
-            ep_dispatch: str = "per_expert") -> TrainingPrediction:
+            ep_dispatch: str = "per_expert", flash_attention: bool = True) -> TrainingPrediction:
     """What a training framework (Megatron-Core, NeMo; FSDP) measures for one step: :func:`training_step`'s
     ceiling, then one term at a time (each a measured rate with its source, none fitted to a training run):
 
@@ -663,7 +705,9 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
        layers only in fp8, ``nvfp4`` in fp4), each GEMM at the share of that peak TensorRT-LLM's GEMMs reach at its
        shape on the chip (:func:`linear_share`: the layer's slice under tensor parallelism, a routed expert's rows),
        attention at bf16 at FlashAttention-3's measured shares for the sequence a GPU holds, forward and backward
-       apart (:func:`attention_share`), the pipeline bubble with it;
+       apart (:func:`attention_share`), or with ``flash_attention=False`` unfused, as frameworks ran it before
+       FlashAttention (:func:`unfused_attention_s`: batched GEMMs over the full square, the ``s x s`` scores through
+       HBM, and kept in memory unless recomputed), the pipeline bubble with it;
     2. **data-parallel sync as frameworks overlap it**: the gradient reduce-scatter behind the backward pass and the
        parameter all-gather behind the next forward (Megatron's distributed optimizer), a bucket's worth exposed;
        with ``fsdp`` (ZeRO-3) the weights gathered for each micro-batch's forward and again for its backward;
@@ -720,8 +764,9 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
 
     Raises:
         ValueError: an unknown ``precision`` (allowed: bf16, fp8, mxfp8, nvfp4), ``grad_dtype`` (fp32, bf16),
-            ``ep_dispatch`` (per_expert, per_node) or ``rank_order``, and what :func:`training_step` refuses.
-        TypeError: an ``ep_overlap`` that is not True or False.
+            ``ep_dispatch`` (per_expert, per_node) or ``rank_order``; ``cp`` > 1 with ``flash_attention=False``; and
+            what :func:`training_step` refuses.
+        TypeError: an ``ep_overlap`` or ``flash_attention`` that is not True or False.
         KeyError: unknown model or chip.
     """
     if precision not in PRECISIONS:
@@ -734,6 +779,10 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     if not isinstance(rank_order, str):
         raise ValueError(f"rank_order must name tp, cp, ep, dp and pp once each, innermost first (Megatron-Core's "
                          f"default {MEGATRON_RANK_ORDER!r}), got {rank_order!r}")
+    flash = flag("flash_attention", flash_attention)
+    if not flash and int(cp) > 1:
+        raise ValueError(f"cp={cp!r} needs flash_attention=True: context parallelism passes key and value blocks "
+                         f"through a fused (FlashAttention-style) kernel; unfused attention runs with cp=1 only")
     dtype = PRECISIONS[precision]
     z = 3 if fsdp else zero_stage
     kw = dict(global_batch=global_batch, seq_len=seq_len, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch,
@@ -764,8 +813,14 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     lin_share = linear_share(m, c, precision, micro_batch=micro_batch, seq_len=S, tp=tp, cp=cp, ep=ep)
     lin_s = lin / (n * c.flops_per_s(dtype) * lin_share)
     attn_bwd = 2.0 / 3.0 * (flops("none", S) - flops("none"))         # the backward: twice the forward's A of 3 A
-    attn_s = ((attn - attn_bwd) / attention_share(S / cp) + attn_bwd / attention_share(S / cp, backward=True)) / (
-        n * c.flops_per_s("bf16"))
+    if flash:
+        attn_s = ((attn - attn_bwd) / attention_share(S / cp) + attn_bwd / attention_share(S / cp, backward=True)) / (
+            n * c.flops_per_s("bf16"))
+    else:                           # batched GEMMs over the full square, the scores through HBM between them
+        rerun = recompute_share if recompute == "full" else 1.0 if recompute == "selective" else 0.0
+        un = unfused_attention_s(m, c, micro_batch=micro_batch, seq_len=S, tp=tp, microbatches=mb,
+                                 layers=m.n_layers / pp, forward_passes=1.0 + rerun, dropout=dropout)
+        attn_s = un["gemm_s"] + un["hbm_s"]
     compute_s = lin_s + attn_s
     bub = float(parallelism.pipeline_bubble_fraction(pp, mb, schedule, chunks))
     bubble_s = compute_s * bub / (1.0 - bub)
@@ -774,7 +829,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     total = lambda: compute_s + bubble_s + sum(exposed.values())  # noqa: E731
     exposed["cp"] = max(0.0, ceil.comm_s["cp"] - attn_s)
     fall.append((f"linear layers at their shapes' measured share ({lin_share:.2f} of the {precision} peak), "
-                 "attention at FlashAttention's", total()))
+                 + ("attention at FlashAttention's" if flash else "attention unfused (batched GEMMs, its s x s scores "
+                    "through HBM)"), total()))
     # the kernels that are neither matmuls nor attention (norms, RoPE, residual adds, activations, MoE permutes,
     # the loss, fp8 casts) stream their bytes at the sustained HBM rate, between the GEMMs: they add
     from .predict import sustained
@@ -832,8 +888,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     step_s = total()
 
     # memory, as frameworks see it
-    mem = dict(training_step(model, chip, recompute="selective" if recompute == "none" or partial else recompute,
-                             **kw).memory_bytes)
+    stored = "selective" if (recompute == "none" and flash) or partial else recompute   # "none": scores kept
+    mem = dict(training_step(model, chip, recompute=stored, **kw).memory_bytes)
     if partial:                     # the recomputed layers keep only their inputs
         full = training_step(model, chip, recompute="full", **kw).memory_bytes
         mem = {k2: (1 - recompute_share) * v + recompute_share * full.get(k2, v) for k2, v in mem.items()}
@@ -888,6 +944,7 @@ def _row_args(e: dict) -> dict:
                 fsdp=flag("fsdp", e.get("fsdp", False)), grad_dtype=e.get("grad_dtype", "fp32"),
                 dropout=flag("dropout", e.get("dropout", False)),
                 tp_overlap=flag("tp_overlap", e.get("tp_overlap", True)),
+                flash_attention=flag("flash_attention", e.get("flash_attention", True)),
                 ep_overlap=flag("ep_overlap", e.get("ep_overlap", False)),
                 ep_dispatch=e.get("ep_dispatch", "per_expert"))
 
