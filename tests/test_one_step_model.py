@@ -35,6 +35,7 @@ GRID = [
     ("llama-3.2-1b", "bf16", "h100-sxm", 2, dict(tp=1)),
     ("qwen3-4b", "bf16", "mi300x", 1, dict(tp=1)),
     ("llama-2-7b", "bf16", "a100-80gb", 1, dict(tp=1)),
+    ("nemo-gpt3-5b", "bf16", "a100-80gb", 1, dict(tp=1)),
     ("llama-3.1-8b", "fp8", "h100-sxm", 1, dict(tp=1)),
     ("llama-2-70b", "bf16", "h200", 4, dict(tp=4)),
     ("llama-3.1-70b", "fp8", "b200", 2, dict(tp=2)),
