@@ -789,13 +789,16 @@ assert later_faster >= 0.75 * runs_seen     # and most runs seen in three releas
 # throughput for a 5B GPT and GPT-3 175B through 2022 and 2023, six versions
 # of the table. Entered as a round by source, every row came out 1.3 to 1.8
 # times too fast. Those configs predate NeMo's FlashAttention path (June 2023):
-# attention ran as four batched GEMMs over the full $s \times s$ square (the
-# causal mask is applied to the scores, so no FLOPs are skipped), with the
-# scores written, softmaxed, dropped out and read back through HBM between
-# them, about 13 bytes per score element forward and 19 backward
-# (`training_layout.unfused_attention_s`, `predict(flash_attention=False)`).
-# Priced that way, the same rows, now validation because they were judged
-# on:
+# attention ran as batched GEMMs over the full $s \times s$ square, two
+# forward and four backward a head (the causal mask is applied to the
+# scores, so no FLOPs are skipped), with the scores written, softmaxed,
+# dropped out and read back through HBM between them, about 13 bytes per
+# score element forward and 19 backward
+# (`training_layout.unfused_attention_s`, `predict(flash_attention=False)`);
+# the 5B configs of early 2022 had no sequence parallelism either, so every
+# tensor-parallel rank ran the norms and residual adds on the whole sequence
+# (`sequence_parallel=False`). Priced that way, the same rows, now validation
+# because they were judged on:
 
 # %%
 a100 = [(k, e) for k, e in ledger_t.items() if e.get("flash_attention") is False]

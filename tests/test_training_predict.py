@@ -308,33 +308,81 @@ def test_unfused_attention_moves_the_score_matrices_by_hand():
     (2), P'^T dO reads P' (2), dropout's backward reads dP' and the mask and writes dP (2 + 1 + 2), softmax's
     backward reads dP and P and writes dS (2 + 2 + 2), dS K and dS^T Q read dS (2 + 2): 19. GPT-3 5B (32 heads of
     128) at TP 2, micro-batch 2, 2,048 tokens, 3 micro-batches, 24 layers, the attention core recomputed once:
-    24 x 3 x 2 x 16 x 2048^2 x (2 x 13 + 19). The four GEMMs cover the full square (no causal saving): 4 x 2 s^2 d
-    FLOPs a head forward, so the GEMM time cannot fall below that count at the A100's 312 TFLOP/s. A slip that
-    counted only the stored tensors (5 bytes an element, Korthikanti et al.) or halved the square fails here."""
+    24 x 3 x 2 x 16 x 2048^2 x (2 x 13 + 19) bytes. The GEMMs cover the full square (no causal saving): two forward
+    (Q K^T, P V) and four backward, 2 s^2 d FLOPs each a head, so 2 x 2 + 4 = 8 of them here, priced at the two
+    shapes' shares (n = s, k = 128 for Q K^T and dO V^T; n = 128, k = s for the other four) of the A100's 312
+    TFLOP/s, and the bytes at the A100 80GB's 2,039 GB/s times the sustained share. A slip that counted only the
+    stored tensors (5 bytes an element, Korthikanti et al.), halved the square, or priced four GEMMs a pass fails."""
+    from llmmath.predict import gemm_share, sustained
     kw = dict(micro_batch=2, seq_len=2048, tp=2, microbatches=3, layers=24)
     un = tl.unfused_attention_s("nemo-gpt3-5b", "a100-80gb", forward_passes=2, dropout=True, **kw)
-    elements = 24 * 3 * 2 * 16 * 2048 ** 2
+    rows = 2 * 16 * 2048                                                   # micro-batch x heads a GPU x queries
+    elements = 24 * 3 * rows * 2048
     assert un["score_bytes"] == pytest.approx(elements * (2 * 13 + 19))
     assert tl.unfused_attention_s("nemo-gpt3-5b", "a100-80gb", forward_passes=1, dropout=False, **kw)[
         "score_bytes"] == pytest.approx(elements * (8 + 14))
-    gemm_flops = 24 * 3 * 2 * 16 * (2 * 4 + 4) * 2 * 2048 ** 2 * 128      # two forwards and a backward of 4 GEMMs
-    assert un["gemm_s"] > gemm_flops / 312e12
-    assert un["hbm_s"] > un["score_bytes"] / 2.039e12                      # A100 80GB SXM: 2,039 GB/s
+    one = 2 * rows * 2048 * 128                                            # one GEMM, one micro-batch
+    square = gemm_share("a100-80gb", "bf16", rows, 2048, 128)
+    tall = gemm_share("a100-80gb", "bf16", rows, 128, 2048)
+    per_mb = 2 * (one / square + one / tall) + (one / square + 3 * one / tall)
+    assert un["gemm_s"] == pytest.approx(24 * 3 * per_mb / 312e12, rel=1e-3)
+    assert un["gemm_s"] > 24 * 3 * 8 * one / 312e12                        # no share above the peak
+    assert un["hbm_s"] == pytest.approx(un["score_bytes"] / (2.039e12 * sustained("a100-80gb")["hbm_fraction"]),
+                                        rel=1e-3)
+
+
+def test_unfused_attention_widths_and_refusals():
+    """MLA's scores take the query-key width (DeepSeek-V3: 128 + 64 = 192) for Q K^T and the key/query gradients, and
+    the value width (128) for the three value GEMMs: at equal shares its GEMM time sits between the all-128 and
+    all-192 prices. A model with linear-attention layers has no score matrix to unfuse, and bad sizes are refused."""
+    kw = dict(micro_batch=1, seq_len=4096, tp=8, microbatches=1, layers=1)
+    mla = tl.unfused_attention_s("deepseek-v3", "h100-sxm", **kw)
+    assert mla["score_bytes"] == pytest.approx(16 * 4096 * 4096 * (8 + 14))     # 128 heads / 8, no dropout
+    with pytest.raises(ValueError, match="linear-attention"):
+        tl.unfused_attention_s("qwen3-next-80b-a3b", "h100-sxm", **dict(kw, tp=1))
+    for bad, match in ((dict(layers=0), "layers"), (dict(layers=-3), "layers"), (dict(forward_passes=-1), "forward"),
+                       (dict(forward_passes=3), "forward"), (dict(tp=3), "tp=3")):
+        with pytest.raises(ValueError, match=match):
+            tl.unfused_attention_s("nemo-gpt3-5b", "a100-80gb", **{**kw, **bad})
 
 
 def test_without_flashattention_the_step_is_slower_and_keeps_its_scores():
-    """The unfused path is slower than FlashAttention's (the scores' round trips through HBM), more so at long
-    sequences, and without recomputation its scores stay in memory (Korthikanti et al.'s 5 a s^2 b bytes a layer).
-    Context parallelism needs the fused kernel and is refused."""
-    kw = dict(global_batch=64, tp=2, dp=4, micro_batch=2, recompute="none", dropout=True)
+    """The unfused path is slower than FlashAttention's (the scores' round trips through HBM), and without
+    recomputation its scores stay in memory (Korthikanti et al.'s 5 a s^2 b bytes a layer, a = 32 / TP heads); with
+    the block method the layers not recomputed keep theirs (20 of 24 here). Context parallelism needs the fused
+    kernel and is refused."""
+    kw = dict(global_batch=64, tp=2, dp=4, micro_batch=2, dropout=True)
     for s in (2048, 8192):
-        fa = tl.predict("nemo-gpt3-5b", "a100-80gb", seq_len=s, **kw)
-        un = tl.predict("nemo-gpt3-5b", "a100-80gb", seq_len=s, flash_attention=False, **kw)
+        fa = tl.predict("nemo-gpt3-5b", "a100-80gb", seq_len=s, recompute="none", **kw)
+        un = tl.predict("nemo-gpt3-5b", "a100-80gb", seq_len=s, recompute="none", flash_attention=False, **kw)
         assert un.step_time_s > fa.step_time_s and un.terms["attention_s"] > 1.5 * fa.terms["attention_s"]
         extra = sum(un.memory_bytes.values()) - sum(fa.memory_bytes.values())
-        assert extra == pytest.approx(24 * 5 * 16 * s ** 2 * 2, rel=0.02)        # 5 a s^2 b over 24 layers, a = 32/2
+        assert extra == pytest.approx(24 * 5 * 16 * s ** 2 * 2, rel=0.02)        # 5 a s^2 b over 24 layers
+    block = dict(kw, seq_len=2048, recompute="full", recompute_layers=4)
+    fa = tl.predict("nemo-gpt3-5b", "a100-80gb", **block)
+    un = tl.predict("nemo-gpt3-5b", "a100-80gb", flash_attention=False, **block)
+    extra = sum(un.memory_bytes.values()) - sum(fa.memory_bytes.values())
+    one_layer = 5 * 16 * 2048 ** 2 * 2
+    assert extra == pytest.approx(20 * one_layer + one_layer, rel=0.02)   # 20 kept, and the layer being rerun
     with pytest.raises(ValueError, match="flash_attention"):
-        tl.predict("nemo-gpt3-5b", "a100-80gb", seq_len=2048, cp=2, flash_attention=False,
-                   **dict(kw, dp=2))
+        tl.predict("nemo-gpt3-5b", "a100-80gb", seq_len=2048, cp=2, flash_attention=False, **dict(kw, dp=2))
     with pytest.raises(TypeError, match="flash_attention"):
         tl.predict("nemo-gpt3-5b", "a100-80gb", seq_len=2048, flash_attention="no", **kw)
+
+
+def test_without_sequence_parallelism_every_rank_runs_the_norms():
+    """Without sequence parallelism the norms and residual adds (outside the tensor-parallel region) run on the whole
+    sequence on every one of the TP ranks: at TP 4 the elementwise time grows by 3 x their bytes, by hand from
+    training.elementwise_bytes_per_token's norms (10 h) and residual adds (12 h) a layer; at TP 1 nothing changes."""
+    from llmmath import training
+    kw = dict(global_batch=64, seq_len=4096, tp=4, dp=2)
+    on = tl.predict("llama-3.1-8b", "h100-sxm", **kw)
+    off = tl.predict("llama-3.1-8b", "h100-sxm", sequence_parallel=False, **kw)
+    ew = training.elementwise_bytes_per_token("llama-3.1-8b")
+    assert ew["norms"] + ew["residual"] == pytest.approx(2 * 32 * (10 + 12) * 4096)
+    ratio = off.terms["elementwise_s"] / on.terms["elementwise_s"]
+    assert ratio == pytest.approx((ew["total"] + 3 * (ew["norms"] + ew["residual"])) / ew["total"], rel=1e-6)
+    assert sum(off.memory_bytes.values()) > sum(on.memory_bytes.values())
+    one = dict(kw, tp=1, dp=8)
+    assert tl.predict("llama-3.1-8b", "h100-sxm", sequence_parallel=False, **one).step_time_s == pytest.approx(
+        tl.predict("llama-3.1-8b", "h100-sxm", **one).step_time_s)

@@ -534,33 +534,51 @@ UNFUSED_SCORE_BYTES = {True: (13.0, 19.0), False: (8.0, 14.0)}      # dropout: (
 def unfused_attention_s(model, chip, *, micro_batch: int, seq_len: int, tp: int, microbatches: int, layers: float,
                         forward_passes: float = 1.0, dropout: bool = False) -> dict:
     """Seconds one GPU spends per training step on attention without FlashAttention (Megatron-LM's core attention
-    before its flash path, NeMo's before 1.18 of 2023): the four batched GEMMs of each head over the full ``s x s``
-    square (a causal mask is applied to the scores after ``Q K^T``, so no FLOPs are skipped), each at its shape's
-    measured share (:func:`llmmath.predict.gemm_share`, the heads and micro-batch folded into the rows), and the
-    score matrices streamed through HBM between them at the sustained rate (:data:`UNFUSED_SCORE_BYTES`: 13 bytes
-    per score element forward and 19 backward with dropout, 8 and 14 without).
+    before its flash path, NeMo's before 1.18 of 2023): each head's batched GEMMs over the full ``s x s`` square (a
+    causal mask, or a sliding window, is applied to the scores after ``Q K^T``, so no FLOPs are skipped), two forward
+    (``Q K^T``, ``P V``) and four backward (``dO V^T``, ``P^T dO``, ``dS K``, ``dS^T Q``), each at its shape's measured
+    share (:func:`llmmath.predict.gemm_share`, the micro-batch's heads folded into the rows), and the score matrices
+    streamed through HBM between them at the sustained rate (:data:`UNFUSED_SCORE_BYTES`: 13 bytes per score element
+    forward and 19 backward with dropout on the scores, 8 and 14 without). Query and key widths are the head
+    dimension (MLA: ``qk_nope + qk_rope`` for ``Q K^T``, ``dS K``, ``dS^T Q``; ``v_head_dim`` for the value's three);
+    scores are per query head (GQA's shared keys and values are read per head; their repeat is not charged).
 
-    ``layers``: transformer layers on the GPU (``n_layers / pp``); ``microbatches``: micro-batches per step;
-    ``forward_passes``: forward passes of the attention core per micro-batch (1, or 2 when recomputation reruns it).
-    Returns ``{"gemm_s", "hbm_s", "score_bytes"}`` (``score_bytes``: the HBM bytes of the score matrices per step).
+    ``micro_batch`` (sequences), ``seq_len`` (tokens), ``tp`` (tensor-parallel ranks, dividing the query heads);
+    ``microbatches``: micro-batches per step; ``layers``: attention layers on the GPU (``n_attention_layers / pp``);
+    ``forward_passes``: forward passes of the attention core per micro-batch, 1 to 2 (2 when recomputation reruns it
+    everywhere). Returns ``{"gemm_s", "hbm_s", "score_bytes"}`` (seconds, seconds, bytes of score matrices per step).
 
-    Raises ``ValueError`` for sizes that are not positive whole numbers, ``TypeError`` for a non-boolean dropout.
+    Raises:
+        ValueError: sizes that are not positive whole numbers, ``layers`` not positive, ``forward_passes`` outside
+            1-2, a ``tp`` that does not divide the query heads, or a model with linear-attention (recurrent) layers,
+            which have no score matrix to unfuse.
+        TypeError: a non-boolean ``dropout``.
     """
     from .predict import gemm_share, sustained
     m, c = models.get(model), hardware.get(chip)
     b, S, t = (positive_int(n, v) for n, v in (("micro_batch", micro_batch), ("seq_len", seq_len), ("tp", tp)))
     mbs = positive_int("microbatches", microbatches)
-    heads, hd = m.n_heads / t, m.head_dim
+    n_layers = float(positive("layers", scalar("layers", layers)))
+    passes = float(scalar("forward_passes", forward_passes))
+    if not 1.0 <= passes <= 2.0:
+        raise ValueError(f"forward_passes must be between 1 (no recomputation) and 2 (the core rerun everywhere), "
+                         f"got {forward_passes!r}")
+    if m.n_heads % t:
+        raise ValueError(f"tp={t} must divide {m.key}'s {m.n_heads} query heads (each rank holds whole heads)")
+    if m.n_linear_layers:
+        raise ValueError(f"{m.key} has {m.n_linear_layers} linear-attention layers, which hold a state, not an s x s "
+                         f"score matrix: unfused attention is priced for softmax-attention models only")
+    heads = m.n_heads // t
+    qk, v = (m.qk_nope_head_dim + m.qk_rope_head_dim, m.v_head_dim) if m.is_mla else (m.head_dim, m.head_dim)
     rows = b * heads * S
-    square = gemm_share(c, "bf16", rows, S, hd)          # Q K^T and dO V^T: n = s, k = head dim
-    tall = gemm_share(c, "bf16", rows, hd, S)            # P V, P^T dO, dS K, dS^T Q: n = head dim, k = s
-    one = 2.0 * rows * S * hd                            # FLOPs of one of the four GEMMs, one micro-batch
-    fwd = one / square + one / tall
-    bwd = one / square + 3 * one / tall
-    passes = float(forward_passes)
-    gemm_s = float(layers) * mbs * (passes * fwd + bwd) / c.flops_per_s("bf16")
+    # (FLOPs, share) of each GEMM for one micro-batch: 2 x rows x s x width, at its (m, n, k)
+    def gemm(width, n, k):
+        return 2.0 * rows * S * width / gemm_share(c, "bf16", rows, n, k)
+    fwd = gemm(qk, S, qk) + gemm(v, v, S)                           # Q K^T, P V
+    bwd = gemm(v, S, v) + gemm(v, v, S) + 2 * gemm(qk, qk, S)       # dO V^T, P^T dO, dS K, dS^T Q
+    gemm_s = n_layers * mbs * (passes * fwd + bwd) / c.flops_per_s("bf16")
     f_bytes, b_bytes = UNFUSED_SCORE_BYTES[flag("dropout", dropout)]
-    score_bytes = float(layers) * mbs * b * heads * S * S * (passes * f_bytes + b_bytes)
+    score_bytes = n_layers * mbs * rows * S * (passes * f_bytes + b_bytes)
     hbm_s = score_bytes / (c.hbm_bytes_per_s * sustained(c)["hbm_fraction"])
     return {"gemm_s": gemm_s, "hbm_s": hbm_s, "score_bytes": score_bytes}
 
@@ -697,7 +715,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
             tp_overlap: bool = True, rank_order: str = MEGATRON_RANK_ORDER,
             dropout: bool = False, recompute_layers: int | None = None,
             grad_dtype: str = "fp32", ep_overlap: bool = False,
-            ep_dispatch: str = "per_expert", flash_attention: bool = True) -> TrainingPrediction:
+            ep_dispatch: str = "per_expert", flash_attention: bool = True,
+            sequence_parallel: bool = True) -> TrainingPrediction:
     """What a training framework (Megatron-Core, NeMo; FSDP) measures for one step: :func:`training_step`'s
     ceiling, then one term at a time (each a measured rate with its source, none fitted to a training run):
 
@@ -706,8 +725,9 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
        shape on the chip (:func:`linear_share`: the layer's slice under tensor parallelism, a routed expert's rows),
        attention at bf16 at FlashAttention-3's measured shares for the sequence a GPU holds, forward and backward
        apart (:func:`attention_share`), or with ``flash_attention=False`` unfused, as frameworks ran it before
-       FlashAttention (:func:`unfused_attention_s`: batched GEMMs over the full square, the ``s x s`` scores through
-       HBM, and kept in memory unless recomputed), the pipeline bubble with it;
+       FlashAttention (:func:`unfused_attention_s`: two forward and four backward batched GEMMs a head over the full
+       square, the ``s x s`` scores through HBM, and kept in memory unless recomputed; softmax-attention models
+       only), the pipeline bubble with it;
     2. **data-parallel sync as frameworks overlap it**: the gradient reduce-scatter behind the backward pass and the
        parameter all-gather behind the next forward (Megatron's distributed optimizer), a bucket's worth exposed;
        with ``fsdp`` (ZeRO-3) the weights gathered for each micro-batch's forward and again for its backward;
@@ -735,6 +755,10 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     Memory (the busiest GPU): model state, activations with FlashAttention (no ``s x s`` scores, whatever
     ``recompute``), the fp32 logits of the loss on a one-stage model, one layer's activations while a fully recomputed
     layer reruns, FSDP's gathered layer, and a framework reserve (``data/training_constants.toml`` [memory]).
+
+    ``sequence_parallel`` (with ``tp`` > 1; Megatron's, on in NeMo's recipes since 2022): the norms, dropouts and
+    residual adds outside the tensor-parallel region split over the ``tp`` ranks, in time and in stored activations;
+    ``False`` (Megatron's configs before sequence parallelism): every rank runs them on the whole sequence.
 
     ``recompute_layers`` (with ``recompute="full"``): Megatron-Core's block method, the first ``recompute_layers``
     layers of each pipeline stage's model chunk rerun their forward and the rest keep their activations (the extra
@@ -766,7 +790,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         ValueError: an unknown ``precision`` (allowed: bf16, fp8, mxfp8, nvfp4), ``grad_dtype`` (fp32, bf16),
             ``ep_dispatch`` (per_expert, per_node) or ``rank_order``; ``cp`` > 1 with ``flash_attention=False``; and
             what :func:`training_step` refuses.
-        TypeError: an ``ep_overlap`` or ``flash_attention`` that is not True or False.
+        TypeError: an ``ep_overlap``, ``flash_attention`` or ``sequence_parallel`` that is not True or False.
         KeyError: unknown model or chip.
     """
     if precision not in PRECISIONS:
@@ -780,14 +804,15 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         raise ValueError(f"rank_order must name tp, cp, ep, dp and pp once each, innermost first (Megatron-Core's "
                          f"default {MEGATRON_RANK_ORDER!r}), got {rank_order!r}")
     flash = flag("flash_attention", flash_attention)
-    if not flash and int(cp) > 1:
+    if not flash and positive_int("cp", cp) > 1:
         raise ValueError(f"cp={cp!r} needs flash_attention=True: context parallelism passes key and value blocks "
                          f"through a fused (FlashAttention-style) kernel; unfused attention runs with cp=1 only")
     dtype = PRECISIONS[precision]
     z = 3 if fsdp else zero_stage
+    seq_par = flag("sequence_parallel", sequence_parallel)
     kw = dict(global_batch=global_batch, seq_len=seq_len, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch,
               zero_stage=z, schedule=schedule, chunks=chunks, compute_dtype=dtype, dropout=dropout,
-              grad_dtype=grad_dtype, rank_order=rank_order)
+              grad_dtype=grad_dtype, rank_order=rank_order, sequence_parallel=seq_par)
     if recompute_layers is not None:
         if recompute != "full":
             raise ValueError(f"recompute_layers={recompute_layers!r} needs recompute='full' (Megatron's block method), "
@@ -819,7 +844,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     else:                           # batched GEMMs over the full square, the scores through HBM between them
         rerun = recompute_share if recompute == "full" else 1.0 if recompute == "selective" else 0.0
         un = unfused_attention_s(m, c, micro_batch=micro_batch, seq_len=S, tp=tp, microbatches=mb,
-                                 layers=m.n_layers / pp, forward_passes=1.0 + rerun, dropout=dropout)
+                                 layers=m.n_attention_layers / pp, forward_passes=1.0 + rerun, dropout=dropout)
         attn_s = un["gemm_s"] + un["hbm_s"]
     compute_s = lin_s + attn_s
     bub = float(parallelism.pipeline_bubble_fraction(pp, mb, schedule, chunks))
@@ -837,6 +862,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     ew = training.elementwise_bytes_per_token(m, fp8=dtype != "bf16",
                                               recompute="full" if recompute == "full" else "none")
     ew_bytes = ew["total"] - (1 - recompute_share) * ew["recomputed forward"]   # only the recomputed share reruns
+    if not seq_par:                 # outside the tensor-parallel region every rank runs the norms and residual adds
+        ew_bytes += (int(tp) - 1) * (ew["norms"] + ew["residual"])
     elementwise_s = tokens * ew_bytes / (n * c.hbm_bytes_per_s * sustained(c)["hbm_fraction"])
     compute_s += elementwise_s
     bubble_s = compute_s * bub / (1.0 - bub)
@@ -888,18 +915,18 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     step_s = total()
 
     # memory, as frameworks see it
-    stored = "selective" if (recompute == "none" and flash) or partial else recompute   # "none": scores kept
+    kept = "selective" if flash else "none"       # what a layer that is not recomputed stores: no scores with FA
+    stored = kept if recompute == "none" or partial else recompute
     mem = dict(training_step(model, chip, recompute=stored, **kw).memory_bytes)
     if partial:                     # the recomputed layers keep only their inputs
         full = training_step(model, chip, recompute="full", **kw).memory_bytes
         mem = {k2: (1 - recompute_share) * v + recompute_share * full.get(k2, v) for k2, v in mem.items()}
     km = training_constants()["memory"]
-    s_loc, sp = S // cp, tp > 1
+    s_loc, sp = S // cp, seq_par and tp > 1
     if pp == 1:
         mem["logits"] = micro_batch * s_loc * m.vocab / tp * km["logit_bytes"]
     if recompute == "full":
-        mem["recomputed layer"] = _layer_activation_bytes(m, s_loc, micro_batch, tp, sp, "selective", m.is_moe,
-                                                          dropout)
+        mem["recomputed layer"] = _layer_activation_bytes(m, s_loc, micro_batch, tp, sp, kept, m.is_moe, dropout)
     if fsdp:
         mem["gathered layer"] = 2 * bw * (m.total_params / m.n_layers) / tp
     if grad_dtype == "bf16":              # the optimizer step's fp32 copy of each gradient shard (Megatron's
@@ -930,7 +957,7 @@ def measurements() -> dict:
 def _row_args(e: dict) -> dict:
     """A ledger row's layout as :func:`predict`'s arguments (dp: the GPUs left after tp x cp x pp; a row without
     ``dropout`` ran none, one without ``tp_overlap`` overlapped its tensor-parallel communication as NeMo's
-    recipes do)."""
+    recipes do, one without ``flash_attention`` or ``sequence_parallel`` ran them)."""
     tp, cp, pp = int(e.get("tp", 1)), int(e.get("cp", 1)), int(e.get("pp", 1))
     vp = int(e.get("vp", 1) or 1)
     rc = str(e.get("recompute", "none")).lower()
@@ -945,6 +972,7 @@ def _row_args(e: dict) -> dict:
                 dropout=flag("dropout", e.get("dropout", False)),
                 tp_overlap=flag("tp_overlap", e.get("tp_overlap", True)),
                 flash_attention=flag("flash_attention", e.get("flash_attention", True)),
+                sequence_parallel=flag("sequence_parallel", e.get("sequence_parallel", True)),
                 ep_overlap=flag("ep_overlap", e.get("ep_overlap", False)),
                 ep_dispatch=e.get("ep_dispatch", "per_expert"))
 
