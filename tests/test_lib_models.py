@@ -27,6 +27,7 @@ PUBLISHED_TOTAL = {
     "qwen3-30b-a3b": 30_532_122_624,
     "qwen3-235b-a22b": 235_093_634_560,
     "gpt-oss-120b": 116_829_156_672,
+    "gpt-neox-20b": 20_554_567_680,          # its Hugging Face model card
 }
 
 
@@ -146,6 +147,23 @@ def test_nemo_gpt3_5b_by_hand():
     assert m.total_params == total == 5_047_365_632
     assert m.total_params == pytest.approx(5e9, rel=0.01)
     assert not m.is_moe and m.d_ff == 4 * d
+
+
+def test_opt_175b_and_mt_nlg_530b_by_hand():
+    # OPT-175B: GPT-3's layers (96 x d 12288, 4 d MLP, biases, two LayerNorms) with a 50,272-token vocabulary;
+    # MT-NLG: 105 layers of d 20480 with GPT-2's 50,257 tokens; both tied, 2,048 learned positions
+    def gpt(d, layers, vocab):
+        return layers * (12 * d * d + 13 * d) + vocab * d + 2048 * d + 2 * d
+    assert models.get("opt-175b").total_params == gpt(12288, 96, 50272) == 174_604_443_648
+    assert models.get("mt-nlg-530b").total_params == gpt(20480, 105, 50257) == 529_581_506_560
+    assert models.get("mt-nlg-530b").total_params == pytest.approx(530e9, rel=2e-3)
+
+
+def test_gpt_neox_20b_by_hand():
+    # 44 layers of d 6144 (GELU MLP 24576, biases everywhere, two LayerNorms), rotary (no weights), untied head
+    d = 6144
+    layer = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (2 * d * 4 * d + 4 * d + d)
+    assert models.get("gpt-neox-20b").total_params == 44 * layer + 2 * 50432 * d + 2 * d
 
 
 @pytest.mark.parametrize("key", models.names())

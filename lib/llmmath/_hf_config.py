@@ -102,6 +102,11 @@ mpt                    MPT (MosaicML): ``n_layers``, ``d_model``, ``n_heads``, `
                        ``no_bias`` would drop, d a layer not counted) or ``mptglu`` (gated);
                        ``attn_config.sliding_window_size`` on every layer; a tied head; q/k norms
                        and MoE FFNs refused
+gpt_neox               GPT-NeoX / Pythia (EleutherAI): the llama fields with a plain GELU MLP of
+                       ``intermediate_size``, LayerNorms, biases on q/k/v, the output projection
+                       and the MLP (``attention_bias`` default true), rotary on ``rotary_pct`` of
+                       each head (no weight), an untied head unless ``tie_word_embeddings``
+                       (20,554,567,680 for GPT-NeoX-20B, as its model card counts)
 =====================  ==================================================================
 
 Fields that do not change a parameter count or a KV byte (token ids, rope
@@ -152,7 +157,8 @@ attention_in_multiplier attention_out_multiplier embedding_multiplier key_multip
 mlp_multipliers ssm_in_multiplier ssm_multipliers ssm_out_multiplier mamba_chunk_size mamba_norm_before_gate
 apply_residual_connection_post_layernorm attention_softmax_in_fp32 bias_dropout_fusion masked_softmax_fusion
 slow_but_exact offset_alibi skip_bias_add skip_bias_add_qkv unk_token_id
-emb_pdrop init_device init_config verbose embedding_fraction logit_scale tokenizer_name fc_type""".split())
+emb_pdrop init_device init_config verbose embedding_fraction logit_scale tokenizer_name fc_type
+rotary_pct rotary_emb_base use_parallel_residual classifier_dropout""".split())
 # (NoPE layers, SmolLM3's no_rope_layers and Llama 4's interval, skip the rotary embedding: no weight, no cache byte.)
 
 
@@ -169,7 +175,7 @@ _FAMILIES = ("llama", "llama4_text", "smollm3", "phi3", "mistral", "mixtral", "m
              "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v32",
              "deepseek_v2",
              "deepseek_v3", "kimi_k2", "gpt_oss", "gpt2", "gemma3_text", "glm4_moe", "hunyuan", "hunyuan_v1_moe",
-             "nemotron_h", "falcon_h1", "jamba", "bloom", "mpt")
+             "nemotron_h", "falcon_h1", "jamba", "bloom", "mpt", "gpt_neox")
 
 
 # Families whose layers this reader could express but does not read, each with what is missing: a reading is added
@@ -245,7 +251,7 @@ _ARCHITECTURES = {"LlamaForCausalLM": "llama", "Llama4ForCausalLM": "llama4_text
                   "DeepseekV3ForCausalLM": "deepseek_v3", "GptOssForCausalLM": "gpt_oss", "GPT2LMHeadModel": "gpt2",
                   "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe", "NemotronHForCausalLM": "nemotron_h",
                   "FalconH1ForCausalLM": "falcon_h1", "JambaForCausalLM": "jamba", "BloomForCausalLM": "bloom",
-                  "MPTForCausalLM": "mpt"}
+                  "MPTForCausalLM": "mpt", "GPTNeoXForCausalLM": "gpt_neox"}
 
 # Parts of a field's name that say it sizes weights (experts, widths, heads, layers, a nested sub-model's
 # config): such a field left unread would leave parameters out of the count, so the reader refuses it.
@@ -326,8 +332,11 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
                   tied_embeddings=bool(r.get("tie_word_embeddings", tied_default)))
         kw["head_dim"] = r.int("head_dim", d // nh) if r.has("head_dim") else d // nh
         r.used.add("head_dim")
-        kw["attn_bias"] = bool(r.get("attention_bias", False))
-        kw["mlp_bias"] = bool(r.get("mlp_bias", False))
+        neox = mt == "gpt_neox"             # GPTNeoXConfig: biased q/k/v/dense and MLP, LayerNorms, a plain GELU MLP
+        kw["attn_bias"] = bool(r.get("attention_bias", neox))
+        kw["mlp_bias"] = bool(r.get("mlp_bias", neox))
+        if neox:
+            kw.update(norm="layernorm", gated_mlp=False, pos_embedding="rope")
         if mt in ("qwen2", "qwen2_moe"):
             kw["qkv_bias"], kw["attn_bias"] = not kw["attn_bias"], kw["attn_bias"]
         qwen35 = mt in ("qwen3_5_text", "qwen3_5_moe_text")
@@ -347,7 +356,7 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
         if gemma:
             kw.update(qk_norm=True, sandwich_norms=True)
         _sliding(r, mt, kw)
-        if mt in ("llama", "smollm3", "phi3", "mistral", "qwen2", "qwen3", "gemma3_text", "qwen3_5_text"):
+        if mt in ("llama", "smollm3", "phi3", "mistral", "qwen2", "qwen3", "gemma3_text", "qwen3_5_text", "gpt_neox"):
             kw["d_ff"] = r.int("intermediate_size")
         elif mt == "olmoe":
             kw.update(d_ff=0, n_experts=r.int("num_experts"), experts_per_token=r.int("num_experts_per_tok"),

@@ -920,7 +920,7 @@ def from_hf_config(path_or_dict, name: str | None = None, warn: bool = True) -> 
     Nothing is downloaded. Understood families (``model_type``): llama, llama4_text, smollm3,
     phi3, mistral, mixtral, minimax_m1, olmoe, qwen2, qwen2_moe, qwen3, qwen3_moe, qwen3_next,
     qwen3_5_text, qwen3_5_moe_text, deepseek_v2, deepseek_v3, deepseek_v32, kimi_k2, gpt_oss,
-    gemma3_text, glm4_moe, hunyuan (hunyuan_v1_moe), nemotron_h, falcon_h1, jamba, gpt2, bloom and mpt, and a
+    gemma3_text, glm4_moe, hunyuan (hunyuan_v1_moe), nemotron_h, falcon_h1, jamba, gpt2, bloom, mpt and gpt_neox, and a
     multimodal config's language model in its ``text_config``
     (see :mod:`llmmath._hf_config` for the field mapping); a config
     without ``model_type`` is placed by its ``architectures`` class name, matched
