@@ -534,7 +534,7 @@ UNFUSED_SCORE_BYTES = {True: (13.0, 19.0), False: (8.0, 14.0)}      # dropout: (
 def unfused_attention_s(model, chip, *, micro_batch: int, seq_len: int, tp: int, microbatches: int, layers: float,
                         forward_passes: float = 1.0, dropout: bool = False) -> dict:
     """Seconds one GPU spends per training step on attention without FlashAttention (Megatron-LM's core attention
-    before its flash path, NeMo's before 1.18 of 2023): each head's batched GEMMs over the full ``s x s`` square (a
+    before its flash path, NeMo's before June 2023): each head's batched GEMMs over the full ``s x s`` square (a
     causal mask, or a sliding window, is applied to the scores after ``Q K^T``, so no FLOPs are skipped), two forward
     (``Q K^T``, ``P V``) and four backward (``dO V^T``, ``P^T dO``, ``dS K``, ``dS^T Q``), each at its shape's measured
     share (:func:`llmmath.predict.gemm_share`, the micro-batch's heads folded into the rows), and the score matrices
