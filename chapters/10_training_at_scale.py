@@ -804,8 +804,10 @@ assert later_faster >= 0.75 * runs_seen     # and most runs seen in three releas
 # (`training_layout.unfused_attention_s`, `predict(flash_attention=False)`);
 # the 5B configs of early 2022 had no sequence parallelism either, so every
 # tensor-parallel rank ran the norms and residual adds on the whole sequence
-# (`sequence_parallel=False`). Priced that way, the same rows, now validation
-# because they were judged on:
+# (`sequence_parallel=False`; untick FlashAttention in the waterfall explorer
+# above, on the 5B GPT or GPT-3 175B and an A100, to see one step priced both
+# ways). Priced that way, the same rows, now validation because they were
+# judged on:
 
 # %%
 a100 = [(k, e) for k, e in ledger_t.items() if e.get("flash_attention") is False and e["split"] == "validation"]

@@ -145,7 +145,7 @@ def _setup_prediction(fig):
 
 
 def _draw_prediction(fig, model, chip, gpus, seq_len, global_batch, tp, cp, pp, ep, micro_batch,
-                     precision, schedule, chunks, recompute, fsdp, ep_overlap, grad_dtype):
+                     precision, schedule, chunks, recompute, fsdp, ep_overlap, grad_dtype, flash_attention):
     from ... import hardware, training_layout
 
     a0, a1 = fig.axes
@@ -155,7 +155,7 @@ def _draw_prediction(fig, model, chip, gpus, seq_len, global_batch, tp, cp, pp, 
     p = training_layout.predict(model, chip, global_batch=seqs, seq_len=seq_len, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep,
                                 micro_batch=micro_batch, precision=precision, recompute=recompute,
                                 schedule=schedule, chunks=int(chunks) if schedule == "interleaved" else 1, fsdp=fsdp,
-                                ep_overlap=ep_overlap, grad_dtype=grad_dtype)
+                                ep_overlap=ep_overlap, grad_dtype=grad_dtype, flash_attention=flash_attention)
     ceiling_s = p.waterfall[0][1]
     artists = []
     for i, (name, t) in enumerate(p.waterfall):
@@ -184,12 +184,14 @@ def training_prediction_explorer(model: str = "llama-3.1-70b", chip: str = "h100
     term of its waterfall as a share of the roofline ceiling's, and the busiest GPU's memory by kind against HBM.
     The defaults are NVIDIA's Megatron-Bridge layout for Llama 3 70B on 64 H100s in fp8 (TP4 PP8, interleaved with
     five chunks a GPU, 128 sequences of 8,192 tokens a step, bf16 gradients). A batch that does not split into whole
-    micro-batches on every data-parallel replica is rounded up."""
+    micro-batches on every data-parallel replica is rounded up. Unticking FlashAttention prices attention as
+    frameworks ran it before it (:func:`llmmath.training_layout.unfused_attention_s`; context parallelism needs it)."""
     import ipywidgets as W
 
     return explorer(_setup_prediction, _draw_prediction, {
-        "model": W.Dropdown(options=["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b",
-                                     "qwen3-30b-a3b", "deepseek-v3"], value=model, description="model"),
+        "model": W.Dropdown(options=["nemo-gpt3-5b", "gpt-3-175b", "llama-3.1-8b", "llama-3.1-70b",
+                                     "llama-3.1-405b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"],
+                            value=model, description="model"),
         "chip": W.Dropdown(options=["a100-80gb", "h100-sxm", "h200", "b200", "gb200"], value=chip,
                            description="chip"),
         "gpus": W.Dropdown(options=[2**k for k in range(3, 15)], value=gpus, description="GPUs"),
@@ -210,6 +212,7 @@ def training_prediction_explorer(model: str = "llama-3.1-70b", chip: str = "h100
         "fsdp": W.Checkbox(value=False, description="FSDP"),
         "ep_overlap": W.Checkbox(value=False, description="all-to-all overlap"),
         "grad_dtype": W.Dropdown(options=["fp32", "bf16"], value=grad_dtype, description="gradients"),
+        "flash_attention": W.Checkbox(value=True, description="FlashAttention"),
     }, ncols=2, width=4.6, height=3.0)
 
 
