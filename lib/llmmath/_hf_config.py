@@ -328,8 +328,9 @@ def build(path_or_dict, name: str | None = None, warn: bool = True) -> models.Mo
         d, nh = r.int("hidden_size"), r.int("num_attention_heads")
         gemma = mt == "gemma3_text"                     # Gemma3TextConfig's defaults: a tied head, 262,208 tokens
         tied_default = gemma or mt == "smollm3"         # SmolLM3Config ties the head by default too
-        neox = mt == "gpt_neox"             # GPTNeoXConfig: biased q/k/v/dense and MLP, LayerNorms, a plain GELU MLP,
-        kw.update(n_layers=r.int("num_hidden_layers"), d_model=d, n_heads=nh,      # always multi-head, d / heads wide
+        # GPTNeoXConfig: always multi-head, d / heads wide; biased q/k/v/dense and MLP, LayerNorms, a plain GELU MLP
+        neox = mt == "gpt_neox"
+        kw.update(n_layers=r.int("num_hidden_layers"), d_model=d, n_heads=nh,
                   n_kv_heads=nh if neox else r.int("num_key_value_heads", nh),
                   vocab=r.int("vocab_size", 262208) if gemma else r.int("vocab_size"),
                   max_context=r.int("max_position_embeddings", 0),

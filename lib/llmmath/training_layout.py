@@ -496,6 +496,8 @@ class Layouts(list):
 # ---- predicted: the ceiling, then what frameworks' kernels and overlaps make of it -------------------------------
 
 PRECISIONS = {"bf16": "bf16", "fp8": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}
+
+
 def training_constants() -> dict:
     """``data/training_constants.toml``: FlashAttention's measured share against sequence length (``attention``),
     the data-parallel overlap's exposed share (``overlap``), and what a framework holds besides model state and
@@ -735,8 +737,9 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
        tp_comm_overlap), else exposed;
     4. **the expert all-to-all on the link the rank order gives it**: ``rank_order`` lists the groups innermost
        first (Megatron-Core's default ``"tp-cp-ep-dp-pp"``: with the experts unsplit the expert group is ``ep``
-       adjacent GPUs, and one that fits an NVLink domain stays on NVLink). The ceiling is priced on the same order (:func:`group_links`: every group,
-       data-parallel and pipeline too, on the link its span gives it), so the waterfall starts from the same links.
+       adjacent GPUs, and one that fits an NVLink domain stays on NVLink). The ceiling is priced on the same order
+       (:func:`group_links`: every group, data-parallel and pipeline too, on the link its span gives it), so the
+       waterfall starts from the same links.
 
     Collectives move at the rates the serving step assumes (``data/engine_constants.toml`` [collectives], one
     source for both step models): ring collectives (the data-parallel reduce-scatter and all-gather, the
@@ -837,12 +840,12 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     attn = hw - lin
     lin_share = linear_share(m, c, precision, micro_batch=micro_batch, seq_len=S, tp=tp, cp=cp, ep=ep)
     lin_s = lin / (n * c.flops_per_s(dtype) * lin_share)
-    attn_bwd = 2.0 / 3.0 * (flops("none", S) - flops("none"))         # the backward: twice the forward's A of 3 A
     if flash:
+        attn_bwd = 2.0 / 3.0 * (flops("none", S) - flops("none"))     # the backward: twice the forward's A of 3 A
         attn_s = ((attn - attn_bwd) / attention_share(S / cp) + attn_bwd / attention_share(S / cp, backward=True)) / (
             n * c.flops_per_s("bf16"))
     else:                           # batched GEMMs over the full square, the scores through HBM between them
-        rerun = recompute_share if recompute == "full" else 1.0 if recompute == "selective" else 0.0
+        rerun = 1.0 if recompute == "selective" else recompute_share          # the core's forward run again
         un = unfused_attention_s(m, c, micro_batch=micro_batch, seq_len=S, tp=tp, microbatches=mb,
                                  layers=m.n_attention_layers / pp, forward_passes=1.0 + rerun, dropout=dropout)
         attn_s = un["gemm_s"] + un["hbm_s"]
