@@ -46,3 +46,16 @@ def test_test_rows_are_still_predicted_as_at_entry():
              for k, _, _, p in tl.predicted_vs_measured(keys)
              if not math.isclose(p.tokens_per_s_per_gpu, rows[k]["predicted_at_entry"], rel_tol=0.005)]
     assert not moved, f"test rows whose prediction changed since entry (relabel them validation): {moved}"
+
+
+def test_a_row_priced_on_an_older_attention_kernel_says_where_its_run_chose_it():
+    """attention_kernel moves a row's attention time by up to 1.8x, so it may only be set from the run's own launch
+    configuration: every row that sets it names a kernel predict knows and quotes the environment switch that chose it
+    (NVTE_FUSED_ATTN=0 turns Transformer Engine's cuDNN attention off); a row that set it from its own numbers, or
+    with a misspelt kernel, fails."""
+    rows = {k: e for k, e in tl.measurements().items() if "attention_kernel" in e}
+    assert rows
+    for k, e in rows.items():
+        assert e["attention_kernel"] in tl.ATTENTION_KERNELS, k
+        assert e["attention_kernel"] != "flash2" or "NVTE_FUSED_ATTN" in e["note"], k
+        assert e["chip"].startswith(("h100", "h200")), k        # the bars were measured on an H100

@@ -39,6 +39,29 @@ def test_the_backward_pass_runs_attention_at_a_lower_share_by_hand():
         tl.attention_share(0)
 
 
+def test_the_attention_kernel_picks_its_bars_from_the_same_figures():
+    """FlashAttention-3's figures also carry FlashAttention-2's and cuDNN's bars (causal forward at 4k: 319 and 518
+    TFLOP/s; unmasked forward 368 and 609; backward 310 and 499). Typed here from the figures: a slip that read one
+    kernel's row for another, or kept FlashAttention-3's backward ratio for FlashAttention-2, fails."""
+    assert tl.attention_share(4096, kernel="flash2") == pytest.approx(319 / 989.4)
+    assert tl.attention_share(4096, kernel="cudnn") == pytest.approx(518 / 989.4)
+    assert tl.attention_share(4096, backward=True, kernel="flash2") == pytest.approx(319 * 310 / 368 * 0.8 / 989.4)
+    assert tl.attention_share(16384, backward=True, kernel="cudnn") == pytest.approx(539 * 516 / 595 * 0.8 / 989.4)
+    assert tl.attention_share(4096) == tl.attention_share(4096, kernel="flash3")          # the default
+    # the step: Llama 3.1 8B at 4k (A by hand as above) with flash-attn 2's rates, and nothing else moves
+    f3 = tl.predict("llama-3.1-8b", "h100-sxm", recompute="none", **KW)
+    f2 = tl.predict("llama-3.1-8b", "h100-sxm", recompute="none", attention_kernel="flash2", **KW)
+    A = 4 * 32 * 4096 * 2048 * 64 * 4096
+    fwd, bwd = 319 / 989.4, 319 * 310 / 368 * 0.8 / 989.4
+    assert f2.terms["attention_s"] == pytest.approx((A / fwd + 2 * A / bwd) / (8 * H100_BF16), rel=1e-3)
+    assert f2.terms["linear_s"] == f3.terms["linear_s"] and f2.terms["attention_s"] > 1.7 * f3.terms["attention_s"]
+    assert "FlashAttention-2" in f2.waterfall[1][0] and "FlashAttention-3" in f3.waterfall[1][0]
+    with pytest.raises(ValueError, match="flash3"):
+        tl.predict("llama-3.1-8b", "h100-sxm", attention_kernel="fa2", **KW)
+    with pytest.raises(ValueError, match="kernel"):
+        tl.attention_share(4096, kernel="xformers")
+
+
 def test_fp8_speeds_the_linear_layers_only():
     """FP8 recipes run the linear layers in fp8; attention stays bf16. The linear time shrinks by the ratio of the
     two precisions' achieved rates, 989.4 x 0.745 / (1,978.9 x 0.525) = 0.709, and attention's time not at all (a

@@ -56,7 +56,8 @@ from .units import dtype_bytes
 __all__ = ["TrainingStep", "training_step", "search_layouts", "Layouts", "LLAMA3_405B_LAYOUTS", "predict",
            "TrainingPrediction", "attention_share", "linear_gemms", "linear_share", "training_constants",
            "MEGATRON_RANK_ORDER", "LLAMA3_RANK_ORDER", "group_links", "PRECISIONS", "measurements",
-           "predicted_vs_measured", "SPLITS", "comm_bound_points", "GRAD_DTYPES", "EP_DISPATCH"]
+           "predicted_vs_measured", "SPLITS", "comm_bound_points", "GRAD_DTYPES", "EP_DISPATCH",
+           "ATTENTION_KERNELS"]
 
 #: Llama 3 405B's published pre-training layouts (Llama Team 2024, arXiv:2407.21783, Table 4):
 #: GPUs, TP, CP, PP, DP, sequence length, sequences per DP rank per step, TFLOP/s per GPU, BF16 MFU.
@@ -506,21 +507,35 @@ def training_constants() -> dict:
     return _catalog.load("training_constants.toml")
 
 
-def attention_share(seq_len, backward: bool = False) -> float:
-    """The share of the bf16 peak a causal FlashAttention-3 kernel reaches at ``seq_len`` tokens (head dimension
-    128, H100; :func:`training_constants` ``[attention]``), interpolated in log length and held flat past either end.
+ATTENTION_KERNELS = ("flash3", "cudnn", "flash2")
+KERNEL_NAMES = {"flash3": "FlashAttention-3", "cudnn": "cuDNN", "flash2": "FlashAttention-2"}
 
-    Forward: 0.30 at 512 tokens, 0.59 at 4k, 0.62 at 16k (the paper's causal forward figure). ``backward``: the share
-    of the peak at which the backward pass's FLOPs, counted as the course counts them (twice the forward's), go by:
-    the causal forward's rate times the paper's unmasked backward over its unmasked forward, times 2 / 2.5 (the
-    kernel does 2.5 forwards of work: it recomputes the scores): 0.16 at 512 tokens, 0.40 at 4k, 0.43 at 16k.
 
-    Raises ``ValueError`` for a length that is not a positive number, ``TypeError`` for a non-boolean ``backward``."""
+def attention_share(seq_len, backward: bool = False, kernel: str = "flash3") -> float:
+    """The share of the bf16 peak a causal fused attention kernel reaches at ``seq_len`` tokens (head dimension 128,
+    H100; :func:`training_constants` ``[attention]``), interpolated in log length and held flat past either end.
+
+    ``kernel``: ``"flash3"`` (FlashAttention-3, the default), ``"cudnn"`` (Transformer Engine's FusedAttention, its
+    choice on Hopper since TE 1.2) or ``"flash2"`` (flash-attn 2.x: PyTorch's flash backend, and Transformer Engine
+    where flash-attn is picked on Hopper), each from the same figures of the FlashAttention-3 paper.
+
+    Forward: FlashAttention-3 0.30 of the peak at 512 tokens, 0.59 at 4k, 0.62 at 16k (the paper's causal forward
+    figure); FlashAttention-2 0.19, 0.32, 0.34. ``backward``: the share of the peak at which the backward pass's
+    FLOPs, counted as the course counts them (twice the forward's), go by: the kernel's causal forward rate times its
+    unmasked backward over its unmasked forward, times 2 / 2.5 (the kernel does 2.5 forwards of work: it recomputes
+    the scores): FlashAttention-3 0.16 at 512 tokens, 0.40 at 4k, 0.43 at 16k.
+
+    Raises ``ValueError`` for a length that is not a positive number or an unknown ``kernel``, ``TypeError`` for a
+    non-boolean ``backward``."""
+    if kernel not in ATTENTION_KERNELS:
+        raise ValueError(f"kernel must be one of {ATTENTION_KERNELS} (FlashAttention-3, cuDNN's fused attention, "
+                         f"FlashAttention-2), got {kernel!r}")
     a = training_constants()["attention"]
-    share = np.asarray(a["tflops"], dtype=float) / a["peak_tflops"]
+    bars = a if kernel == "flash3" else a[kernel]
+    share = np.asarray(bars["tflops"], dtype=float) / a["peak_tflops"]
     if flag("backward", backward):
-        share = share * (np.asarray(a["backward_tflops"], dtype=float) / np.asarray(a["forward_no_mask_tflops"])
-                         * 2.0 / a["backward_flops_per_forward"])
+        share = share * (np.asarray(bars["backward_tflops"], dtype=float)
+                         / np.asarray(bars["forward_no_mask_tflops"]) * 2.0 / a["backward_flops_per_forward"])
     length = float(positive("seq_len", scalar("seq_len", seq_len)))
     return float(np.interp(np.log2(length), np.log2(a["seq_len"]), share))
 
@@ -718,15 +733,16 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
             dropout: bool = False, recompute_layers: int | None = None,
             grad_dtype: str = "fp32", ep_overlap: bool = False,
             ep_dispatch: str = "per_expert", flash_attention: bool = True,
-            sequence_parallel: bool = True) -> TrainingPrediction:
+            sequence_parallel: bool = True, attention_kernel: str = "flash3") -> TrainingPrediction:
     """What a training framework (Megatron-Core, NeMo; FSDP) measures for one step: :func:`training_step`'s
     ceiling, then one term at a time (each a measured rate with its source, none fitted to a training run):
 
     1. **kernels at their measured shares**: the linear layers at ``precision`` (``fp8``/``mxfp8`` run the linear
        layers only in fp8, ``nvfp4`` in fp4), each GEMM at the share of that peak TensorRT-LLM's GEMMs reach at its
        shape on the chip (:func:`linear_share`: the layer's slice under tensor parallelism, a routed expert's rows),
-       attention at bf16 at FlashAttention-3's measured shares for the sequence a GPU holds, forward and backward
-       apart (:func:`attention_share`), or with ``flash_attention=False`` unfused, as frameworks ran it before
+       attention at bf16 at its kernel's measured shares for the sequence a GPU holds, forward and backward apart
+       (:func:`attention_share`: ``attention_kernel`` FlashAttention-3 by default, ``"cudnn"`` or ``"flash2"`` for
+       a run that says it ran those), or with ``flash_attention=False`` unfused, as frameworks ran it before
        FlashAttention (:func:`unfused_attention_s`: two forward and four backward batched GEMMs a head over the full
        square, the ``s x s`` scores through HBM, and kept in memory unless recomputed; softmax-attention models
        only), the pipeline bubble with it;
@@ -791,8 +807,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
 
     Raises:
         ValueError: an unknown ``precision`` (allowed: bf16, fp8, mxfp8, nvfp4), ``grad_dtype`` (fp32, bf16),
-            ``ep_dispatch`` (per_expert, per_node) or ``rank_order``; ``cp`` > 1 with ``flash_attention=False``; and
-            what :func:`training_step` refuses.
+            ``ep_dispatch`` (per_expert, per_node), ``rank_order`` or ``attention_kernel`` (flash3, cudnn, flash2);
+            ``cp`` > 1 with ``flash_attention=False``; and what :func:`training_step` refuses.
         TypeError: an ``ep_overlap``, ``flash_attention`` or ``sequence_parallel`` that is not True or False.
         KeyError: unknown model or chip.
     """
@@ -807,6 +823,10 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         raise ValueError(f"rank_order must name tp, cp, ep, dp and pp once each, innermost first (Megatron-Core's "
                          f"default {MEGATRON_RANK_ORDER!r}), got {rank_order!r}")
     flash = flag("flash_attention", flash_attention)
+    if attention_kernel not in ATTENTION_KERNELS:
+        raise ValueError(f"attention_kernel must be one of {ATTENTION_KERNELS} (FlashAttention-3, cuDNN's fused "
+                         f"attention, FlashAttention-2; flash_attention=False prices it unfused), got "
+                         f"{attention_kernel!r}")
     if not flash and positive_int("cp", cp) > 1:
         raise ValueError(f"cp={cp!r} needs flash_attention=True: context parallelism passes key and value blocks "
                          f"through a fused (FlashAttention-style) kernel; unfused attention runs with cp=1 only")
@@ -842,8 +862,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     lin_s = lin / (n * c.flops_per_s(dtype) * lin_share)
     if flash:
         attn_bwd = 2.0 / 3.0 * (flops("none", S) - flops("none"))     # the backward: twice the forward's A of 3 A
-        attn_s = ((attn - attn_bwd) / attention_share(S / cp) + attn_bwd / attention_share(S / cp, backward=True)) / (
-            n * c.flops_per_s("bf16"))
+        share = lambda backward: attention_share(S / cp, backward, attention_kernel)  # noqa: E731
+        attn_s = ((attn - attn_bwd) / share(False) + attn_bwd / share(True)) / (n * c.flops_per_s("bf16"))
     else:                           # batched GEMMs over the full square, the scores through HBM between them
         rerun = 1.0 if recompute == "selective" else recompute_share          # the core's forward run again
         un = unfused_attention_s(m, c, micro_batch=micro_batch, seq_len=S, tp=tp, microbatches=mb,
@@ -857,8 +877,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     total = lambda: compute_s + bubble_s + sum(exposed.values())  # noqa: E731
     exposed["cp"] = max(0.0, ceil.comm_s["cp"] - attn_s)
     fall.append((f"linear layers at their shapes' measured share ({lin_share:.2f} of the {precision} peak), "
-                 + ("attention at FlashAttention's" if flash else "attention unfused (batched GEMMs, its s x s scores "
-                    "through HBM)"), total()))
+                 + (f"attention at {KERNEL_NAMES[attention_kernel]}'s" if flash
+                    else "attention unfused (batched GEMMs, its s x s scores through HBM)"), total()))
     # the kernels that are neither matmuls nor attention (norms, RoPE, residual adds, activations, MoE permutes,
     # the loss, fp8 casts) stream their bytes at the sustained HBM rate, between the GEMMs: they add
     from .predict import sustained
@@ -976,6 +996,7 @@ def _row_args(e: dict) -> dict:
                 tp_overlap=flag("tp_overlap", e.get("tp_overlap", True)),
                 flash_attention=flag("flash_attention", e.get("flash_attention", True)),
                 sequence_parallel=flag("sequence_parallel", e.get("sequence_parallel", True)),
+                attention_kernel=e.get("attention_kernel", "flash3"),
                 ep_overlap=flag("ep_overlap", e.get("ep_overlap", False)),
                 ep_dispatch=e.get("ep_dispatch", "per_expert"))
 

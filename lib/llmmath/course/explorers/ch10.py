@@ -145,7 +145,7 @@ def _setup_prediction(fig):
 
 
 def _draw_prediction(fig, model, chip, gpus, seq_len, global_batch, tp, cp, pp, ep, micro_batch,
-                     precision, schedule, chunks, recompute, fsdp, ep_overlap, grad_dtype, flash_attention):
+                     precision, schedule, chunks, recompute, fsdp, ep_overlap, grad_dtype, attention):
     from ... import hardware, training_layout
 
     a0, a1 = fig.axes
@@ -155,7 +155,8 @@ def _draw_prediction(fig, model, chip, gpus, seq_len, global_batch, tp, cp, pp, 
     p = training_layout.predict(model, chip, global_batch=seqs, seq_len=seq_len, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep,
                                 micro_batch=micro_batch, precision=precision, recompute=recompute,
                                 schedule=schedule, chunks=int(chunks) if schedule == "interleaved" else 1, fsdp=fsdp,
-                                ep_overlap=ep_overlap, grad_dtype=grad_dtype, flash_attention=flash_attention)
+                                ep_overlap=ep_overlap, grad_dtype=grad_dtype, flash_attention=attention != "unfused",
+                                attention_kernel="flash3" if attention == "unfused" else attention)
     ceiling_s = p.waterfall[0][1]
     artists = []
     for i, (name, t) in enumerate(p.waterfall):
@@ -184,8 +185,10 @@ def training_prediction_explorer(model: str = "llama-3.1-70b", chip: str = "h100
     term of its waterfall as a share of the roofline ceiling's, and the busiest GPU's memory by kind against HBM.
     The defaults are NVIDIA's Megatron-Bridge layout for Llama 3 70B on 64 H100s in fp8 (TP4 PP8, interleaved with
     five chunks a GPU, 128 sequences of 8,192 tokens a step, bf16 gradients). A batch that does not split into whole
-    micro-batches on every data-parallel replica is rounded up. Unticking FlashAttention prices attention as
-    frameworks ran it before it (:func:`llmmath.training_layout.unfused_attention_s`; context parallelism needs it)."""
+    micro-batches on every data-parallel replica is rounded up. The attention menu picks the fused kernel's measured
+    rates (FlashAttention-3, cuDNN's of 2024, FlashAttention-2: :func:`llmmath.training_layout.attention_share`) or
+    prices attention as frameworks ran it before FlashAttention (unfused:
+    :func:`llmmath.training_layout.unfused_attention_s`; context parallelism needs a fused kernel)."""
     import ipywidgets as W
 
     return explorer(_setup_prediction, _draw_prediction, {
@@ -195,7 +198,7 @@ def training_prediction_explorer(model: str = "llama-3.1-70b", chip: str = "h100
         "chip": W.Dropdown(options=["a100-80gb", "h100-sxm", "h200", "b200", "gb200"], value=chip,
                            description="chip"),
         "gpus": W.Dropdown(options=[2**k for k in range(3, 15)], value=gpus, description="GPUs"),
-        "seq_len": W.Dropdown(options=[2048, 4096, 8192, 32768], value=seq_len, description="sequence"),
+        "seq_len": W.Dropdown(options=[2048, 4096, 8192, 32768, 131072], value=seq_len, description="sequence"),
         "global_batch": W.Dropdown(options=[32, 64, 128, 256, 512, 1024, 2048, 4096], value=128,
                                    description="batch (seqs)"),
         "tp": W.Dropdown(options=[1, 2, 4, 8], value=tp, description="TP (+SP)"),
@@ -212,7 +215,9 @@ def training_prediction_explorer(model: str = "llama-3.1-70b", chip: str = "h100
         "fsdp": W.Checkbox(value=False, description="FSDP"),
         "ep_overlap": W.Checkbox(value=False, description="all-to-all overlap"),
         "grad_dtype": W.Dropdown(options=["fp32", "bf16"], value=grad_dtype, description="gradients"),
-        "flash_attention": W.Checkbox(value=True, description="FlashAttention"),
+        "attention": W.Dropdown(options=[("FlashAttention-3", "flash3"), ("cuDNN (2024)", "cudnn"),
+                                         ("FlashAttention-2", "flash2"), ("unfused", "unfused")], value="flash3",
+                                description="attention"),
     }, ncols=2, width=4.6, height=3.0)
 
 
