@@ -441,8 +441,11 @@ def test_training_prediction_explorer_answers_every_control_and_matches_predict(
     before = ex.image.value
     for name, control in ex.controls.items():
         options = getattr(control, "options", None)
-        last = options[-1] if options else None                     # a labelled option is (label, value)
-        control.value = (last[1] if isinstance(last, tuple) else last) if options else (not control.value)
+        if options:
+            last = options[-1]                                      # a labelled option is (label, value)
+            control.value = last[1] if isinstance(last, tuple) else last
+        else:
+            control.value = not control.value
         assert ex.text.value and "Traceback" not in ex.text.value, name
     assert ex.image.value != before
     fa = explorers.training_prediction_explorer(model="nemo-gpt3-5b", chip="a100-80gb", gpus=8, seq_len=2048,
@@ -451,10 +454,13 @@ def test_training_prediction_explorer_answers_every_control_and_matches_predict(
                     recompute="none", flash_attention=False, grad_dtype="bf16")
     fa.controls["attention"].value = "unfused"                      # the menu prices attention unfused
     assert f"{un.tokens_per_s_per_gpu:,.0f} tokens/s per GPU" in fa.text.value
-    f2 = TL.predict("nemo-gpt3-5b", "a100-80gb", global_batch=128, seq_len=2048, tp=1, pp=1, dp=8,
+    fa.controls["attention"].value = "flash2"                       # an H100's bars: refused on an A100, in words
+    assert "Hopper" in fa.text.value and "Traceback" not in fa.text.value
+    f2 = TL.predict("nemo-gpt3-5b", "h100-sxm", global_batch=128, seq_len=2048, tp=1, pp=1, dp=8,
                     recompute="none", attention_kernel="flash2", grad_dtype="bf16")
-    fa.controls["attention"].value = "flash2"                       # or at FlashAttention-2's rates
+    fa.controls["chip"].value = "h100-sxm"                          # and priced at flash-attn 2's rates on an H100
     assert f"{f2.tokens_per_s_per_gpu:,.0f} tokens/s per GPU" in fa.text.value
+    fa.controls["chip"].value = "a100-80gb"
     fa.controls["attention"].value = "unfused"
     fa.controls["cp"].value = 2                                     # and refuses context parallelism, in words
     assert "flash_attention" in fa.text.value and "Traceback" not in fa.text.value

@@ -60,6 +60,13 @@ def test_the_attention_kernel_picks_its_bars_from_the_same_figures():
         tl.predict("llama-3.1-8b", "h100-sxm", attention_kernel="fa2", **KW)
     with pytest.raises(ValueError, match="kernel"):
         tl.attention_share(4096, kernel="xformers")
+    # the bars are an H100's: another chip, or the unfused path, refuses a kernel rather than mispricing it
+    with pytest.raises(ValueError, match="Hopper"):
+        tl.predict("llama-3.1-8b", "a100-80gb", attention_kernel="flash2", **KW)
+    with pytest.raises(ValueError, match="flash_attention=False"):
+        tl.predict("llama-3.1-8b", "h100-sxm", attention_kernel="cudnn", flash_attention=False, **KW)
+    h200 = tl.predict("llama-3.1-8b", "h200", attention_kernel="flash2", **KW)       # a Hopper GPU takes them
+    assert "FlashAttention-2" in h200.waterfall[1][0]
 
 
 def test_fp8_speeds_the_linear_layers_only():

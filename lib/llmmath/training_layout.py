@@ -507,23 +507,29 @@ def training_constants() -> dict:
     return _catalog.load("training_constants.toml")
 
 
+#: Fused attention kernels :func:`predict` prices (``attention_kernel``): FlashAttention-3 (the default), cuDNN's fused
+#: attention of mid-2024 and flash-attn 2, each at its bars in the FlashAttention-3 paper's H100 figures.
 ATTENTION_KERNELS = ("flash3", "cudnn", "flash2")
-KERNEL_NAMES = {"flash3": "FlashAttention-3", "cudnn": "cuDNN", "flash2": "FlashAttention-2"}
+_KERNEL_NAMES = {"flash3": "FlashAttention-3", "cudnn": "cuDNN", "flash2": "FlashAttention-2"}
 
 
 def attention_share(seq_len, backward: bool = False, kernel: str = "flash3") -> float:
-    """The share of the bf16 peak a causal fused attention kernel reaches at ``seq_len`` tokens (head dimension 128,
-    H100; :func:`training_constants` ``[attention]``), interpolated in log length and held flat past either end.
+    """The share (dimensionless, of the dense bf16 peak) a causal fused attention kernel reaches when a GPU holds
+    ``seq_len`` tokens of a sequence (a scalar; under context parallelism the sequence over ``cp``), head dimension
+    128, on an H100 (:func:`training_constants` ``[attention]``), interpolated in log length and held flat past
+    either end of the figures' 512 to 16k tokens.
 
-    ``kernel``: ``"flash3"`` (FlashAttention-3, the default), ``"cudnn"`` (Transformer Engine's FusedAttention, its
-    choice on Hopper since TE 1.2) or ``"flash2"`` (flash-attn 2.x: PyTorch's flash backend, and Transformer Engine
-    where flash-attn is picked on Hopper), each from the same figures of the FlashAttention-3 paper.
+    ``kernel``: ``"flash3"`` (FlashAttention-3, the default, standing for today's fused kernels), ``"cudnn"``
+    (Transformer Engine's FusedAttention, its choice on Hopper since TE 1.2, as the paper timed it in mid-2024) or
+    ``"flash2"`` (flash-attn 2.x: PyTorch's flash backend, and Transformer Engine where flash-attn is picked on
+    Hopper), each from the same figures of the FlashAttention-3 paper, which were measured on an H100 only.
 
-    Forward: FlashAttention-3 0.30 of the peak at 512 tokens, 0.59 at 4k, 0.62 at 16k (the paper's causal forward
-    figure); FlashAttention-2 0.19, 0.32, 0.34. ``backward``: the share of the peak at which the backward pass's
-    FLOPs, counted as the course counts them (twice the forward's), go by: the kernel's causal forward rate times its
-    unmasked backward over its unmasked forward, times 2 / 2.5 (the kernel does 2.5 forwards of work: it recomputes
-    the scores): FlashAttention-3 0.16 at 512 tokens, 0.40 at 4k, 0.43 at 16k.
+    Forward at 512 tokens, 4k and 16k: FlashAttention-3 0.30, 0.59, 0.62 of the peak; cuDNN 0.32, 0.52, 0.54;
+    flash-attn 2 0.19, 0.32, 0.34 (the causal forward figure). ``backward``: the share of the peak at which the
+    backward pass's FLOPs, counted as the course counts them (twice the forward's), go by: the kernel's causal
+    forward rate times its unmasked backward over its unmasked forward, times 2 / 2.5 (the kernel does 2.5 forwards
+    of work: it recomputes the scores): FlashAttention-3 0.16, 0.40, 0.43; cuDNN 0.16, 0.34, 0.38; flash-attn 2 0.11,
+    0.22, 0.24.
 
     Raises ``ValueError`` for a length that is not a positive number or an unknown ``kernel``, ``TypeError`` for a
     non-boolean ``backward``."""
@@ -742,7 +748,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
        shape on the chip (:func:`linear_share`: the layer's slice under tensor parallelism, a routed expert's rows),
        attention at bf16 at its kernel's measured shares for the sequence a GPU holds, forward and backward apart
        (:func:`attention_share`: ``attention_kernel`` FlashAttention-3 by default, ``"cudnn"`` or ``"flash2"`` for
-       a run that says it ran those), or with ``flash_attention=False`` unfused, as frameworks ran it before
+       a run on a Hopper GPU that says it ran those; other chips take the default's shares), or with ``flash_attention=False`` unfused, as frameworks ran it before
        FlashAttention (:func:`unfused_attention_s`: two forward and four backward batched GEMMs a head over the full
        square, the ``s x s`` scores through HBM, and kept in memory unless recomputed; softmax-attention models
        only), the pipeline bubble with it;
@@ -808,7 +814,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     Raises:
         ValueError: an unknown ``precision`` (allowed: bf16, fp8, mxfp8, nvfp4), ``grad_dtype`` (fp32, bf16),
             ``ep_dispatch`` (per_expert, per_node), ``rank_order`` or ``attention_kernel`` (flash3, cudnn, flash2);
-            ``cp`` > 1 with ``flash_attention=False``; and what :func:`training_step` refuses.
+            ``attention_kernel`` other than the default with ``flash_attention=False`` or on a chip that is not a
+            Hopper GPU; ``cp`` > 1 with ``flash_attention=False``; and what :func:`training_step` refuses.
         TypeError: an ``ep_overlap``, ``flash_attention`` or ``sequence_parallel`` that is not True or False.
         KeyError: unknown model or chip.
     """
@@ -827,6 +834,15 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         raise ValueError(f"attention_kernel must be one of {ATTENTION_KERNELS} (FlashAttention-3, cuDNN's fused "
                          f"attention, FlashAttention-2; flash_attention=False prices it unfused), got "
                          f"{attention_kernel!r}")
+    if attention_kernel != "flash3":
+        if not flash:
+            raise ValueError(f"attention_kernel={attention_kernel!r} names a fused kernel, but flash_attention=False "
+                             f"prices attention unfused: give one or the other")
+        if hardware.get(chip).generation != "Hopper":
+            raise ValueError(f"attention_kernel={attention_kernel!r}: the kernels' own bars were measured on an H100 "
+                             f"(FlashAttention-3 paper) and apply to Hopper GPUs; {chip} is "
+                             f"{hardware.get(chip).generation}, where the default's shares stand in for its fused "
+                             f"kernel (on an A100, flash-attn 2's home, about what it reaches)")
     if not flash and positive_int("cp", cp) > 1:
         raise ValueError(f"cp={cp!r} needs flash_attention=True: context parallelism passes key and value blocks "
                          f"through a fused (FlashAttention-style) kernel; unfused attention runs with cp=1 only")
@@ -877,7 +893,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     total = lambda: compute_s + bubble_s + sum(exposed.values())  # noqa: E731
     exposed["cp"] = max(0.0, ceil.comm_s["cp"] - attn_s)
     fall.append((f"linear layers at their shapes' measured share ({lin_share:.2f} of the {precision} peak), "
-                 + (f"attention at {KERNEL_NAMES[attention_kernel]}'s" if flash
+                 + (f"attention at {_KERNEL_NAMES[attention_kernel]}'s" if flash
                     else "attention unfused (batched GEMMs, its s x s scores through HBM)"), total()))
     # the kernels that are neither matmuls nor attention (norms, RoPE, residual adds, activations, MoE permutes,
     # the loss, fp8 casts) stream their bytes at the sustained HBM rate, between the GEMMs: they add
@@ -971,7 +987,8 @@ SPLITS = ("calibration", "validation", "test")
 
 def measurements() -> dict:
     """Published, measured training throughput (``data/training_measurements.toml``), by key: model, chip, GPUs, the
-    layout as run (tp, pp, cp, ep, vp, micro_batch, global_batch, seq_len, precision, recompute, fsdp), the measured
+    layout as run (tp, pp, cp, ep, vp, micro_batch, global_batch, seq_len, precision, recompute, fsdp, and where the
+    run set them dropout, tp_overlap, flash_attention, sequence_parallel, attention_kernel), the measured
     tokens/s per GPU, source, quote and ``split`` (:data:`SPLITS`; test rows carry ``predicted_at_entry``)."""
     from . import _catalog
     return dict(_catalog.load("training_measurements.toml")["runs"])
@@ -980,7 +997,8 @@ def measurements() -> dict:
 def _row_args(e: dict) -> dict:
     """A ledger row's layout as :func:`predict`'s arguments (dp: the GPUs left after tp x cp x pp; a row without
     ``dropout`` ran none, one without ``tp_overlap`` overlapped its tensor-parallel communication as NeMo's
-    recipes do, one without ``flash_attention`` or ``sequence_parallel`` ran them)."""
+    recipes do, one without ``flash_attention`` or ``sequence_parallel`` ran them, one without ``attention_kernel`` is
+    priced at FlashAttention-3's rates)."""
     tp, cp, pp = int(e.get("tp", 1)), int(e.get("cp", 1)), int(e.get("pp", 1))
     vp = int(e.get("vp", 1) or 1)
     rc = str(e.get("recompute", "none")).lower()

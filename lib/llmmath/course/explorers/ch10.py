@@ -186,9 +186,11 @@ def training_prediction_explorer(model: str = "llama-3.1-70b", chip: str = "h100
     The defaults are NVIDIA's Megatron-Bridge layout for Llama 3 70B on 64 H100s in fp8 (TP4 PP8, interleaved with
     five chunks a GPU, 128 sequences of 8,192 tokens a step, bf16 gradients). A batch that does not split into whole
     micro-batches on every data-parallel replica is rounded up. The attention menu picks the fused kernel's measured
-    rates (FlashAttention-3, cuDNN's of 2024, FlashAttention-2: :func:`llmmath.training_layout.attention_share`) or
-    prices attention as frameworks ran it before FlashAttention (unfused:
-    :func:`llmmath.training_layout.unfused_attention_s`; context parallelism needs a fused kernel)."""
+    rates (FlashAttention-3, cuDNN's of 2024, FlashAttention-2: :func:`llmmath.training_layout.attention_share`;
+    the last two were measured on an H100 and are refused, in words, on other chips) or prices attention as
+    frameworks ran it before FlashAttention (unfused: :func:`llmmath.training_layout.unfused_attention_s`; context
+    parallelism needs a fused kernel). A step bound by exposed communication barely moves with the kernel. The
+    sequence menu reaches 131,072 tokens, where attention is most of a step."""
     import ipywidgets as W
 
     return explorer(_setup_prediction, _draw_prediction, {
