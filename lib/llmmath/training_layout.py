@@ -748,10 +748,10 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
        shape on the chip (:func:`linear_share`: the layer's slice under tensor parallelism, a routed expert's rows),
        attention at bf16 at its kernel's measured shares for the sequence a GPU holds, forward and backward apart
        (:func:`attention_share`: ``attention_kernel`` FlashAttention-3 by default, ``"cudnn"`` or ``"flash2"`` for
-       a run on a Hopper GPU that says it ran those; other chips take the default's shares), or with ``flash_attention=False`` unfused, as frameworks ran it before
-       FlashAttention (:func:`unfused_attention_s`: two forward and four backward batched GEMMs a head over the full
-       square, the ``s x s`` scores through HBM, and kept in memory unless recomputed; softmax-attention models
-       only), the pipeline bubble with it;
+       a run on a Hopper GPU that says it ran those; other chips take the default's shares), or with
+       ``flash_attention=False`` unfused, as frameworks ran it before FlashAttention (:func:`unfused_attention_s`:
+       two forward and four backward batched GEMMs a head over the full square, the ``s x s`` scores through HBM,
+       and kept in memory unless recomputed; softmax-attention models only), the pipeline bubble with it;
     2. **data-parallel sync as frameworks overlap it**: the gradient reduce-scatter behind the backward pass and the
        parameter all-gather behind the next forward (Megatron's distributed optimizer), a bucket's worth exposed;
        with ``fsdp`` (ZeRO-3) the weights gathered for each micro-batch's forward and again for its backward;
@@ -838,11 +838,12 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         if not flash:
             raise ValueError(f"attention_kernel={attention_kernel!r} names a fused kernel, but flash_attention=False "
                              f"prices attention unfused: give one or the other")
-        if hardware.get(chip).generation != "Hopper":
+        gpu = hardware.get(chip)
+        if gpu.generation != "Hopper":
             raise ValueError(f"attention_kernel={attention_kernel!r}: the kernels' own bars were measured on an H100 "
-                             f"(FlashAttention-3 paper) and apply to Hopper GPUs; {chip} is "
-                             f"{hardware.get(chip).generation}, where the default's shares stand in for its fused "
-                             f"kernel (on an A100, flash-attn 2's home, about what it reaches)")
+                             f"(FlashAttention-3 paper) and apply to Hopper GPUs; {gpu.key} is {gpu.generation}, "
+                             f"where the default's shares stand in for its fused kernel (on an A100, flash-attn 2's "
+                             f"home, about what it reaches)")
     if not flash and positive_int("cp", cp) > 1:
         raise ValueError(f"cp={cp!r} needs flash_attention=True: context parallelism passes key and value blocks "
                          f"through a fused (FlashAttention-style) kernel; unfused attention runs with cp=1 only")
