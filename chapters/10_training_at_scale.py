@@ -897,7 +897,7 @@ assert 0.5 < fa2_over_fa3.min() and fa2_over_fa3.max() < 0.7        # a little o
 # table (Llama 2 7B in fp8, 4k to 1M tokens with context parallelism, NeMo
 # 24.03.01) was a test round; as sequences grew, attention's share of the
 # step grew and so did the prediction's lead over the measured rate. The
-# same rows priced both ways:
+# plot below prices the same rows both ways.
 
 # %% slideshow={"slide_type": "subslide"}
 kernel_rows = {k: e for k, e in ledger_t.items() if e.get("attention_kernel") == "flash2"
@@ -907,7 +907,7 @@ as_fa3 = {k: TL.predict(e["model"], e["chip"], **{**TL._row_args(e), "attention_
 ratio_fa2 = {r["key"]: r["predicted"] / r["measured"] for r in res if r["key"] in kernel_rows}
 ratio_fa3 = {k: p.tokens_per_s_per_gpu / kernel_rows[k]["measured_tokens_per_s_per_gpu"] for k, p in as_fa3.items()}
 long_rows = sorted((k for k in kernel_rows if k.startswith("nemo240301-")), key=lambda k: ledger_t[k]["seq_len"])
-fig, ax = plots.new_axes(width=5.2, height=3.2)
+fig, ax = plots.new_axes(width=6.0, height=3.2)
 lengths = [ledger_t[k]["seq_len"] for k in long_rows]
 for xs, label, style in ((ratio_fa3, "priced at FlashAttention-3's rates", "o--"),
                          (ratio_fa2, "at flash-attn 2's, as its launcher ran it", "s-")):
@@ -918,17 +918,16 @@ ax.set_ylabel("predicted / measured")
 ax.legend(fontsize=8); ax.grid(True, alpha=0.3)
 plt.show()
 attn_part = {k: as_fa3[k].terms["attention_s"] / as_fa3[k].terms["compute_s"] for k in (long_rows[0], long_rows[-1])}
-print(f"attention's share of the compute, FlashAttention-3's rates: {attn_part[long_rows[0]]:.0%} at "
-      f"{lengths[0]:,} tokens, {attn_part[long_rows[-1]]:.0%} at {lengths[-1]:,}")
-for name, xs in (("at FlashAttention-3's rates", ratio_fa3), ("at flash-attn 2's", ratio_fa2)):
+print(f"attention's share of the compute: {attn_part[long_rows[0]]:.0%} at {lengths[0]:,} tokens, "
+      f"{attn_part[long_rows[-1]]:.0%} at {lengths[-1]:,}")
+for name, xs in (("FlashAttention-3's rates", ratio_fa3), ("flash-attn 2's", ratio_fa2)):
     v = np.array([xs[k] for k in long_rows])
-    print(f"{name:<28}: long-sequence table {v.min():.2f} to {v.max():.2f} times the measured rate "
-          f"(1M tokens over 4k: {v[-1] / v[0]:.2f})")
+    print(f"at {name:<24}: {v.min():.2f} to {v.max():.2f} x measured (1M over 4k: {v[-1] / v[0]:.2f})")
 others = [k for k in kernel_rows if k not in long_rows]
 closer = sum(abs(ratio_fa2[k] - 1) < abs(ratio_fa3[k] - 1) for k in others)
-print(f"the other {len(others)} runs with cuDNN's attention off (NeMo 24.07's table, DGX Cloud's GPT-3 175B): median "
+print(f"the other {len(others)} runs with the switch (NeMo 24.07, DGX Cloud's GPT-3 175B): median "
       f"{np.median([ratio_fa3[k] for k in others]):.2f} -> {np.median([ratio_fa2[k] for k in others]):.2f}, "
-      f"{closer} of {len(others)} closer to measured")
+      f"{closer} of {len(others)} closer")
 drift3 = ratio_fa3[long_rows[-1]] / ratio_fa3[long_rows[0]]
 drift2 = ratio_fa2[long_rows[-1]] / ratio_fa2[long_rows[0]]
 assert attn_part[long_rows[-1]] > 0.9                   # attention is almost all of a step at a million tokens
