@@ -527,8 +527,10 @@ explorers.training_prediction_explorer()
 # could source (the count is printed below): NVIDIA's NeMo and Megatron-Bridge
 # performance tables release by release (Llama, GPT-3, Mixtral, DeepSeek-V3,
 # Qwen3, gpt-oss and Kimi K2 on H100 to GB300, bf16 to nvfp4), NeMo
-# AutoModel's, Google's MaxText tables on TPU v5p and v6e, and the Llama 3 and
-# DeepSeek-V3 reports, 8 to 16,384 chips. Rows in view while the predictor
+# AutoModel's, Google's MaxText tables on TPU v5p and v6e, the Llama 3 and
+# DeepSeek-V3 reports, NVIDIA's A100 tables of 2022-23 and the OPT, MT-NLG and
+# GPT-NeoX papers, IBM's PyTorch-FSDP runs, SmolLM3's, and AMD's MI325X and
+# MI355X rows, 8 to 16,384 chips. Rows in view while the predictor
 # took its form, or on which a later change was judged, are validation rows.
 # The others are test rows, entered in **rounds**: after a change to the
 # model, a search takes every row of the sources it opens, before any
@@ -806,8 +808,8 @@ assert later_faster >= 0.75 * runs_seen     # and most runs seen in three releas
 # tensor-parallel rank ran the norms and residual adds on the whole sequence
 # (`sequence_parallel=False`; pick "unfused" in the waterfall explorer's
 # attention menu above, on the 5B GPT or GPT-3 175B and an A100, to see one
-# step priced both ways). Priced that way, the same rows, now validation because they were
-# judged on:
+# step priced both ways). Priced that way, the same rows, now validation
+# because they were judged on:
 
 # %%
 a100 = [(k, e) for k, e in ledger_t.items() if e.get("flash_attention") is False and e["split"] == "validation"]
@@ -833,8 +835,8 @@ assert np.median(list(now.values())) < np.median(list(at_entry.values())) - 0.2 
 # What the last changes did, and where memory stands:
 #
 # * **The round's first four changes, each from a source, each judged on
-#   the test rows it moved.** (1) Measured GEMM tables for the A100, B300 and GB300, where a
-#   vendor's assumed share had stood. (2) Every GEMM at its own shape's
+#   the test rows it moved.** (1) Measured GEMM tables for the A100, B300
+#   and GB300, where a vendor's assumed share had stood. (2) Every GEMM at its own shape's
 #   measured share: a GPU's slice of a layer under tensor parallelism, the
 #   routed experts as one grouped GEMM of a GPU's local experts, the weight
 #   gradient's transposed shape; large dense layers barely move, narrow
