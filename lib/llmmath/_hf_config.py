@@ -494,9 +494,8 @@ def _default_name(cfg: dict, where: str, mt: str) -> str:
 
 def _sliding(r: _Reader, mt: str, kw: dict) -> None:
     """Windowed layers: gpt-oss's ``layer_types``, Mistral's window on every layer, Qwen's opt-in window."""
-    if mt in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"):   # layer_types: linear or full (_gated_deltanet)
-        return
-    if mt == "gpt_neox":                                            # GPT-NeoX attends over the whole context
+    # Qwen3-Next/3.5's layer_types say linear or full (_gated_deltanet); GPT-NeoX attends over the whole context
+    if mt in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "gpt_neox"):
         return
     window = r.get("sliding_window")
     types = r.get("layer_types")
