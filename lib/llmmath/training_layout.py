@@ -989,8 +989,9 @@ SPLITS = ("calibration", "validation", "test")
 def measurements() -> dict:
     """Published, measured training throughput (``data/training_measurements.toml``), by key: model, chip, GPUs, the
     layout as run (tp, pp, cp, ep, vp, micro_batch, global_batch, seq_len, precision, recompute, fsdp, and where the
-    run set them dropout, tp_overlap, flash_attention, sequence_parallel, attention_kernel), the measured
-    tokens/s per GPU, source, quote and ``split`` (:data:`SPLITS`; test rows carry ``predicted_at_entry``)."""
+    run set them dropout, tp_overlap, flash_attention, sequence_parallel, attention_kernel, ep_overlap), the measured
+    tokens/s per GPU (and where published the peak allocated memory, ``measured_peak_allocated_gib``), source, quote
+    and ``split`` (:data:`SPLITS`; test rows carry ``predicted_at_entry``)."""
     from . import _catalog
     return dict(_catalog.load("training_measurements.toml")["runs"])
 
@@ -1027,6 +1028,33 @@ def predicted_vs_measured(keys=None) -> list:
     return [(k, e.get("split", "validation"), float(e["measured_tokens_per_s_per_gpu"]),
              predict(e["model"], e["chip"], **_row_args(e)))
             for k, e in _catalog.select(measurements(), keys, "training measurement", "training_measurements.toml")]
+
+
+def memory_vs_published(keys=None) -> list:
+    """``[(key, split, published peak allocated bytes, predicted allocated bytes, TrainingPrediction)]`` for every
+    ledger row that publishes its run's peak allocated memory (``measured_peak_allocated_gib``: PyTorch's
+    ``torch.cuda.max_memory_allocated`` on the busiest GPU reported, in GiB), or those of them in ``keys``.
+
+    The prediction is :func:`predict`'s busiest GPU less its framework reserve: the CUDA context, NCCL's buffers and
+    the caching allocator's spare blocks are memory the GPU holds but the allocator's peak does not count (PyTorch's
+    ``max_memory_reserved`` and ``nvidia-smi`` would). Rows without a published peak are left out.
+
+    Raises ``KeyError`` naming an unknown key, ``ValueError`` for a key whose row publishes no peak."""
+    from . import _catalog
+    rows = dict(_catalog.select(measurements(), keys, "training measurement", "training_measurements.toml"))
+    if keys is not None:
+        bare = sorted(k for k, e in rows.items() if "measured_peak_allocated_gib" not in e)
+        if bare:
+            raise ValueError(f"no published peak allocated memory on {bare}: memory_vs_published takes rows with "
+                             f"measured_peak_allocated_gib")
+    out = []
+    for k, e in rows.items():
+        if "measured_peak_allocated_gib" not in e:
+            continue
+        p = predict(e["model"], e["chip"], **_row_args(e))
+        allocated = float(sum(p.memory_bytes.values())) - p.memory_bytes.get("framework reserve", 0.0)
+        out.append((k, e.get("split", "validation"), float(e["measured_peak_allocated_gib"]) * 2**30, allocated, p))
+    return out
 
 
 # ---- where each parallelism turns communication-bound (closed forms) --------------------------------------------
