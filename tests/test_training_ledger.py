@@ -3,6 +3,8 @@ not moved since they entered (issue 43)."""
 
 import math
 
+import pytest
+
 from llmmath import hardware, models
 from llmmath import training_layout as tl
 
@@ -63,3 +65,41 @@ def test_a_row_priced_on_an_older_attention_kernel_says_where_its_run_chose_it()
         assert f'attention_kernel = "{kernel}":' in e["note"], k
         assert "NVTE_FUSED_ATTN" in e["note"] or "FlashAttention-2" in e["framework"], k
         assert e["chip"].startswith(("h100", "h200")), k
+
+
+def test_published_peaks_are_allocator_numbers_one_gpu_can_hold():
+    """A row's measured_peak_allocated_gib is what PyTorch's allocator reported on one GPU: more than the bf16 weights
+    the busiest GPU must hold at the least (every parameter once over the GPUs that split them: tp x pp for the
+    dense part, ep x pp for the experts, an upper bound on the sharding), and less than the chip's memory. A peak
+    entered per node, in MiB, or for the wrong chip falls outside."""
+    rows = {k: e for k, e in tl.measurements().items() if "measured_peak_allocated_gib" in e}
+    assert rows
+    for k, e in rows.items():
+        m, c = models.get(e["model"]), hardware.get(e["chip"])
+        tp, pp, ep = e.get("tp", 1), e.get("pp", 1), e.get("ep", 1)
+        experts = m.n_moe_layers * m.n_experts * m.expert_params if m.is_moe else 0.0    # every routed expert
+        floor = 2 * ((m.total_params - experts) / (tp * pp) + experts / (ep * pp))
+        peak = e["measured_peak_allocated_gib"] * 2**30
+        assert floor < peak < c.hbm_bytes, (k, floor / 2**30, peak / 2**30, c.hbm_bytes / 2**30)
+
+
+def test_memory_against_published_peaks_names_what_it_cannot_price():
+    with pytest.raises(KeyError, match="no training measurement"):
+        tl.memory_vs_published(["no-such-run"])
+    bare = next(k for k, e in tl.measurements().items() if "measured_peak_allocated_gib" not in e)
+    with pytest.raises(ValueError, match="no published peak allocated memory"):
+        tl.memory_vs_published([bare])
+    rows = tl.memory_vs_published()
+    assert rows and all(allocated < sum(p.memory_bytes.values()) for _, _, _, allocated, p in rows)
+
+
+def test_test_rows_memory_is_still_predicted_as_at_entry():
+    """The honest split for memory: a test row that publishes its peak carries the busiest GPU's predicted allocated
+    bytes at entry; a change that moves them fails here until the row is relabelled validation."""
+    ledger = tl.measurements()
+    held = [k for k, e in ledger.items() if e["split"] == "test" and "measured_peak_allocated_gib" in e]
+    assert all("predicted_peak_allocated_at_entry_gib" in ledger[k] for k in held)
+    moved = [(k, ledger[k]["predicted_peak_allocated_at_entry_gib"], round(allocated / 2**30, 2))
+             for k, _, _, allocated, _ in tl.memory_vs_published(held)
+             if not math.isclose(allocated / 2**30, ledger[k]["predicted_peak_allocated_at_entry_gib"], rel_tol=0.005)]
+    assert not moved, f"test rows whose predicted memory changed since entry (relabel them validation): {moved}"
