@@ -10,9 +10,11 @@
 # # Chapter 10 — Exercises: training at scale
 # *Generated from `solutions/10_training_at_scale_solutions.py` by `tools/make_exercises.py`; edit that file, not this one.*
 #
-# Twelve problems on model state, activations, the FLOPs of a step, MFU,
+# Fourteen problems on model state, activations, the FLOPs of a step, MFU,
 # pipeline bubbles, data-parallel communication, what an fp8 recipe buys, the
-# gradients' width, DeepSeek's DualPipe and attention's backward pass. Work each by hand, put
+# gradients' width, DeepSeek's DualPipe, attention's backward pass, what
+# overlapping an expert all-to-all buys and an MoE model's state against a
+# published peak. Work each by hand, put
 # your number in `answer`, run the cell. The symbols are the chapter's: $N$
 # parameters, $L$ tokens per sequence, $b$ sequences per micro-batch, $d$ hidden
 # size, $n_h$ heads, and the parallel degrees TP, PP, DP named as in a layout's
@@ -150,4 +152,33 @@ ok = check_answer("10.11", answer)
 # %%
 answer = ...  # times the time at the forward's rate
 ok = check_answer("10.12", answer)
+
+# %% [markdown]
+# ### Problem 13 — what overlapping the all-to-all buys
+# The chapter's controlled study: Qwen3-30B-A3B on 16 H100s, the expert all-to-all overlapped with another
+# micro-batch's compute or not, nothing else changed. Without overlap the prediction's step is $C = 11.1$ s of
+# compute and $A = 5.0$ s of exposed all-to-all; with it, the prediction hides the whole all-to-all under the
+# compute, so it expects $(C + A)/C$ times the tokens/s. The run measured 1.18. But Hybrid-EP's dispatch and
+# combine kernels run on 32 of the H100's 132 SMs (the recipe's `moe_hybridep_num_sms`; the SM count from NVIDIA's
+# H100 white paper), and the compute they overlap runs on what is left. Take the overlapped compute to lose
+# 32/132 of the GPU for as long as the all-to-all runs. What gain (tokens/s with overlap over without) does the
+# model predict then?
+
+# %%
+answer = ...  # times the tokens/s without overlap
+ok = check_answer("10.13", answer)
+
+# %% [markdown]
+# ### Problem 14 — an MoE model's state, and a published peak
+# Qwen3-30B-A3B has $1.541\times10^9$ parameters outside its routed experts and $28.99\times10^9$ in them
+# ($48$ layers $\times$ $128$ experts $\times$ $3 \times 2048 \times 768$). The same run keeps bf16 weights and bf16
+# gradients (2 + 2 bytes a parameter on every GPU that holds a copy) and, in Megatron's distributed optimizer, 16
+# bytes a parameter (fp32 master weights, two Adam moments and an fp32 copy of the gradient) sharded over the GPUs
+# that hold a copy. The layout is EP16 over 16 GPUs: every GPU holds the non-expert parameters (16 copies) and 8 of
+# each layer's 128 experts (each expert on one GPU only). How many GiB of model state does each GPU hold? (The
+# run's published peak allocated memory was 62.166 GiB.)
+
+# %%
+answer = ...  # GiB per GPU
+ok = check_answer("10.14", answer)
 

@@ -9,9 +9,11 @@
 # %% [markdown]
 # # Chapter 10 — Exercises: training at scale
 #
-# Twelve problems on model state, activations, the FLOPs of a step, MFU,
+# Fourteen problems on model state, activations, the FLOPs of a step, MFU,
 # pipeline bubbles, data-parallel communication, what an fp8 recipe buys, the
-# gradients' width, DeepSeek's DualPipe and attention's backward pass. Work each by hand, put
+# gradients' width, DeepSeek's DualPipe, attention's backward pass, what
+# overlapping an expert all-to-all buys and an MoE model's state against a
+# published peak. Work each by hand, put
 # your number in `answer`, run the cell. The symbols are the chapter's: $N$
 # parameters, $L$ tokens per sequence, $b$ sequences per micro-batch, $d$ hidden
 # size, $n_h$ heads, and the parallel degrees TP, PP, DP named as in a layout's
@@ -288,3 +290,67 @@ assert abs((1 / f + 2 / b) / (3 / f) - answer) < 1e-9
 # estimate. On Llama 3.1 8B at 8k tokens attention is about an eighth of the step's FLOPs and, at its lower rate,
 # about a seventh of its compute time, so this one term lengthens the step by about 5%; at 128k tokens, where
 # attention takes most of the time, by nearly a quarter.
+
+# %% [markdown]
+# ### Problem 13 — what overlapping the all-to-all buys
+# The chapter's controlled study: Qwen3-30B-A3B on 16 H100s, the expert all-to-all overlapped with another
+# micro-batch's compute or not, nothing else changed. Without overlap the prediction's step is $C = 11.1$ s of
+# compute and $A = 5.0$ s of exposed all-to-all; with it, the prediction hides the whole all-to-all under the
+# compute, so it expects $(C + A)/C$ times the tokens/s. The run measured 1.18. But Hybrid-EP's dispatch and
+# combine kernels run on 32 of the H100's 132 SMs (the recipe's `moe_hybridep_num_sms`; the SM count from NVIDIA's
+# H100 white paper), and the compute they overlap runs on what is left. Take the overlapped compute to lose
+# 32/132 of the GPU for as long as the all-to-all runs. What gain (tokens/s with overlap over without) does the
+# model predict then?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # times the tokens/s without overlap
+C, A = 11.1, 5.0
+answer = (C + A) / (C + A * 32 / 132)
+# END SOLUTION
+ok = check_answer("10.13", answer)
+# BEGIN SOLUTION
+assert ok
+off = "mbskill-epoverlap-off-qwen3-30b-a3b-h100-sxm-16-bf16"
+terms = training_layout.predicted_vs_measured([off])[0][3].terms      # the library's own C and A for this run
+c_lib, a_lib = terms["compute_s"], terms["ep_exposed_s"]
+assert abs((c_lib + a_lib) / (c_lib + a_lib * 32 / 132) / answer - 1) < 0.02
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** With overlap the step is the compute plus what the all-to-all takes from it:
+# $11.1 + 5.0 \times 32/132 = 12.3$ s against $16.1$ s, a gain of 1.31, down from the 1.45 that hiding the
+# all-to-all whole would give, and nearer the measured 1.18. The rest of the gap is work overlap cannot hide:
+# the study's profile shows Hybrid-EP's metadata preprocessing at about 3 s of the 24.7 s step without overlap.
+# Neither the SMs the dispatcher holds nor that preprocessing is priced by `training_layout.predict` yet.
+
+# %% [markdown]
+# ### Problem 14 — an MoE model's state, and a published peak
+# Qwen3-30B-A3B has $1.541\times10^9$ parameters outside its routed experts and $28.99\times10^9$ in them
+# ($48$ layers $\times$ $128$ experts $\times$ $3 \times 2048 \times 768$). The same run keeps bf16 weights and bf16
+# gradients (2 + 2 bytes a parameter on every GPU that holds a copy) and, in Megatron's distributed optimizer, 16
+# bytes a parameter (fp32 master weights, two Adam moments and an fp32 copy of the gradient) sharded over the GPUs
+# that hold a copy. The layout is EP16 over 16 GPUs: every GPU holds the non-expert parameters (16 copies) and 8 of
+# each layer's 128 experts (each expert on one GPU only). How many GiB of model state does each GPU hold? (The
+# run's published peak allocated memory was 62.166 GiB.)
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # GiB per GPU
+dense, experts = 1.541e9, 28.99e9
+answer = (dense * (2 + 2 + 16 / 16) + experts / 16 * (2 + 2 + 16 / 1)) / 2**30
+# END SOLUTION
+ok = check_answer("10.14", answer)
+# BEGIN SOLUTION
+assert ok
+key = "mbskill-epoverlap-on-qwen3-30b-a3b-h100-sxm-16-bf16"
+parts = training_layout.memory_vs_published([key])[0][4].memory_bytes
+state = sum(parts[k] for k in ("weights", "gradients", "master_weights", "optimizer", "fp32 gradient shard"))
+assert abs(state / 2**30 / answer - 1) < 0.005
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** The non-expert parameters cost $1.541\times10^9 \times (4 + 16/16) = 7.7$ GB a GPU; the experts
+# $1.812\times10^9 \times (4 + 16) = 36.2$ GB, since an expert held by one GPU alone has no replica to shard its
+# optimizer state over: 43.9 GB, 40.9 GiB, two thirds of the published 62.2 GiB peak. Expert parallelism splits
+# the experts' weights but leaves each expert's 16 optimizer bytes whole on its GPU: at EP16 on 16 GPUs the
+# experts' optimizer state is five sixths of the model state. The rest of the peak is activations (about 13 GiB in
+# the chapter's count), the fp32 logits and the buffers the count leaves out.
