@@ -795,6 +795,8 @@ assert min(since) > 1.25 and max(since) < 1.7   # and the prediction stays about
 #   does not show (the software of an early GB200 release, or the
 #   all-to-all leaving the domain); the prediction is four to five times
 #   too fast, and says so.
+
+# %% [markdown]
 # * **Dense runs are still predicted about a fifth too fast** (the geometric
 #   mean above), even with the elementwise kernels charged and every GEMM at
 #   its own shape's share: host and launch time and the optimizer step are not
