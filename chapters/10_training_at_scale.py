@@ -910,6 +910,29 @@ fa2_over_fa3 = np.array(shares["flash2"]) / np.array(shares["flash3"])
 print(f"flash-attn 2 over FlashAttention-3: {fa2_over_fa3.min():.2f} to {fa2_over_fa3.max():.2f}")
 assert 0.5 < fa2_over_fa3.min() and fa2_over_fa3.max() < 0.7        # a little over half
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **The head's width.** The same paper timed every kernel at head dimension
+# 64 as well. A score costs `4 d` matmul FLOPs and one exponential whatever
+# the head width `d`, and the exponentials run on the special-function units,
+# far slower than the tensor cores: a narrow head leaves less matmul work to
+# hide them behind. `predict` reads each model's head width (an MLA model's
+# query-key head) and interpolates between the two figures, holding the
+# nearer one outside 64 to 128:
+
+# %%
+print(f"{'head dim':<10}" + "".join(f"{'fwd ' + str(n // 1024) + 'k':>9}" for n in (1024, 4096, 16384))
+      + "".join(f"{'bwd ' + str(n // 1024) + 'k':>9}" for n in (1024, 4096, 16384)))
+by_head = {d: [TL.attention_share(n, backward, head_dim=d) for backward in (False, True) for n in (1024, 4096, 16384)]
+           for d in (64, 96, 128)}
+for d, row in by_head.items():
+    print(f"{d:<10}" + "".join(f"{x:9.2f}" for x in row))
+narrow = sorted(k for k in models.names() if models.get(k).head_dim < 128 and not models.get(k).is_mla)
+print("catalog models with heads narrower than 128:", ", ".join(f"{k} ({models.get(k).head_dim})" for k in narrow))
+head_64_over_128 = np.array(by_head[64]) / np.array(by_head[128])
+print(f"head 64 over head 128: {head_64_over_128.min():.2f} to {head_64_over_128.max():.2f} of the share")
+assert np.all(np.diff(np.array(list(by_head.values())), axis=0) > 0)        # wider heads run nearer the peak
+assert 0.6 < head_64_over_128.min() and head_64_over_128.max() < 0.9
+
 # %% [markdown]
 # Which one ran is a fact of the launch configuration, not of the results:
 # NeMo-Framework-Launcher's global config set `NVTE_FUSED_ATTN=0` (cuDNN's

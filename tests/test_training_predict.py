@@ -39,6 +39,29 @@ def test_the_backward_pass_runs_attention_at_a_lower_share_by_hand():
         tl.attention_share(0)
 
 
+def test_a_narrower_head_runs_attention_at_its_own_figures_share():
+    """FlashAttention-3's figures at head dim 64 (H100, BF16): causal forward 420 TFLOP/s at 4k tokens (197 at 512),
+    unmasked forward 476, backward 453; cuDNN's causal forward 388 at 16k. Typed from the figures: a slip that kept the
+    head-128 bars (579), read the unmasked forward as the causal one (476), or interpolated in the share's logarithm
+    fails. Between 64 and 128 the share is linear in the head's width; outside, the nearer figure holds. Llama 3.2 1B
+    (16 layers, 32 heads of 64) at 4,096 tokens: A = 4 x 16 x 2,048 x 2,048 FLOPs a token, 64 x 4,096 tokens on 8
+    GPUs, priced at the head-64 shares."""
+    fwd, bwd = 420 / 989.4, 420 * 453 / 476 * 0.8 / 989.4
+    assert tl.attention_share(4096, head_dim=64) == pytest.approx(fwd)
+    assert tl.attention_share(4096, backward=True, head_dim=64) == pytest.approx(bwd)
+    assert tl.attention_share(512, head_dim=64) == pytest.approx(197 / 989.4)
+    assert tl.attention_share(16384, kernel="cudnn", head_dim=64) == pytest.approx(388 / 989.4)
+    assert tl.attention_share(4096, head_dim=96) == pytest.approx((420 + 579) / 2 / 989.4)
+    assert tl.attention_share(4096, head_dim=32) == pytest.approx(fwd)                 # held below 64
+    assert tl.attention_share(4096, head_dim=192) == pytest.approx(579 / 989.4)         # and above 128
+    p = tl.predict("llama-3.2-1b", "h100-sxm", recompute="none", **KW)
+    A = 4 * 16 * 2048 * 2048 * 64 * 4096
+    assert p.terms["attention_s"] == pytest.approx((A / fwd + 2 * A / bwd) / (8 * H100_BF16), rel=1e-3)
+    for bad in (0, -64, float("nan")):
+        with pytest.raises(ValueError, match="head_dim"):
+            tl.attention_share(4096, head_dim=bad)
+
+
 def test_the_attention_kernel_picks_its_bars_from_the_same_figures():
     """FlashAttention-3's figures also carry FlashAttention-2's and cuDNN's bars (causal forward at 4k: 319 and 518
     TFLOP/s; unmasked forward 368 and 609; backward 310 and 499). Typed here from the figures: a slip that read one

@@ -513,7 +513,7 @@ ATTENTION_KERNELS = ("flash3", "cudnn", "flash2")
 _KERNEL_NAMES = {"flash3": "FlashAttention-3", "cudnn": "cuDNN", "flash2": "FlashAttention-2"}
 
 
-def attention_share(seq_len, backward: bool = False, kernel: str = "flash3") -> float:
+def attention_share(seq_len, backward: bool = False, kernel: str = "flash3", head_dim=128) -> float:
     """The share (dimensionless, of the dense bf16 peak) a causal fused attention kernel reaches when a GPU holds
     ``seq_len`` tokens of a sequence (a scalar; under context parallelism the sequence over ``cp``), head dimension
     128, on an H100 (:func:`training_constants` ``[attention]``), interpolated in log length and held flat past
@@ -531,19 +531,31 @@ def attention_share(seq_len, backward: bool = False, kernel: str = "flash3") -> 
     of work: it recomputes the scores): FlashAttention-3 0.16, 0.40, 0.43; cuDNN 0.16, 0.34, 0.38; flash-attn 2 0.11,
     0.22, 0.24.
 
-    Raises ``ValueError`` for a length that is not a positive number or an unknown ``kernel``, ``TypeError`` for a
-    non-boolean ``backward``."""
+    ``head_dim``: the attention head's width (a query-key head; a positive number). The bars above are at 128; the
+    same figures at 64 are lower (FlashAttention-3's causal forward at 4k 0.42 of the peak, backward 0.32; cuDNN
+    0.37, 0.30; flash-attn 2 0.29, 0.20): the share is interpolated linearly in ``head_dim`` between the two and
+    holds the nearer one outside 64-128 (an MLA head of 192 at 128's bars, which is not measured).
+
+    Raises ``ValueError`` for a length or head dimension that is not a positive number or an unknown ``kernel``,
+    ``TypeError`` for a non-boolean ``backward``."""
     if kernel not in ATTENTION_KERNELS:
         raise ValueError(f"kernel must be one of {ATTENTION_KERNELS} (FlashAttention-3, cuDNN's fused attention, "
                          f"FlashAttention-2), got {kernel!r}")
     a = training_constants()["attention"]
-    bars = a if kernel == "flash3" else a[kernel]
-    share = np.asarray(bars["tflops"], dtype=float) / a["peak_tflops"]
-    if flag("backward", backward):
-        share = share * (np.asarray(bars["backward_tflops"], dtype=float)
-                         / np.asarray(bars["forward_no_mask_tflops"]) * 2.0 / a["backward_flops_per_forward"])
+    back = flag("backward", backward)
     length = float(positive("seq_len", scalar("seq_len", seq_len)))
-    return float(np.interp(np.log2(length), np.log2(a["seq_len"]), share))
+    width = float(positive("head_dim", scalar("head_dim", head_dim)))
+
+    def at(table):                  # one head dimension's bars for the kernel, at this length
+        bars = table if kernel == "flash3" else table[kernel]
+        share = np.asarray(bars["tflops"], dtype=float) / a["peak_tflops"]
+        if back:
+            share = share * (np.asarray(bars["backward_tflops"], dtype=float)
+                             / np.asarray(bars["forward_no_mask_tflops"]) * 2.0 / a["backward_flops_per_forward"])
+        return float(np.interp(np.log2(length), np.log2(a["seq_len"]), share))
+    low, high = 64.0, float(a["head_dim"])
+    w = (min(max(width, low), high) - low) / (high - low)
+    return (1.0 - w) * at(a["head_dim_64"]) + w * at(a)
 
 
 # HBM bytes per element of one head's s x s score matrix that the unfused attention kernels move (2-byte tensors, a
@@ -879,7 +891,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     lin_s = lin / (n * c.flops_per_s(dtype) * lin_share)
     if flash:
         attn_bwd = 2.0 / 3.0 * (flops("none", S) - flops("none"))     # the backward: twice the forward's A of 3 A
-        share = lambda backward: attention_share(S / cp, backward, attention_kernel)  # noqa: E731
+        head = m.qk_nope_head_dim + m.qk_rope_head_dim if m.is_mla else m.head_dim
+        share = lambda backward: attention_share(S / cp, backward, attention_kernel, head)  # noqa: E731
         attn_s = ((attn - attn_bwd) / share(False) + attn_bwd / share(True)) / (n * c.flops_per_s("bf16"))
     else:                           # batched GEMMs over the full square, the scores through HBM between them
         rerun = 1.0 if recompute == "selective" else recompute_share          # the core's forward run again
