@@ -18,7 +18,7 @@
 #
 # **After this chapter you can** compute the bytes of weights, gradients, master
 # weights and Adam state per GPU under ZeRO 0–3 and say why one source writes
-# 16 bytes per parameter and another 18; compute a layer's activations with and
+# 16 bytes per parameter, another 18 and a third 20; compute a layer's activations with and
 # without tensor/sequence parallelism and recomputation, for GQA and SwiGLU
 # models too; count a step's model FLOPs and hardware FLOPs and turn them into
 # MFU; pick a pipeline schedule by its bubble and its memory; lay out a 405B
@@ -70,7 +70,7 @@ from llmmath.planner import prediction_error      # (median |measured/model - 1|
 GB = 1e9
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## Model state: 16 or 18 bytes per parameter, and what ZeRO shards
+# ## Model state: 16, 18 or 20 bytes per parameter, and what ZeRO shards
 #
 # Mixed-precision training with Adam keeps, per parameter: the **weights** in
 # 16 bits ($b_w = 2$), their **gradients** ($b_g$), an fp32 **master copy** of
@@ -79,7 +79,11 @@ GB = 1e9
 #
 # * the ZeRO paper (Rajbhandari et al., SC 2020) keeps fp16 gradients:
 #   $2 + 2 + 12 = 16$ bytes;
-# * Megatron-LM accumulates gradients in fp32: $2 + 4 + 12 = 18$ bytes.
+# * Megatron-LM accumulates gradients in fp32: $2 + 4 + 12 = 18$ bytes;
+# * DeepSpeed keeps bf16 gradients *and* an fp32 copy of them for the update:
+#   $2 + 2 + 4 + 12 = 20$ bytes (its ZeRO-2 memory estimator), and so does
+#   Megatron's distributed optimizer when the recipe keeps its gradient
+#   buffer in bf16 (the optimizer step holds an fp32 copy of its shard).
 #
 # ZeRO shards the model state over the DP data-parallel replicas instead of
 # copying it: stage 1 the optimizer state (the 12 bytes), stage 2 also the
@@ -102,6 +106,8 @@ conventions = [
     ("ZeRO-2 (+ gradients)", dict(grad_dtype="bf16", zero_stage=2), "2 + 14/DP"),
     ("ZeRO-3 (+ weights)", dict(grad_dtype="bf16", zero_stage=3), "16/DP"),
     ("Megatron-LM, fp32 gradients", dict(), "18"),
+    ("bf16 grads and an fp32 copy", dict(grad_dtype="bf16", fp32_grad_copy=True), "20"),
+    ("  DeepSpeed's ZeRO-2 estimator", dict(grad_dtype="bf16", fp32_grad_copy=True, zero_stage=2), "2 + 18/DP"),
     ("Megatron distributed optimizer", dict(zero_stage=1), "6 + 12/DP"),
     ("ZeRO-3 with fp32 gradients", dict(zero_stage=3), "18/DP"),
     ("fp32 weights and gradients", dict(weight_dtype="fp32", master_weights=False), "16"),
@@ -111,6 +117,10 @@ print(f"{'convention':<32} {'formula':<11} " + " ".join(f"{'DP=' + str(d):>8}" f
 for name, kw, formula in conventions:
     row = memory.model_state_bytes_per_gpu(1.0, dp=dps, **kw)
     print(f"{name:<32} {formula:<11} " + " ".join(f"{v:>8.3f}" for v in row))
+# DeepSpeed's estimator (stage_1_and_2.py) by its own comment: 2 bytes of weights whole, 2 + 4 of gradients, 4 of
+# fp32 weights and 8 of Adam sharded
+deepspeed_zero2 = {name.strip(): kw for name, kw, _ in conventions}["DeepSpeed's ZeRO-2 estimator"]
+assert np.allclose(memory.model_state_bytes_per_gpu(1.0, dp=dps, **deepspeed_zero2), 2 + (2 + 4 + 4 + 8) / dps)
 
 # %% [markdown]
 # The ZeRO paper's Figure 1 works one example: $\Psi = N$ = 7.5B parameters on
@@ -126,8 +136,8 @@ for stage, published in fig1.items():
     assert abs(ours - published) < 0.05 + 1e-9, (stage, ours, published)
 
 # %% [markdown]
-# **Takeaway.** "16 bytes per parameter" and "18" are both right; they differ in
-# the gradients' dtype. Sharding the optimizer state alone (ZeRO-1) already
+# **Takeaway.** "16 bytes per parameter", "18" and "20" are all right; they
+# differ in the gradients' dtype and whether an fp32 copy of them is kept. Sharding the optimizer state alone (ZeRO-1) already
 # brings 16–18 bytes down to 4–6 plus a vanishing remainder; only ZeRO-3 shards
 # the weights themselves, at the price of gathering them again for every
 # forward and backward pass (below).
