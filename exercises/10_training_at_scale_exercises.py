@@ -181,3 +181,16 @@ ok = check_answer("10.13", answer)
 answer = ...  # GiB per GPU
 ok = check_answer("10.14", answer)
 
+# %% [markdown]
+# ### Problem 15 — where the host binds
+# The host launches a micro-batch's kernels while the GPU runs earlier ones, so launch time shows only when the
+# host needs longer than the GPU. Llama 3.2 1B ($N = 1.24\times10^9$ parameters, all of them in matmuls) trains on
+# one H100 without recomputation. `training_layout.kernel_launches` counts 423 kernels a micro-batch (every GEMM
+# of the forward and backward, the attention kernels, the elementwise ones), and eager PyTorch takes 13.0 µs to
+# launch one (NVIDIA's microbenchmark). Take the GPU to run a micro-batch's $6NT$ FLOPs at 40% of the H100's
+# 989.4 TFLOP/s. Below how many tokens $T$ a micro-batch does the host need longer than the GPU?
+
+# %%
+answer = ...  # tokens a micro-batch
+ok = check_answer("10.15", answer)
+

@@ -353,3 +353,34 @@ assert abs(state / 2**30 / answer - 1) < 0.005
 # the experts' weights but leaves each expert's 16 optimizer bytes whole on its GPU: at EP16 on 16 GPUs the
 # experts' state is about five sixths of the model state, their optimizer bytes alone two thirds. The rest of the
 # peak is activations (about 13 GiB in the chapter's count), the fp32 logits and tensors the count leaves out.
+
+# %% [markdown]
+# ### Problem 15 — where the host binds
+# The host launches a micro-batch's kernels while the GPU runs earlier ones, so launch time shows only when the
+# host needs longer than the GPU. Llama 3.2 1B ($N = 1.24\times10^9$ parameters, all of them in matmuls) trains on
+# one H100 without recomputation. `training_layout.kernel_launches` counts 423 kernels a micro-batch (every GEMM
+# of the forward and backward, the attention kernels, the elementwise ones), and eager PyTorch takes 13.0 µs to
+# launch one (NVIDIA's microbenchmark). Take the GPU to run a micro-batch's $6NT$ FLOPs at 40% of the H100's
+# 989.4 TFLOP/s. Below how many tokens $T$ a micro-batch does the host need longer than the GPU?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # tokens a micro-batch
+launches, t_launch, N = 423, 13.0e-6, 1.24e9
+answer = launches * t_launch * 989.4e12 * 0.4 / (6 * N)
+# END SOLUTION
+ok = check_answer("10.15", answer)
+# BEGIN SOLUTION
+assert ok
+assert training_layout.kernel_launches("llama-3.2-1b", recompute="none")["total"] == launches
+bound = [training_layout.predict("llama-3.2-1b", "h100-sxm", global_batch=4, seq_len=n, dp=1,
+                                 recompute="none").terms["host_exposed_s"] > 0 for n in (128, 256, 512, 1024)]
+assert bound == [True, True, False, False]          # the step model crosses over between 256 and 512 tokens
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** The host needs $423 \times 13.0$ µs $= 5.5$ ms a micro-batch whatever its length; the GPU
+# needs $6NT/(0.4 \times 989.4\times10^{12})$, $18.8$ µs a token. They meet at $T \approx 290$ tokens: shorter
+# micro-batches leave the GPU waiting on the host. `predict`, pricing each GEMM at its own shape's measured share
+# (lower than 40% for short micro-batches, which keeps the GPU busy longer), puts the crossing between 256 and 512
+# tokens. Pretraining micro-batches hold thousands of tokens, so the host hides; a small model fine-tuned on short
+# sequences, or an MoE layer's many small kernels on a fast chip, is where it binds and where CUDA graphs pay.

@@ -502,3 +502,13 @@ def test_a_search_that_finds_nothing_says_why():
     # and a search that finds layouts says nothing
     ok, _ = TL.search_layouts("llama-3.1-8b", "h100-sxm", 8, 64, 4096, cps=(1,))
     assert ok and ok.why == ""
+
+
+def test_an_fp32_copy_of_bf16_gradients_is_kept_for_the_shard_a_rank_updates():
+    """Megatron's distributed optimizer with a bf16 gradient buffer (and DeepSpeed's ZeRO-1): bf16 weights and
+    gradients whole (2 + 2 bytes), the fp32 gradient copy, master weights and Adam sharded (4 + 4 + 8): 4 + 16/d,
+    6 bytes a parameter at d = 8; unsharded 20. Keeping the copy whole (a slip) gives 8 + 12/d = 9.5."""
+    kw = dict(grad_dtype="bf16", fp32_grad_copy=True)
+    assert memory.model_state_bytes_per_gpu(1.0, dp=8, zero_stage=1, **kw) == pytest.approx(4 + 16 / 8)
+    assert memory.model_state_bytes_per_gpu(1.0, dp=8, zero_stage=0, **kw) == pytest.approx(20)
+    assert memory.model_state_bytes_per_gpu(1.0, dp=8, zero_stage=3, **kw) == pytest.approx(20 / 8)

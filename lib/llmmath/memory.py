@@ -137,9 +137,10 @@ def model_state_parts(total_params, *, dp=1, zero_stage: int = 0, weight_dtype="
     shards over the ``dp`` replicas: stage 1 the optimizer state and master weights,
     stage 2 also the gradients, stage 3 (= FSDP full sharding) also the weights.
 
-    ``fp32_grad_copy``: an fp32 copy of the (sharded) gradients besides the 16-bit ones, as
-    DeepSpeed's ZeRO-1/2 optimizer keeps (4 more bytes per parameter, sharded with the
-    gradients). ``gathered_params`` (ZeRO-3 only): the parameters of the largest layer,
+    ``fp32_grad_copy``: an fp32 copy of the gradients besides the 16-bit ones, as DeepSpeed's
+    ZeRO-1/2 optimizer and Megatron's distributed optimizer with a bf16 gradient buffer keep it,
+    for the partition each rank updates (4 more bytes per parameter, sharded from stage 1 on, like
+    the optimizer state; counted with the gradients). ``gathered_params`` (ZeRO-3 only): the parameters of the largest layer,
     gathered whole while it runs, held besides the shards: ``gathered_bytes_per_param`` each
     (default twice the weights' width: the layer's weights and its gradient before the
     reduce-scatter, both at that width; for bf16 that is DeepSpeed's 4 bytes).
@@ -155,6 +156,8 @@ def model_state_parts(total_params, *, dp=1, zero_stage: int = 0, weight_dtype="
     Megatron distributed optimizer                fp32 grads, stage 1         6 + 12/d
     Megatron, fp32 params and grads               fp32, no master             16; distributed 8 + 8/d
     ZeRO-3 with fp32 gradients                    fp32 grads, stage 3         18/N
+    Megatron distributed optimizer, bf16 buffer   bf16 grads, fp32_grad_copy, 4 + 16/N
+                                                  stage 1
     DeepSpeed's ZeRO-2 estimator                  bf16 grads, fp32_grad_copy, 2 + 18/N
     (``estimate_zero2_model_states_mem_needs``,   stage 2
     no offload)
@@ -190,7 +193,8 @@ def model_state_parts(total_params, *, dp=1, zero_stage: int = 0, weight_dtype="
     if optimizer not in OPTIMIZER_STATE_BYTES:
         raise ValueError(f"optimizer must be one of {tuple(OPTIMIZER_STATE_BYTES)}, got {optimizer!r}")
     master_weights = flag("master_weights", master_weights)
-    b_w, b_g = dtype_bytes(weight_dtype), dtype_bytes(grad_dtype) + (4.0 if flag("fp32_grad_copy", fp32_grad_copy) else 0.0)
+    b_w, b_g = dtype_bytes(weight_dtype), dtype_bytes(grad_dtype)
+    b_copy = 4.0 if flag("fp32_grad_copy", fp32_grad_copy) else 0.0     # kept for the shard a rank updates
     if master_weights and b_w >= 4:
         raise ValueError(f"master_weights=True with weight_dtype={weight_dtype!r}: fp32 weights are their own "
                          f"master copy; allowed: master_weights=False, or 16-bit (or smaller) weights")
@@ -205,7 +209,7 @@ def model_state_parts(total_params, *, dp=1, zero_stage: int = 0, weight_dtype="
                         gathered_params=gathered)
     shard = lambda stage: np.where(zero_stage >= stage, d, 1.0)  # noqa: E731
     parts = {"weights": result(N * b_w / shard(3)),
-             "gradients": result(N * b_g / shard(2)),
+             "gradients": result(N * b_g / shard(2) + N * b_copy / shard(1)),
              "master_weights": result(N * (4.0 if master_weights else 0.0) / shard(1)),
              "optimizer": result(N * OPTIMIZER_STATE_BYTES[optimizer] / shard(1))}
     if np.any(G > 0):

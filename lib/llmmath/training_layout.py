@@ -54,8 +54,8 @@ from ._validate import flag, positive, positive_int, scalar
 from .units import dtype_bytes
 
 __all__ = ["TrainingStep", "training_step", "search_layouts", "Layouts", "LLAMA3_405B_LAYOUTS", "predict",
-           "TrainingPrediction", "attention_share", "linear_gemms", "linear_share", "training_constants",
-           "MEGATRON_RANK_ORDER", "LLAMA3_RANK_ORDER", "group_links", "PRECISIONS", "measurements",
+           "TrainingPrediction", "attention_share", "kernel_launches", "linear_gemms", "linear_share",
+           "training_constants", "MEGATRON_RANK_ORDER", "LLAMA3_RANK_ORDER", "group_links", "PRECISIONS", "measurements",
            "predicted_vs_measured", "SPLITS", "comm_bound_points", "GRAD_DTYPES", "EP_DISPATCH",
            "ATTENTION_KERNELS"]
 
@@ -501,8 +501,8 @@ PRECISIONS = {"bf16": "bf16", "fp8": "fp8", "mxfp8": "fp8", "nvfp4": "fp4"}
 
 def training_constants() -> dict:
     """``data/training_constants.toml``: FlashAttention's measured share against sequence length (``attention``),
-    the data-parallel overlap's exposed share (``overlap``), and what a framework holds besides model state and
-    activations (``memory``), each with its source."""
+    the data-parallel overlap's exposed share (``overlap``), the host's time to launch a kernel (``host``), and
+    what a framework holds besides model state and activations (``memory``), each with its source."""
     from . import _catalog
     return _catalog.load("training_constants.toml")
 
@@ -515,16 +515,16 @@ _KERNEL_NAMES = {"flash3": "FlashAttention-3", "cudnn": "cuDNN", "flash2": "Flas
 
 def attention_share(seq_len, backward: bool = False, kernel: str = "flash3", head_dim=128) -> float:
     """The share (dimensionless, of the dense bf16 peak) a causal fused attention kernel reaches when a GPU holds
-    ``seq_len`` tokens of a sequence (a scalar; under context parallelism the sequence over ``cp``), head dimension
-    128, on an H100 (:func:`training_constants` ``[attention]``), interpolated in log length and held flat past
-    either end of the figures' 512 to 16k tokens.
+    ``seq_len`` tokens of a sequence (a scalar; under context parallelism the sequence over ``cp``), with heads
+    ``head_dim`` wide, on an H100 (:func:`training_constants` ``[attention]``), interpolated in log length and held
+    flat past either end of the figures' 512 to 16k tokens.
 
     ``kernel``: ``"flash3"`` (FlashAttention-3, the default, standing for today's fused kernels), ``"cudnn"``
     (Transformer Engine's FusedAttention, its choice on Hopper since TE 1.2, as the paper timed it in mid-2024) or
     ``"flash2"`` (flash-attn 2.x: PyTorch's flash backend, and Transformer Engine where flash-attn is picked on
     Hopper), each from the same figures of the FlashAttention-3 paper, which were measured on an H100 only.
 
-    Forward at 512 tokens, 4k and 16k: FlashAttention-3 0.30, 0.59, 0.62 of the peak; cuDNN 0.32, 0.52, 0.54;
+    At head dimension 128, forward at 512 tokens, 4k and 16k: FlashAttention-3 0.30, 0.59, 0.62 of the peak; cuDNN 0.32, 0.52, 0.54;
     flash-attn 2 0.19, 0.32, 0.34 (the causal forward figure). ``backward``: the share of the peak at which the
     backward pass's FLOPs, counted as the course counts them (twice the forward's), go by: the kernel's causal
     forward rate times its unmasked backward over its unmasked forward, times 2 / 2.5 (the kernel does 2.5 forwards
@@ -537,7 +537,7 @@ def attention_share(seq_len, backward: bool = False, kernel: str = "flash3", hea
     holds the nearer one outside 64-128 (an MLA head of 192 at 128's bars, which is not measured).
 
     Raises ``ValueError`` for a length or head dimension that is not a positive number or an unknown ``kernel``,
-    ``TypeError`` for a non-boolean ``backward``."""
+    ``TypeError`` for a non-boolean ``backward`` or a length or head dimension that is not a number."""
     if kernel not in ATTENTION_KERNELS:
         raise ValueError(f"kernel must be one of {ATTENTION_KERNELS} (FlashAttention-3, cuDNN's fused attention, "
                          f"FlashAttention-2), got {kernel!r}")
@@ -621,8 +621,10 @@ def unfused_attention_s(model, chip, *, micro_batch: int, seq_len: int, tp: int,
 @dataclasses.dataclass(frozen=True)
 class TrainingPrediction:
     """A training step as a framework would run it (:func:`predict`): seconds, tokens/s per GPU, MFU, the waterfall
-    ``[(term, step seconds after it)]`` from the roofline ceiling, each part's seconds (``terms``) and the busiest
-    GPU's bytes by kind (``memory_bytes``; ``hbm_bytes`` the chip's)."""
+    ``[(term, step seconds after it)]`` from the roofline ceiling, each part's seconds (``terms``: compute, linear,
+    attention, elementwise and bubble seconds, each group's exposed communication as ``<group>_exposed_s``, and
+    ``host_s``, the host's launch seconds a step whether hidden or not, of which ``host_exposed_s`` shows) and the
+    busiest GPU's bytes by kind (``memory_bytes``; ``hbm_bytes`` the chip's)."""
 
     step_time_s: float
     tokens_per_s_per_gpu: float
@@ -716,6 +718,65 @@ def linear_gemms(model, *, micro_batch: int = 1, seq_len: int, tp: int = 1, cp: 
     return out
 
 
+def kernel_launches(model, *, tp: int = 1, cp: int = 1, pp: int = 1, ep: int = 1, chunks: int = 1,
+                    recompute: str = "selective", flash_attention: bool = True, dropout: bool = False,
+                    fp8: bool = False) -> dict:
+    """Kernels the host launches for one micro-batch on a pipeline stage (a count, by kind), one launch for each
+    per-layer kernel :func:`predict` prices: a floor on what a framework launches (the views, copies and bookkeeping
+    it does not price, the data-parallel buckets and the optimizer's step, once a step, are left out).
+
+    Per layer of the stage (``n_layers / pp``; the embedding, LM head and loss added once, as if on one stage):
+    each linear family of :func:`linear_gemms` three GEMMs (forward, input gradient, weight gradient; a routed
+    expert family one grouped GEMM each; an MoE layer's router one family more; a linear token mixer's input and
+    output projections two); attention one fused kernel forward and one backward, or unfused two batched GEMMs and
+    the softmax forward (and dropout) and four GEMMs and the softmax's backward (and dropout's); a linear token
+    mixer's scan forward and backward; the elementwise kernels of
+    :func:`llmmath.training.elementwise_bytes_per_token`, forward and backward (two norms, rotary embedding where
+    the model uses RoPE, two residual adds, the MLP's activation, an MoE layer's router, permute and unpermute; with
+    ``fp8`` each linear family's output-gradient cast and the attention output's cast); the collectives as
+    :func:`training_step` prices them (four tensor-parallel ones a layer with ``tp > 1``, four all-to-alls an MoE
+    layer with ``ep > 1``, three context-parallel gathers an attention layer with ``cp > 1``, and with ``pp > 1``
+    one send forward and one backward a model chunk, ``chunks`` of them interleaved). Full recomputation launches
+    the forward's kernels again, selective the attention core's. Layers of each kind are spread evenly over the
+    stages, so a count is a float, fractional where ``pp`` does not divide them; it does not depend on the
+    micro-batch's size.
+
+    Returns ``{"gemm", "attention", "elementwise", "collectives", "recomputed", "total"}`` (launches).
+
+    Raises ``ValueError`` for sizes below 1, more stages than layers or an unknown ``recompute``, ``TypeError`` for
+    a non-boolean flag, ``KeyError`` for an unknown model."""
+    m = models.get(model)
+    tp, cp, pp, ep, v = (positive_int(n, x) for n, x in (("tp", tp), ("cp", cp), ("pp", pp), ("ep", ep),
+                                                          ("chunks", chunks)))
+    if pp > m.n_layers:
+        raise ValueError(f"pp={pp} stages but {m.key} has only {m.n_layers} layers")
+    if recompute not in training.RECOMPUTE_MODES:
+        raise ValueError(f"recompute must be one of {training.RECOMPUTE_MODES}, got {recompute!r}")
+    flash, drop, low = flag("flash_attention", flash_attention), flag("dropout", dropout), flag("fp8", fp8)
+    attn, moe, mixers = m.n_attention_layers / pp, m.n_moe_layers / pp, m.n_linear_layers / pp   # the stage's layers
+    dense_mlp = (m.n_layers - m.n_moe_layers - len(m.mlp_free_layer_ids)) / pp
+    layers_of = {"MLP": dense_mlp, "routed": moe, "shared": moe, "LM head": 0.0}     # the rest are attention's
+    per_layer = sum(next((x for k, x in layers_of.items() if name.startswith(k)), attn)
+                    for name, *_ in linear_gemms(m, seq_len=1, tp=tp, ep=ep))    # GEMM families x their layers
+    per_layer += moe + 2 * mixers                         # the router; a mixer's input and output projections
+    gemm = 3 * (per_layer + 1)                            # forward, input and weight gradient; + the LM head
+    att_fwd, att_bwd = (1.0, 1.0) if flash else (3.0 + drop, 5.0 + drop)
+    attention = attn * (att_fwd + att_bwd) + mixers * 2   # + a linear mixer's scan, forward and backward
+    rope = attn if m.pos_embedding == "rope" else 0.0
+    ew_fwd = 4 * m.n_layers / pp + rope + dense_mlp + moe * (1 + 3 + (m.n_shared_experts > 0))
+    ew = 2 * ew_fwd + 2 + 2                               # backward alike; the embedding and the loss, both ways
+    if low:
+        ew += per_layer + attn                            # each family's gradient cast, the attention output's
+    coll = ((4 * m.n_layers / pp if tp > 1 else 0.0) + (4 * moe if ep > 1 else 0.0)
+            + (3 * attn if cp > 1 else 0.0) + (2 * v if pp > 1 else 0.0))
+    coll_fwd = (2 * m.n_layers / pp if tp > 1 else 0.0) + (2 * moe if ep > 1 else 0.0) + (attn if cp > 1 else 0.0)
+    rec = {"full": per_layer + attn * att_fwd + mixers + ew_fwd + coll_fwd, "selective": attn * att_fwd,
+           "none": 0.0}[recompute]
+    out = {"gemm": gemm, "attention": attention, "elementwise": ew, "collectives": coll, "recomputed": rec}
+    out["total"] = sum(out.values())
+    return out
+
+
 def linear_share(model, chip, precision: str = "bf16", *, micro_batch: int = 1, seq_len: int, tp: int = 1,
                  cp: int = 1, ep: int = 1) -> float:
     """The share of ``chip``'s dense ``precision`` peak a training step's linear layers reach together: each family of
@@ -751,15 +812,17 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
             dropout: bool = False, recompute_layers: int | None = None,
             grad_dtype: str = "fp32", ep_overlap: bool = False,
             ep_dispatch: str = "per_expert", flash_attention: bool = True,
-            sequence_parallel: bool = True, attention_kernel: str = "flash3") -> TrainingPrediction:
+            sequence_parallel: bool = True, attention_kernel: str = "flash3",
+            cuda_graphs: bool = False) -> TrainingPrediction:
     """What a training framework (Megatron-Core, NeMo; FSDP) measures for one step: :func:`training_step`'s
     ceiling, then one term at a time (each a measured rate with its source, none fitted to a training run):
 
     1. **kernels at their measured shares**: the linear layers at ``precision`` (``fp8``/``mxfp8`` run the linear
        layers only in fp8, ``nvfp4`` in fp4), each GEMM at the share of that peak TensorRT-LLM's GEMMs reach at its
        shape on the chip (:func:`linear_share`: the layer's slice under tensor parallelism, a routed expert's rows),
-       attention at bf16 at its kernel's measured shares for the sequence a GPU holds, forward and backward apart
-       (:func:`attention_share`: ``attention_kernel`` FlashAttention-3 by default, ``"cudnn"`` or ``"flash2"`` for
+       attention at bf16 at its kernel's measured shares for the sequence a GPU holds and the model's head width
+       (an MLA model's query-key head), forward and backward apart (:func:`attention_share`: ``attention_kernel``
+       FlashAttention-3 by default, ``"cudnn"`` or ``"flash2"`` for
        a run on a Hopper GPU that says it ran those; other chips take the default's shares), or with
        ``flash_attention=False`` unfused, as frameworks ran it before FlashAttention (:func:`unfused_attention_s`:
        two forward and four backward batched GEMMs a head over the full square, the ``s x s`` scores through HBM,
@@ -820,7 +883,17 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     all-to-all and pipeline sends run under the paired forward and backward chunks' compute (only what exceeds it
     shows).
 
-    Not modelled: host and launch time, uneven pipeline stages beyond the embedding and head, ZB-V
+    **Host and launch time** (on GPUs): the host launches each micro-batch's kernels (:func:`kernel_launches`, one
+    launch a per-layer kernel priced here, a floor) at eager PyTorch's measured cost a launch
+    (:func:`training_constants` ``[host]``) while the GPU runs the previous ones; only what exceeds the GPU's busy
+    time for the micro-batch shows (its compute and exposed communication, the step's last data-parallel sync
+    left out), and a host-bound pipeline's bubble stretches to the host's pace. ``cuda_graphs``: the step's kernels
+    replayed from CUDA graphs, one launch for many, and nothing charged. A TPU runs the step as one compiled XLA
+    program: nothing charged. ``terms["host_s"]``: the host's launch seconds a step, hidden or not (not a part of
+    the step); ``terms["host_exposed_s"]``: what of them shows.
+
+    Not modelled: syncs that stop the host running ahead (a dropless MoE dispatcher's token counts read on the
+    host), uneven pipeline stages beyond the embedding and head, ZB-V
     (``schedule`` takes :func:`llmmath.parallelism.pipeline_bubble_fraction`'s).
 
     Raises:
@@ -828,12 +901,14 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
             ``ep_dispatch`` (per_expert, per_node), ``rank_order`` or ``attention_kernel`` (flash3, cudnn, flash2);
             ``attention_kernel`` other than the default with ``flash_attention=False`` or on a chip that is not a
             Hopper GPU; ``cp`` > 1 with ``flash_attention=False``; and what :func:`training_step` refuses.
-        TypeError: an ``ep_overlap``, ``flash_attention`` or ``sequence_parallel`` that is not True or False.
+        TypeError: an ``ep_overlap``, ``flash_attention``, ``sequence_parallel`` or ``cuda_graphs`` that is not True
+            or False.
         KeyError: unknown model or chip.
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
     flag("ep_overlap", ep_overlap)
+    graphs = flag("cuda_graphs", cuda_graphs)
     if ep_dispatch not in EP_DISPATCH:
         raise ValueError(f"ep_dispatch must be one of {EP_DISPATCH}, got {ep_dispatch!r}")
     if grad_dtype not in GRAD_DTYPES:
@@ -965,6 +1040,22 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     if schedule == "dualpipe":            # and the pipeline's sends under the compute as well
         exposed["pp"] = max(0.0, ceil.comm_s["pp"] - compute_s)
         fall.append(("pipeline sends under the paired chunk (DualPipe)", total()))
+    # host and launch time: the host launches a micro-batch's kernels while the GPU runs earlier ones; what it needs
+    # beyond the GPU's own time for the micro-batch shows, and a host-bound pipeline fills and drains at the host's
+    # pace (CUDA graphs: one launch for many, nothing charged; a TPU runs the step as one compiled XLA program)
+    count = lambda mode: kernel_launches(m, tp=tp, cp=cp, pp=pp, ep=ep, chunks=chunks, recompute=mode,  # noqa: E731
+                                         flash_attention=flash, dropout=dropout, fp8=dtype != "bf16")["total"]
+    launches = count("none") + recompute_share * (count("full") - count("none")) if partial else count(recompute)
+    gpu = c.vendor in ("NVIDIA", "AMD")
+    host_mb = launches * training_constants()["host"]["launch_s"] if gpu and not graphs else 0.0
+    gpu_mb = (total() - bubble_s - exposed.get("dp", 0.0)) / mb     # the GPU's busy time a micro-batch (the sync
+    exposed["host"] = mb * max(0.0, host_mb - gpu_mb)                # after the last one is the step's, not its)
+    if host_mb > gpu_mb:
+        bubble_s *= host_mb / gpu_mb
+    fall.append(("host and launch time: " + ("CUDA graphs" if graphs and gpu else
+                                            f"none on a {c.vendor} chip (one compiled program a step)" if not gpu else
+                 f"{launches:,.0f} launches a micro-batch, {host_mb * 1e3:.1f} ms against the GPU's "
+                 f"{gpu_mb * 1e3:.1f} ms"), total()))
     step_s = total()
 
     # memory, as frameworks see it
@@ -988,7 +1079,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     model_flops = ceil.model_flops
     mfu = model_flops / (step_s * n * c.flops_per_s("bf16"))
     terms = {"compute_s": compute_s, "linear_s": lin_s, "attention_s": attn_s, "elementwise_s": elementwise_s,
-             "bubble_s": bubble_s, **{f"{k2}_exposed_s": v for k2, v in exposed.items()}}
+             "bubble_s": bubble_s, "host_s": mb * host_mb, **{f"{k2}_exposed_s": v for k2, v in exposed.items()}}
     return TrainingPrediction(step_s, tokens / step_s / n, float(mfu), fall, terms, mem, float(c.hbm_bytes),
                               dict(ceil.layout, precision=precision, fsdp=fsdp, tp_overlap=tp_overlap,
                                    rank_order=rank_order, recompute=recompute, recompute_layers=recompute_layers))

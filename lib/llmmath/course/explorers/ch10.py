@@ -128,7 +128,11 @@ def training_memory_explorer(model: str = "llama-3.1-405b", chip: str = "h100-sx
 register('training_memory_explorer', training_memory_explorer)
 
 
-_WATERFALL_STEPS = ("ceiling", "kernels", "eltwise", "DP", "TP", "EP")
+_WATERFALL_STEPS = ("ceiling", "kernels", "eltwise", "DP", "TP", "host")
+# each waterfall term's short label, by how predict names it
+_WATERFALL_LABELS = (("roofline", "ceiling"), ("linear", "kernels"), ("elementwise", "eltwise"),
+                     ("data-parallel", "DP"), ("tensor-parallel", "TP"), ("expert", "EP"), ("pipeline", "PP"),
+                     ("host", "host"))
 _PRED_MEMORY = (("weights", "C0"), ("gradients", "C1"), ("master_weights", "C2"), ("optimizer", "C3"),
                 ("activations", "C4"), ("other", "0.6"))
 
@@ -158,6 +162,9 @@ def _draw_prediction(fig, model, chip, gpus, seq_len, global_batch, tp, cp, pp, 
                                 ep_overlap=ep_overlap, grad_dtype=grad_dtype, flash_attention=attention != "unfused",
                                 attention_kernel="flash3" if attention == "unfused" else attention)
     ceiling_s = p.waterfall[0][1]
+    labels = [next(short for prefix, short in _WATERFALL_LABELS if name.startswith(prefix)) for name, _ in p.waterfall]
+    a0.set_xlim(-0.6, len(labels) - 0.4)
+    a0.set_xticks(range(len(labels)), labels, fontsize=9)
     artists = []
     for i, (name, t) in enumerate(p.waterfall):
         share = ceiling_s / t
