@@ -842,8 +842,10 @@ assert min(since) > 1.25 and max(since) < 1.7   # and the prediction stays about
 #   price stays about the same from release to release: the dispatcher's
 #   preprocessing and the SMs its kernels hold while they overlap (the
 #   verification cards' study below profiles the first; the second is read
-#   from the recipes, exercise 13), host work per expert, and grouped GEMMs
-#   of small experts. Before the
+#   from the recipes, exercise 13), host work beyond the launch floor the
+#   model charges (hidden on every run, the host section above; a dropless
+#   dispatcher's sync in every layer is not priced), and grouped GEMMs of
+#   small experts. Before the
 #   flags were read, every one of these rows was
 #   priced with its all-to-all exposed and a copy per expert, and the latest
 #   releases looked about right: an all-to-all the runs had hidden stood in
