@@ -886,8 +886,9 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     **Host and launch time** (on GPUs): the host launches each micro-batch's kernels (:func:`kernel_launches`, one
     launch a per-layer kernel priced here, a floor) at eager PyTorch's measured cost a launch
     (:func:`training_constants` ``[host]``) while the GPU runs the previous ones; only what exceeds the GPU's busy
-    time for the micro-batch shows (its compute and exposed communication, the step's last data-parallel sync
-    left out), and a host-bound pipeline's bubble stretches to the host's pace. ``cuda_graphs``: the step's kernels
+    time for the micro-batch shows (its compute and exposed communication, the last bucket's data-parallel sync
+    left out), and a host-bound pipeline fills and drains at the host's pace (booked as host time, the bubble kept
+    at the GPU's). ``cuda_graphs``: the step's kernels
     replayed from CUDA graphs, one launch for many, and nothing charged. A TPU runs the step as one compiled XLA
     program: nothing charged. ``terms["host_s"]``: the host's launch seconds a step, hidden or not (not a part of
     the step); ``terms["host_exposed_s"]``: what of them shows.
@@ -1009,11 +1010,13 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
         gather, scatter = sync * 2 * bw / (bg + 2 * bw), sync * bg / (bg + 2 * bw)
         per_mb = gather + scatter
         exposed["dp"] = max(0.0, mb * per_mb - compute_s) + per_mb / k["buckets"]
+        dp_tail = per_mb / k["buckets"]                  # the last bucket, after the step's last micro-batch
     else:                    # reduce-scatter behind the backward (2/3 of compute), all-gather behind the forward
         scatter = sync * bg / (bg + bw)
         gather = sync - scatter
         exposed["dp"] = (max(0.0, scatter - 2 / 3 * compute_s) + max(0.0, gather - compute_s / 3)
                          + sync / k["buckets"])
+        dp_tail = sync / k["buckets"]
     fall.append(("data-parallel sync overlapped" + (" (FSDP, per micro-batch)" if fsdp else ""), total()))
     tp_s = ceil.comm_s["tp"] / ring_share
     exposed["tp"] = max(0.0, tp_s - lin_s) if tp_overlap else tp_s
@@ -1048,10 +1051,10 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     launches = count("none") + recompute_share * (count("full") - count("none")) if partial else count(recompute)
     gpu = c.vendor in ("NVIDIA", "AMD")
     host_mb = launches * training_constants()["host"]["launch_s"] if gpu and not graphs else 0.0
-    gpu_mb = (total() - bubble_s - exposed.get("dp", 0.0)) / mb     # the GPU's busy time a micro-batch (the sync
-    exposed["host"] = mb * max(0.0, host_mb - gpu_mb)                # after the last one is the step's, not its)
-    if host_mb > gpu_mb:
-        bubble_s *= host_mb / gpu_mb
+    gpu_mb = (total() - bubble_s - dp_tail) / mb          # the GPU's busy time a micro-batch (the last bucket's
+    exposed["host"] = mb * max(0.0, host_mb - gpu_mb)     # sync comes after the step's last one)
+    if host_mb > gpu_mb:                                  # the fill and drain go at the host's pace too
+        exposed["host"] += max(0.0, bub / (1.0 - bub) * mb * host_mb - bubble_s)
     fall.append(("host and launch time: " + ("CUDA graphs" if graphs and gpu else
                                             f"none on a {c.vendor} chip (one compiled program a step)" if not gpu else
                  f"{launches:,.0f} launches a micro-batch, {host_mb * 1e3:.1f} ms against the GPU's "
