@@ -487,13 +487,13 @@ def test_kernel_launches_count_moe_fp8_unfused_and_split_layers_by_hand():
 
 
 def test_the_host_shows_only_where_it_outruns_the_gpu():
-    """Eager PyTorch launches a kernel in 13.0 us (the median of NVIDIA's microbenchmark sample, 11.3-17.7 us).
-    Llama 3.1 8B under TP4 at 4k tokens a micro-batch: 871 kernels + 4 x 32 tensor-parallel collectives = 999
-    launches, 13.0 ms of host time against 76 ms on the GPU: hidden. Llama 3.2 1B at 256 tokens a micro-batch on one
-    of 8 GPUs: 423 launches (16 x 12 + 3 GEMMs, 32 attention, 16 x 12 + 4 elementwise), 5.5 ms a micro-batch,
-    longer than the GPU's: the step pays the excess on every micro-batch and takes the host's 8 x 5.5 ms and then
-    the step's last gradient sync. CUDA graphs charge nothing, nor does a TPU (XLA runs the step as one program). A slip that charged
-    the host's time whole, or once a step, fails."""
+    """Eager PyTorch launches a kernel in 13.0 us (the median of NVIDIA's microbenchmark sample, 11.3-17.7 us). Llama 3.1
+    8B under TP4 at 4k tokens a micro-batch: 871 kernels + 4 x 32 tensor-parallel collectives = 999 launches, 13.0 ms of
+    host time against 76 ms on the GPU: hidden. Llama 3.2 1B at 256 tokens a micro-batch on one of 8 GPUs: 423 launches
+    (16 x 12 + 3 GEMMs, 32 attention, 16 x 12 + 4 elementwise), 5.5 ms a micro-batch, longer than the GPU's: the step
+    pays the excess on every micro-batch and takes the host's 8 x 5.5 ms and then the step's last gradient sync. CUDA
+    graphs charge nothing, nor does a TPU (XLA runs the step as one program). A slip that charged the host's time whole,
+    or once a step, fails."""
     t = 13.0e-6
     big = tl.predict("llama-3.1-8b", "h100-sxm", recompute="selective", **KW)
     assert big.terms["host_exposed_s"] == 0.0 and "999 launches" in big.waterfall[-1][0]

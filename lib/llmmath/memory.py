@@ -137,13 +137,12 @@ def model_state_parts(total_params, *, dp=1, zero_stage: int = 0, weight_dtype="
     shards over the ``dp`` replicas: stage 1 the optimizer state and master weights,
     stage 2 also the gradients, stage 3 (= FSDP full sharding) also the weights.
 
-    ``fp32_grad_copy``: an fp32 copy of the gradients besides the 16-bit ones, as DeepSpeed's
-    ZeRO-1/2 optimizer and Megatron's distributed optimizer with a bf16 gradient buffer keep it,
-    for the partition each rank updates (4 more bytes per parameter, sharded from stage 1 on, like
-    the optimizer state; counted with the gradients). ``gathered_params`` (ZeRO-3 only): the parameters of the largest layer,
-    gathered whole while it runs, held besides the shards: ``gathered_bytes_per_param`` each
-    (default twice the weights' width: the layer's weights and its gradient before the
-    reduce-scatter, both at that width; for bf16 that is DeepSpeed's 4 bytes).
+    ``fp32_grad_copy``: an fp32 copy of the gradients besides the 16-bit ones, as DeepSpeed's ZeRO-1/2 optimizer and
+    Megatron's distributed optimizer with a bf16 gradient buffer keep it, for the partition each rank updates (4 more
+    bytes per parameter, sharded from stage 1 on, like the optimizer state; counted with the gradients).
+    ``gathered_params`` (ZeRO-3 only): the parameters of the largest layer, gathered whole while it runs, held besides
+    the shards: ``gathered_bytes_per_param`` each (default twice the weights' width: the layer's weights and its
+    gradient before the reduce-scatter, both at that width; for bf16 that is DeepSpeed's 4 bytes).
 
     The published conventions, all reproduced by this function (N: data-parallel GPUs):
 

@@ -55,8 +55,8 @@ from .units import dtype_bytes
 
 __all__ = ["TrainingStep", "training_step", "search_layouts", "Layouts", "LLAMA3_405B_LAYOUTS", "predict",
            "TrainingPrediction", "attention_share", "kernel_launches", "linear_gemms", "linear_share",
-           "training_constants", "MEGATRON_RANK_ORDER", "LLAMA3_RANK_ORDER", "group_links", "PRECISIONS", "measurements",
-           "predicted_vs_measured", "SPLITS", "comm_bound_points", "GRAD_DTYPES", "EP_DISPATCH",
+           "training_constants", "MEGATRON_RANK_ORDER", "LLAMA3_RANK_ORDER", "group_links", "PRECISIONS",
+           "measurements", "predicted_vs_measured", "SPLITS", "comm_bound_points", "GRAD_DTYPES", "EP_DISPATCH",
            "ATTENTION_KERNELS"]
 
 #: Llama 3 405B's published pre-training layouts (Llama Team 2024, arXiv:2407.21783, Table 4):
@@ -524,12 +524,12 @@ def attention_share(seq_len, backward: bool = False, kernel: str = "flash3", hea
     ``"flash2"`` (flash-attn 2.x: PyTorch's flash backend, and Transformer Engine where flash-attn is picked on
     Hopper), each from the same figures of the FlashAttention-3 paper, which were measured on an H100 only.
 
-    At head dimension 128, forward at 512 tokens, 4k and 16k: FlashAttention-3 0.30, 0.59, 0.62 of the peak; cuDNN 0.32, 0.52, 0.54;
-    flash-attn 2 0.19, 0.32, 0.34 (the causal forward figure). ``backward``: the share of the peak at which the
-    backward pass's FLOPs, counted as the course counts them (twice the forward's), go by: the kernel's causal
-    forward rate times its unmasked backward over its unmasked forward, times 2 / 2.5 (the kernel does 2.5 forwards
-    of work: it recomputes the scores): FlashAttention-3 0.16, 0.40, 0.43; cuDNN 0.16, 0.34, 0.38; flash-attn 2 0.11,
-    0.22, 0.24.
+    At head dimension 128, forward at 512 tokens, 4k and 16k: FlashAttention-3 0.30, 0.59, 0.62 of the peak; cuDNN 0.32,
+    0.52, 0.54; flash-attn 2 0.19, 0.32, 0.34 (the causal forward figure). ``backward``: the share of the peak at which
+    the backward pass's FLOPs, counted as the course counts them (twice the forward's), go by: the kernel's causal
+    forward rate times its unmasked backward over its unmasked forward, times 2 / 2.5 (the kernel does 2.5 forwards of
+    work: it recomputes the scores): FlashAttention-3 0.16, 0.40, 0.43; cuDNN 0.16, 0.34, 0.38; flash-attn 2 0.11, 0.22,
+    0.24.
 
     ``head_dim``: the attention head's width (a query-key head; a positive number). The bars above are at 128; the
     same figures at 64 are lower (FlashAttention-3's causal forward at 4k 0.42 of the peak, backward 0.32; cuDNN
@@ -822,8 +822,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
        shape on the chip (:func:`linear_share`: the layer's slice under tensor parallelism, a routed expert's rows),
        attention at bf16 at its kernel's measured shares for the sequence a GPU holds and the model's head width
        (an MLA model's query-key head), forward and backward apart (:func:`attention_share`: ``attention_kernel``
-       FlashAttention-3 by default, ``"cudnn"`` or ``"flash2"`` for
-       a run on a Hopper GPU that says it ran those; other chips take the default's shares), or with
+       FlashAttention-3 by default, ``"cudnn"`` or ``"flash2"`` for a run on a Hopper GPU that says it ran those;
+       other chips take the default's shares), or with
        ``flash_attention=False`` unfused, as frameworks ran it before FlashAttention (:func:`unfused_attention_s`:
        two forward and four backward batched GEMMs a head over the full square, the ``s x s`` scores through HBM,
        and kept in memory unless recomputed; softmax-attention models only), the pipeline bubble with it;
@@ -885,13 +885,12 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
 
     **Host and launch time** (on GPUs): the host launches each micro-batch's kernels (:func:`kernel_launches`, one
     launch a per-layer kernel priced here, a floor) at eager PyTorch's measured cost a launch
-    (:func:`training_constants` ``[host]``) while the GPU runs the previous ones; only what exceeds the GPU's busy
-    time for the micro-batch shows (its compute and exposed communication, the last bucket's data-parallel sync
-    left out), and a host-bound pipeline fills and drains at the host's pace (booked as host time, the bubble kept
-    at the GPU's). ``cuda_graphs``: the step's kernels
-    replayed from CUDA graphs, one launch for many, and nothing charged. A TPU runs the step as one compiled XLA
-    program: nothing charged. ``terms["host_s"]``: the host's launch seconds a step, hidden or not (not a part of
-    the step); ``terms["host_exposed_s"]``: what of them shows.
+    (:func:`training_constants` ``[host]``) while the GPU runs the previous ones; only what exceeds the GPU's busy time
+    for the micro-batch shows (its compute and exposed communication, the last bucket's data-parallel sync left out),
+    and a host-bound pipeline fills and drains at the host's pace (booked as host time, the bubble kept at the GPU's).
+    ``cuda_graphs``: the step's kernels replayed from CUDA graphs, one launch for many, and nothing charged. A TPU runs
+    the step as one compiled XLA program: nothing charged. ``terms["host_s"]``: the host's launch seconds a step, hidden
+    or not (not a part of the step); ``terms["host_exposed_s"]``: what of them shows.
 
     Not modelled: syncs that stop the host running ahead (a dropless MoE dispatcher's token counts read on the
     host), uneven pipeline stages beyond the embedding and head, ZB-V
