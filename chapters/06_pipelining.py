@@ -73,6 +73,49 @@ for ax, (kind, fwd_only, title) in zip(axes, (("gpipe", False, "GPipe (training)
 plt.show()
 print(f"bubble formula for p=4, m=8: {parallelism.bubble_fraction(4, 8):.1%}")
 
+# %% [markdown] slideshow={"slide_type": "subslide"}
+# **Splitting the backward: ZB-V.** A layer's backward is two jobs: the
+# gradient with respect to its *input*, which the stage before is waiting for,
+# and the gradient with respect to its *weights*, which nothing needs until the
+# optimizer step. Zero-bubble schedules (Qi et al., ICLR 2024) run the second
+# one later, in the gaps. ZB-V also cuts the model into $2\,\text{PP}$ chunks and
+# gives GPU $r$ chunk $r$ on the way down and chunk $2\,\text{PP}-1-r$ on the way
+# back up (a V), so the first GPU also holds the last chunk and starts the
+# backward itself. Below, the same 4 stages and 8 micro-batches, with forward
+# (F), input gradient (B) and weight gradient (W) each one unit of a stage's
+# time (`parallelism.zbv_schedule`, in the order PyTorch runs it). The idle
+# time left is the last GPU's wait for the first micro-batch to come down
+# $\text{PP}-1$ half-stage chunks: $(\text{PP}-1)/2$ units against 1F1B's
+# $3(\text{PP}-1)$, with the same activations held (PP micro-batches).
+
+# %% slideshow={"slide_type": "subslide"}
+p_v, m_v = 4, 8
+zbv = parallelism.zbv_schedule(p_v, m_v, forward_s=1, backward_input_s=1, backward_weight_s=1)
+flat = parallelism.pipeline_schedule(p_v, m_v, "1f1b", forward_s=1, backward_s=2)
+fig, axes = plots.new_axes(2, width=6.4, height=3.0)
+colors = {"F": "C0", "B": "C1", "W": "C2"}
+for s in range(p_v):
+    for phase in ("F", "B"):
+        bars = [(e[3], e[4] - e[3]) for e in flat if e[0] == s and e[2] == phase]
+        axes[0].broken_barh(bars, (s - 0.4, 0.8), facecolors=colors[phase], edgecolors="white", linewidth=0.5)
+    for phase in "FBW":
+        bars = [(e[4], e[5] - e[4]) for e in zbv["events"] if e[0] == s and e[3] == phase]
+        axes[1].broken_barh(bars, (s - 0.4, 0.8), facecolors=colors[phase], edgecolors="white", linewidth=0.3)
+flat_span = max(e[4] for e in flat)
+for ax, title, span in ((axes[0], "1F1B (B and W together)", flat_span), (axes[1], "ZB-V (two chunks a GPU)",
+                                                                          zbv["step_s"])):
+    ax.set_xlim(0, flat_span); ax.set_ylim(p_v - 0.4, -0.6); ax.set_yticks(range(p_v))
+    ax.set_xlabel("time (one stage's forward = 1)"); ax.set_ylabel("GPU")
+    ax.set_title(f"{title}\nstep {span:g}, idle {1 - 3 * m_v / span:.0%}", fontsize=9)
+axes[1].legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()],
+               labels=["forward", "input gradient", "weight gradient"], fontsize=7, loc="center right")
+plt.show()
+hand = 3 * m_v + (p_v - 1) / 2
+print(f"ZB-V: step {zbv['step_s']:g} units, by hand 3m + (PP-1)/2 = {hand:g}; 1F1B: {flat_span:g} = 3(m + PP - 1); "
+      f"micro-batches in flight per GPU: {zbv['peak_in_flight']}")
+assert zbv["step_s"] == hand and flat_span == 3 * (m_v + p_v - 1)
+assert zbv["peak_in_flight"] == [p_v] * p_v          # 1F1B's first stage holds PP too
+
 # %% [markdown]
 # **Explore** the schedules: stages, micro-batches, and the backward/forward
 # time ratio. (In decode, micro-batches loop back for their next token, so with

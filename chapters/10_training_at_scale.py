@@ -220,20 +220,21 @@ assert abs(per_layer / (31.75 * 8192 * 16384 / 8) - 1) < 1e-12
 # $\text{PP} \times n_\ell/\text{PP} = n_\ell$ layers' worth: pipelining does
 # *not* shrink the first stage's activations. The interleaved schedule adds a
 # factor $1 + (\text{PP}-1)/(\text{PP}\cdot v)$ (Korthikanti et al., section
-# 4.2.3). For Llama 405B on PP16, 8 layers on the first stage, $m = 16$
-# micro-batches of $b = 1$: the first stage's activations by schedule, then its
+# 4.2.3); ZB-V (two chunks a GPU in a V, below) holds PP on every GPU once $m
+# \ge 2\,\text{PP} - 1$. For Llama 405B on PP16, 8 layers a stage, $m = 16$
+# micro-batches of $b = 1$: the busiest stage's activations by schedule, then its
 # GPU's total with the model state of Llama 3's layout (TP8 PP16 DP128, ZeRO-2,
 # below) against the H100's 80 GB — a schedule that does not fit says so:
 
 # %%
 h100 = hardware.get("h100-sxm")
 first_stage = {}
-for sched, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("zero-bubble", 1)):
-    held = memory.pipeline_activation_bytes(per_layer, 8, 16, 16, schedule=sched, chunks=v)
+for sched, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("zero-bubble", 1), ("zb-v", 1)):
+    held = np.max(memory.pipeline_activation_bytes(per_layer, 8, 16, 16, schedule=sched, chunks=v, stage=np.arange(16)))
     st = TL.training_step("llama-3.1-405b", h100, global_batch=2048, seq_len=8192, tp=8, pp=16, dp=128,
                           zero_stage=2, schedule=sched, chunks=v)
     first_stage[sched] = st
-    print(f"{sched:<12} (v={v}): {held / GB:6.1f} GB of activations on the first stage "
+    print(f"{sched:<12} (v={v}): {held / GB:6.1f} GB of activations on the busiest stage "
           f"({held / (8 * per_layer):.2f} micro-batches); with the model state {st.total_bytes / GB:6.1f} GB"
           + (f"   {st.fit_warning()}" if st.fit_warning() else f", fits in {h100.hbm_bytes / GB:.0f} GB"))
 no_fit = [k for k, st in first_stage.items() if not st.fits]
@@ -246,7 +247,7 @@ assert no_fit == ["interleaved"]    # what the takeaway below says
 # **Takeaway.** The interleaved schedule buys its smaller bubble (plotted below)
 # with memory: at Llama 3's layout its first stage does not fit in an H100 (the
 # warning above, checked), so it is an option only with full recomputation or a
-# lighter first stage. The other three fit (GPipe only because $m$ = PP here).
+# lighter first stage. The other four fit (GPipe only because $m$ = PP here).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## The FLOPs of a step: 6ND, attention, recomputation, MFU
@@ -348,7 +349,12 @@ print(f"\nA published-looking ~21.6% lies between the two full-square rows ({squ
 # of GPipe and 1F1B is $(\text{PP}-1)/(m+\text{PP}-1)$; interleaving $v$ chunks
 # per GPU gives $(\text{PP}-1)/(vm + \text{PP}-1)$; ZB-H1 (Qi et al. 2024) splits the backward into input
 # and weight gradients and lets the latter fill the drain: a third of 1F1B's
-# bubble time when the three passes take equal time.
+# bubble time when the three passes take equal time. ZB-V (the same authors;
+# drawn in [chapter 6](06_pipelining.py)) gives each GPU two chunks in a V and
+# idles only $(\text{PP}-1)\,T_F/2$ with equal passes and $m \ge 2\,\text{PP}-1$;
+# below that it has no steady state to fill (the dots: simulated, no closed form).
+# Unequal passes leave gaps in its fixed order: `predict` simulates it at the
+# step's own forward, input- and weight-gradient times.
 
 # %% slideshow={"slide_type": "subslide"}
 fig, (ax, ax2) = plots.new_axes(2, width=5.2, height=3.4)
@@ -356,6 +362,10 @@ mm = np.arange(1, 129)
 for sched, v, style in (("1f1b", 1, "-"), ("interleaved", 2, "--"), ("interleaved", 4, "-."), ("zero-bubble", 1, ":")):
     ax.plot(mm, parallelism.pipeline_bubble_fraction(16, mm, sched, chunks=v), style,
             label=f"{sched}" + (f" v={v}" if v > 1 else "") + (" (= GPipe)" if sched == "1f1b" else ""))
+m_zbv = 2 ** np.arange(8)                     # simulated, one schedule at a time
+zbv_bubble = parallelism.pipeline_bubble_fraction(16, m_zbv, "zb-v")
+ax.plot(m_zbv, zbv_bubble, "o", ms=4, color="k", label="zb-v (simulated)")
+assert abs(zbv_bubble[-1] - 7.5 / (3 * 128 + 7.5)) < 1e-9    # (PP - 1) T_F / 2 idle against ZB-H1's (PP - 1) T_F
 ax.set_xscale("log", base=2); ax.set_xlabel("micro-batches m (PP = 16)"); ax.set_ylabel("bubble (idle fraction)")
 ax.set_title("the bubble, by schedule"); ax.grid(True, alpha=0.3); ax.legend(fontsize=8)
 for sched, v in (("gpipe", 1), ("1f1b", 1), ("interleaved", 2)):

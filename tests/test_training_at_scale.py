@@ -233,9 +233,97 @@ def test_interleaved_and_zero_bubble_against_their_papers():
     assert (zb / (1 - zb)) / (one / (1 - one)) == pytest.approx(1 / 3)
     assert parallelism.pipeline_bubble_fraction(4, 8, "interleaved", chunks=2) == pytest.approx(3 / 19)
     with pytest.raises(ValueError, match="schedule must be one of"):
-        parallelism.pipeline_bubble_fraction(4, 8, "zb-v")
+        parallelism.pipeline_bubble_fraction(4, 8, "zb-h2")
     with pytest.raises(ValueError, match="T_W <= T_F \\+ T_B"):
         parallelism.pipeline_bubble_fraction(4, 8, "zero-bubble", backward_weight_s=3.0)
+
+
+def test_zbv_timeline_by_hand_for_two_gpus_and_two_microbatches():
+    """ZB-V with p = 2, m = 2 and T_F = T_B = T_W = 1 (a chunk's phase 0.5), drawn by hand from the paper's rule
+    (GPU 0 holds chunks 0 and 3, GPU 1 chunks 1 and 2; PyTorch's order). GPU 0: F(0,0) 0-0.5, F(0,1) 0.5-1; then
+    it waits for F(2,0), which GPU 1 ends at 1.5 (F(1,0) 0.5-1, F(2,0) 1-1.5); F(3,0) 1.5-2, B(3,0) 2-2.5, W(3,0)
+    2.5-3, F(3,1) 3-3.5 (F(2,1) ended at 2.5), B(3,1) 3.5-4, W(3,1) 4-4.5; B(0,0) waits for GPU 1's B(1,0)
+    (3.5-4) and runs 4.5-5, W(0,0) 5-5.5, B(0,1) waits for B(1,1), which GPU 1 runs 5.5-6 after B(2,1) 4.5-5 and
+    W(2,1) 5-5.5; B(0,1) 6-6.5, W(0,1) 6.5-7: the step ends at 7 against 6 units of work each."""
+    out = parallelism.zbv_schedule(2, 2)
+    at = {(e[1], e[2], e[3]): (e[4], e[5]) for e in out["events"]}
+    hand = {(0, 0, "F"): (0, 0.5), (2, 0, "F"): (1, 1.5), (3, 0, "F"): (1.5, 2), (3, 1, "F"): (3, 3.5),
+            (1, 0, "B"): (3.5, 4), (0, 0, "B"): (4.5, 5), (2, 1, "B"): (4.5, 5), (1, 1, "B"): (5.5, 6),
+            (0, 1, "W"): (6.5, 7)}
+    for op, span in hand.items():
+        assert at[op] == pytest.approx(span), op
+    assert out["step_s"] == pytest.approx(7.0)
+    assert out["bubble_fraction"] == pytest.approx(1 / 7)
+    # each GPU runs F, B and W of its own two chunks, every micro-batch, once
+    for g, order in enumerate(parallelism.zbv_orders(3, 5)):
+        assert sorted(order) == sorted((ph, c, i) for ph in "FBW" for c in (g, 5 - g) for i in range(5))
+
+
+@pytest.mark.parametrize("p, m", [(4, 7), (4, 8), (8, 16), (8, 64), (16, 31)])
+def test_zbv_with_equal_phases_idles_only_while_the_first_forward_comes_down(p, m):
+    """With T_F = T_B = T_W = 1 and m >= 2p - 1 (the paper's "zero bubble" case): the last GPU cannot start before
+    the first micro-batch's forward has passed p - 1 chunks of half a stage, (p - 1) / 2, and it then has 3m of
+    work; ZB-V keeps it busy from there, so the step is 3m + (p - 1)/2. Every GPU peaks at p micro-batches in flight
+    (the authors' table: ZB-V's activation memory is 1F1B's), as memory.pipeline_activation_bytes says. A
+    schedule with the V placed the wrong way, or the backward not split, would idle longer."""
+    out = parallelism.zbv_schedule(p, m)
+    assert out["step_s"] == pytest.approx(3 * m + (p - 1) / 2)
+    assert out["peak_in_flight"] == [p] * p
+    assert list(np.atleast_1d(memory.pipeline_activation_bytes(1.0, 1, p, m, "zb-v", stage=np.arange(p)))) == [p] * p
+    zbv = parallelism.pipeline_bubble_fraction(p, m, "zb-v")
+    assert zbv == pytest.approx(((p - 1) / 2) / (3 * m + (p - 1) / 2))
+    assert zbv < parallelism.pipeline_bubble_fraction(p, m, "zero-bubble") < parallelism.pipeline_bubble_fraction(
+        p, m, "1f1b")
+
+
+@pytest.mark.parametrize("p, m", [(4, 1), (4, 3), (4, 5), (8, 3), (3, 9)])
+def test_zbv_memory_rule_matches_the_simulated_peak_and_unequal_phases_idle_more(p, m):
+    """The closed form for the activations each GPU holds (its first chunk's forwards before its first weight
+    gradient, min(2p - s - 1, m), and its second's, min(s + 1, m), each half a stage) against the simulated
+    peak, short batches included; and with unequal phases (the input gradient twice the weight gradient, as
+    attention's backward makes it) the fixed order idles more than the equal-phase floor but less than 1F1B."""
+    out = parallelism.zbv_schedule(p, m)
+    rule = memory.pipeline_activation_bytes(1.0, 1, p, m, "zb-v", stage=np.arange(p))
+    assert list(np.atleast_1d(rule)) == pytest.approx(out["peak_in_flight"])
+    uneq = parallelism.zbv_schedule(p, m, 1.0, 1.4, 0.6)
+    assert uneq["step_s"] >= 3 * m + (p - 1) / 2 - 1e-9
+    assert uneq["step_s"] < (m + p - 1) * 3
+    with pytest.raises(ValueError, match="forward_s"):
+        parallelism.zbv_schedule(p, m, 0.0)
+    # pipeline_bubble_fraction simulates only min(m, 2p - 1) micro-batches (the idle time stops growing there):
+    # against the full simulation, at short and long batches and lopsided phases
+    for mm in (m, 2 * p - 1, 2 * p, 5 * p + 3):
+        for t in ((1.0, 1.4, 0.6), (1.0, 9.0, 0.2), (3.0, 0.5, 0.5), (0.2, 0.3, 4.0)):
+            full = parallelism.zbv_schedule(p, mm, *t)["bubble_fraction"]
+            assert parallelism.pipeline_bubble_fraction(p, mm, "zb-v", 1, *t) == pytest.approx(full, abs=1e-12)
+    with pytest.raises(ValueError, match="too many"):
+        parallelism.zbv_schedule(1000, 1000)
+
+
+def test_zbv_in_a_training_step_puts_the_head_on_the_first_gpu_and_sends_twice():
+    """Under ZB-V the first GPU holds the first and the last chunk: the embedding and the LM head (untied for
+    Llama 3.1 70B: 128,256 x 8,192 each), so its weights are 1F1B's first stage's plus the head, less the layers
+    the V moves; each micro-batch crosses a GPU boundary twice as often; 2 pp chunks need 2 pp layers."""
+    kw = dict(global_batch=64, seq_len=4096, tp=8, pp=4, dp=1)
+    one = TL.training_step("llama-3.1-70b", "h100-sxm", **kw)
+    vee = TL.training_step("llama-3.1-70b", "h100-sxm", schedule="zb-v", **kw)
+    m = models.get("llama-3.1-70b")
+    layer = (m.total_params - 2 * 128256 * 8192 - 8192) / 80
+    # 1F1B's first stage: 20 layers and the embedding; ZB-V's first GPU: chunks 0 and 7, 10 + 10 layers, the
+    # embedding, the final norm and the head (bf16 weights split over tp = 8)
+    w1 = (20 * layer + 128256 * 8192) / 8 * 2
+    wv = (20 * layer + 2 * 128256 * 8192 + 8192) / 8 * 2
+    per_stage = TL._stage_memories(m, tp=8, cp=1, dp=1, ep=1, pp=4, mb=64, s_loc=4096, b=1, sp=True,
+                                   recompute="selective", dropout=False, schedule="zb-v", chunks=1,
+                                   kw=dict(zero_stage=1, weight_dtype="bf16", grad_dtype="fp32", master_weights=True))
+    assert per_stage[0]["weights"] == pytest.approx(wv, rel=1e-3)
+    assert max(s["weights"] for s in per_stage) == per_stage[0]["weights"]
+    assert one.memory_bytes["weights"] == pytest.approx(max(w1, (20 * layer + 128256 * 8192 + 8192) / 8 * 2),
+                                                        rel=1e-3)
+    assert vee.comm_bytes["pp"] == pytest.approx(2 * one.comm_bytes["pp"])
+    assert vee.bubble_s < one.bubble_s
+    with pytest.raises(ValueError, match="2 x pp = 18 chunks.*16 layers: allowed pp <= 8"):
+        TL.training_step("llama-3.2-1b", "h100-sxm", global_batch=8, seq_len=1024, pp=9, schedule="zb-v")
 
 
 # ---- layouts ---------------------------------------------------------------------------------------------------

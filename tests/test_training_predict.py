@@ -540,3 +540,25 @@ def test_partial_recompute_launches_its_share_of_the_forward_again():
     none, full = (tl.kernel_launches("llama-3.1-8b", pp=4, recompute=r)["total"] for r in ("none", "full"))
     assert (none, full) == (217, 305)
     assert p.terms["host_s"] == pytest.approx(32 * (217 + (305 - 217) / 4) * 13.0e-6)
+
+
+def test_schedules_that_split_the_backward_fill_their_bubble_at_the_priced_phase_times():
+    """ZB-H1 idles (p - 1)(T_F + T_B - T_W) a stage against m (T_F + T_B + T_W) of work (Qi et al.): with the
+    weight gradient a third of the linear layers' time (selective recompute runs each GEMM family's three GEMMs
+    once) and everything else in the forward and input gradient, bubble / compute = (p - 1)/m x (1 - 2 T_W /
+    compute), less than with equal phases' 1/3 because attention, the elementwise kernels and the loss add to F and
+    B only. Full recompute adds a forward to B, so its share of idle grows. ZB-V keeps 1F1B's memory, and its
+    bubble (simulated at the same times) is below ZB-H1's once m >= 2p - 1."""
+    kw = dict(global_batch=64, seq_len=8192, tp=8, pp=4, dp=1)
+    zb = tl.predict("llama-3.1-70b", "h100-sxm", schedule="zero-bubble", **kw)
+    p, m, t = 4, 64, zb.terms
+    hand = (p - 1) / m * (1 - 2 * (t["linear_s"] / 3) / t["compute_s"])
+    assert t["bubble_s"] / t["compute_s"] == pytest.approx(hand, rel=1e-9)
+    assert t["bubble_s"] / t["compute_s"] > (p - 1) / (3 * m) * 1.05       # not the equal-phase third
+    full = tl.predict("llama-3.1-70b", "h100-sxm", schedule="zero-bubble", recompute="full", **kw)
+    assert full.terms["bubble_s"] / full.terms["compute_s"] > t["bubble_s"] / t["compute_s"]
+    vee = tl.predict("llama-3.1-70b", "h100-sxm", schedule="zb-v", **kw)
+    one = tl.predict("llama-3.1-70b", "h100-sxm", **kw)
+    assert vee.terms["bubble_s"] < t["bubble_s"] < one.terms["bubble_s"]
+    assert vee.memory_bytes["activations"] == pytest.approx(one.memory_bytes["activations"], rel=0.02)
+    assert vee.terms["pp_exposed_s"] == pytest.approx(2 * one.terms["pp_exposed_s"])

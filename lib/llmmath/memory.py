@@ -236,7 +236,7 @@ def model_state_bytes_per_gpu(total_params, *, dp=1, zero_stage: int = 0, weight
     return result(sum(np.asarray(v) for v in parts.values()))
 
 
-PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "dualpipe")
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "zb-v", "dualpipe")
 
 
 @finite_result
@@ -255,6 +255,10 @@ def pipeline_activation_bytes(bytes_per_microbatch_layer, layers_per_stage, stag
       (Korthikanti et al. 2022, section 4.2.3); other stages: ``min(p - s, m)`` times the same factor;
     * ``zero-bubble`` (ZB-H1 of Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024): the
       same peak as 1F1B, ``min(p - s, m)``;
+    * ``zb-v`` (section 6 of the same paper; PyTorch's order, :func:`llmmath.parallelism.zbv_orders`): GPU ``s``
+      runs ``min(2p - s - 1, m)`` forwards of its first chunk and ``min(s + 1, m)`` of its second before its first
+      weight gradient frees one, each chunk half a stage: ``(min(2p - s - 1, m) + min(s + 1, m)) / 2``, ``p`` on
+      every GPU once ``m >= 2p - 1`` (1F1B's first stage, held by all);
     * ``dualpipe`` (DeepSeek-V3 report, Table 2): ``p + 1`` micro-batches on every stage (``min(p + 1, m)``).
 
     So under 1F1B the first stage holds ``p x (L / p) = L`` layers' activations for one
@@ -265,7 +269,7 @@ def pipeline_activation_bytes(bytes_per_microbatch_layer, layers_per_stage, stag
         bytes (float or array, broadcast over the numeric arguments).
 
     Raises:
-        ValueError: unknown schedule (allowed: gpipe, 1f1b, interleaved, zero-bubble, dualpipe); counts
+        ValueError: unknown schedule (allowed: gpipe, 1f1b, interleaved, zero-bubble, zb-v, dualpipe); counts
             not whole numbers >= 1; ``stage`` not in ``0..p-1``; ``chunks`` > 1 with a schedule
             other than interleaved.
     """
@@ -284,6 +288,8 @@ def pipeline_activation_bytes(bytes_per_microbatch_layer, layers_per_stage, stag
         held = m
     elif schedule == "dualpipe":
         held = np.minimum(p + 1, m) + 0 * s
+    elif schedule == "zb-v":
+        held = (np.minimum(2 * p - s - 1, m) + np.minimum(s + 1, m)) / 2
     else:
         held = np.minimum(p - s, m)
         if schedule == "interleaved":

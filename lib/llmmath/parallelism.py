@@ -28,7 +28,7 @@ from ._validate import (MAX_INT, broadcast, check_finite, finite_result, flag, i
 from .units import dtype_bytes
 
 __all__ = [
-    "bubble_fraction", "pipeline_bubble_fraction", "PIPELINE_SCHEDULES", "pipeline_orders", "pipeline_schedule",
+    "bubble_fraction", "pipeline_bubble_fraction", "PIPELINE_SCHEDULES", "pipeline_orders", "pipeline_schedule", "zbv_orders", "zbv_schedule",
     "MemoryPerGPU", "memory_per_gpu", "check_placement",
     "boundary_traffic_ratio", "stage_layers", "stage_deployment", "stage_floors_s", "PipelinedDecode", "pipelined_decode", "deployments",
     "hop_latencies", "moe_layer_all_to_all_s", "DomainGrowth", "domain_growth", "DomainLimits",
@@ -62,13 +62,13 @@ def bubble_fraction(stages, microbatches):
 
 
 #: Training pipeline schedules :func:`pipeline_bubble_fraction` knows.
-PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "dualpipe")
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "zb-v", "dualpipe")
 
 
 @finite_result
 def pipeline_bubble_fraction(stages, microbatches, schedule: str = "1f1b", chunks: int = 1, forward_s=1.0,
                              backward_input_s=1.0, backward_weight_s=1.0):
-    """Idle fraction of a training step's time on each stage, for four schedules (equal stages, free sends).
+    """Idle fraction of a training step's time on each stage, for six schedules (equal stages, free sends).
 
     With ``p`` stages and ``m`` micro-batches:
 
@@ -81,6 +81,10 @@ def pipeline_bubble_fraction(stages, microbatches, schedule: str = "1f1b", chunk
       ``(p-1)(T_F + T_B + T_W)``, so with ``T_F = T_B = T_W`` the bubble is a third of 1F1B's:
       ``(p-1)(T_F+T_B-T_W) / (m (T_F+T_B+T_W) + (p-1)(T_F+T_B-T_W))`` = ``(p-1) / (3m + p-1)``.
       (Their ZB-H2 reaches ~0 with about twice 1F1B's activation memory; not modelled.)
+    * ``zb-v`` (the same paper, arXiv:2401.10241 section 6): two chunks a GPU in a V, 1F1B's activation memory, no
+      closed form with unequal times: simulated (:func:`zbv_schedule`, PyTorch's order; its idle time stops
+      growing at ``m = 2p - 1``, so that many are simulated); with ``m >= 2p - 1`` and equal times
+      ``(p-1) T_F / 2`` idle against ``m (T_F + T_B + T_W)`` of work;
     * ``dualpipe`` (DeepSeek-V3 technical report, arXiv:2412.19437, section 3.2.1 and Table 2): micro-batches
       enter from both ends of the pipeline and each GPU pairs a forward chunk with a backward chunk; the idle
       time per stage is ``(p/2 - 1)(T_F&B + T_B,full - 3 T_W)``, where ``T_F&B = T_F + T_B + T_W`` is a paired
@@ -89,12 +93,13 @@ def pipeline_bubble_fraction(stages, microbatches, schedule: str = "1f1b", chunk
       ``2p`` micro-batches (DualPipe's own code asserts both).
 
     ``forward_s``, ``backward_input_s``, ``backward_weight_s``: one micro-batch's T_F, T_B, T_W on
-    one stage (only their ratios matter; used by ``zero-bubble``, which needs ``T_W <= T_F + T_B``).
-    Broadcasts over ``stages`` and ``microbatches``.
+    one stage (only their ratios matter; used by ``zero-bubble``, which needs ``T_W <= T_F + T_B``, ``zb-v`` and
+    ``dualpipe``). Broadcasts over ``stages`` and ``microbatches``.
 
     Raises:
-        ValueError: unknown ``schedule`` (allowed: gpipe, 1f1b, interleaved, zero-bubble, dualpipe); stages,
-            micro-batches or chunks not whole numbers >= 1; ``chunks`` > 1 with another schedule;
+        ValueError: unknown ``schedule`` (allowed: gpipe, 1f1b, interleaved, zero-bubble, zb-v, dualpipe); stages,
+            micro-batches or chunks not whole numbers >= 1; ``chunks`` > 1 with another schedule; with ``zb-v``,
+            more than 100,000 (stage, micro-batch) slots to simulate (``p (2p - 1)``: about 220 stages);
             non-positive times; ``T_W > T_F + T_B``; with ``dualpipe``, an odd number of stages or a number of
             micro-batches that is odd or under twice the stages.
     """
@@ -109,6 +114,8 @@ def pipeline_bubble_fraction(stages, microbatches, schedule: str = "1f1b", chunk
     tw = float(positive("backward_weight_s", scalar("backward_weight_s", backward_weight_s)))
     if schedule == "interleaved":
         return result((p - 1) / (v * m + p - 1))
+    if schedule == "zb-v":
+        return result(np.vectorize(lambda a, b: _zbv_bubble(int(a), int(b), tf, tb, tw), otypes=[float])(p, m))
     if schedule == "dualpipe":
         if np.any(p % 2):
             raise ValueError(f"dualpipe feeds micro-batches from both ends and needs an even number of stages, "
@@ -217,6 +224,137 @@ def pipeline_schedule(stages: int, microbatches: int, kind: str = "1f1b",
         if not progressed:  # pragma: no cover - the orders above never deadlock
             raise RuntimeError("pipeline schedule deadlocked")
     return events
+
+
+def zbv_orders(stages: int, microbatches: int) -> list:
+    """The order in which each GPU runs its work under ZB-V: per GPU, a list of ``(phase, chunk, microbatch)``.
+
+    ZB-V (Qi et al., "Zero Bubble Pipeline Parallelism", arXiv:2401.10241, section 6) cuts the model into
+    ``2p`` chunks and gives GPU ``r`` two of them in a V: chunk ``r`` on the way down and chunk ``2p - 1 - r`` on
+    the way back, so GPU 0 holds the first and the last chunk and the last GPU the two middle ones. The backward
+    is split in two phases: ``"B"`` the input gradient (on the critical path) and ``"W"`` the weight gradient
+    (deferrable), after the forward ``"F"``. GPU ``r`` runs, as PyTorch's ``ScheduleZBVZeroBubble`` lays it out
+    (``torch.distributed.pipelining``, from the paper's figure):
+
+    1. warm-up: ``2(p - r) - 1`` forwards of its first chunk, then ``r`` pairs (a forward of the second chunk, one
+       of the first), then ``p - r`` triples F, B, W of the second chunk;
+    2. steady state: F, B, W of the first chunk, then F, B, W of the second, until every forward has run;
+    3. cool-down: ``r`` pairs of input gradients (first chunk, second chunk), ``p - r`` pairs (B, W) of the first
+       chunk, then the weight gradients left, second chunk's first.
+
+    The order is written for ``max(m, 2p - 1)`` micro-batches and the ones beyond ``m`` are dropped (PyTorch's
+    padding). ``chunk`` counts the model's chunks in forward order, ``0 .. 2p - 1``.
+
+    Raises:
+        ValueError: stages or micro-batches not whole numbers >= 1.
+    """
+    p = positive_int("stages", stages)
+    m = positive_int("microbatches", microbatches)
+    n = max(m, 2 * p - 1)
+    orders = []
+    for r in range(p):
+        chunk = (r, 2 * p - 1 - r)                      # this GPU's two chunks: down, then back up the V
+        done = {"F": [0, 0], "B": [0, 0], "W": [0, 0]}
+        seq = []
+
+        def run(phase, c):
+            seq.append((phase, chunk[c], done[phase][c]))
+            done[phase][c] += 1
+
+        for _ in range(2 * (p - r) - 1):
+            run("F", 0)
+        for _ in range(r):
+            run("F", 1), run("F", 0)
+        for _ in range(p - r):
+            run("F", 1), run("B", 1), run("W", 1)
+        while done["F"][1] < done["F"][0] or done["F"][0] < n:
+            if done["F"][0] < n:
+                run("F", 0)
+            run("B", 0), run("W", 0), run("F", 1), run("B", 1), run("W", 1)
+        for _ in range(r):
+            run("B", 0), run("B", 1)
+        for _ in range(p - r):
+            run("B", 0), run("W", 0)
+        while done["W"][1] < done["B"][1]:
+            run("W", 1)
+        while done["W"][0] < done["B"][0]:
+            run("W", 0)
+        orders.append([op for op in seq if op[2] < m])
+    return orders
+
+
+def _zbv_bubble(p: int, m: int, tf: float, tb: float, tw: float) -> float:
+    """ZB-V's idle fraction from one short simulation: from ``2p - 1`` micro-batches on, each further one adds its
+    own work and no idle time (the steady state runs without gaps; the tests check this against the full
+    simulation over stages, batches and phase times), so the idle time of ``min(m, 2p - 1)`` micro-batches is
+    that of ``m``."""
+    short = min(m, 2 * p - 1)
+    idle = zbv_schedule(p, short, tf, tb, tw)["step_s"] - short * (tf + tb + tw)
+    return idle / (m * (tf + tb + tw) + idle)
+
+
+def zbv_schedule(stages: int, microbatches: int, forward_s: float = 1.0, backward_input_s: float = 1.0,
+                 backward_weight_s: float = 1.0) -> dict:
+    """Simulate ZB-V (:func:`zbv_orders`) and return its timeline, length, idle fraction and activation peak.
+
+    ``forward_s``, ``backward_input_s``, ``backward_weight_s``: one micro-batch's ``T_F``, ``T_B``, ``T_W`` on one
+    GPU's share of the model (both its chunks; a chunk's phase takes half). Each phase starts when its GPU is free
+    and its input is there: a forward after the previous chunk's forward of that micro-batch, an input gradient
+    after the next chunk's (the last chunk's after its own forward), a weight gradient after the input gradient
+    of its chunk. Sends are taken as free.
+
+    Returns a dict: ``events``, a list of ``(gpu, chunk, microbatch, phase, start_s, end_s)``; ``step_s``, when
+    the last GPU finishes; ``bubble_fraction``, ``1 - m (T_F + T_B + T_W) / step_s``, the idle share every GPU
+    has (each does the same work); ``peak_in_flight``, per GPU the most micro-batches whose forward has run and
+    whose weight gradient has not, counted in whole stages (a chunk counts a half), which sets its activation
+    memory. With ``m >= 2p - 1`` micro-batches: at equal times the step is ``m (T_F + T_B + T_W) + (p - 1) T_F / 2``,
+    nothing idle but the last GPU's wait for the first forward to come down ``p - 1`` chunks (the paper's "zero
+    bubble" counts that wait as negligible), and every GPU peaks at ``p`` micro-batches, 1F1B's first stage; with
+    unequal times the fixed order leaves gaps (the authors' own scheduler reorders by measured times and can do
+    better: not modelled).
+
+    Raises:
+        ValueError: stages or micro-batches not whole numbers >= 1, non-positive times, or more than 100,000
+            (stage, micro-batch) slots.
+        TypeError: an array for a time.
+    """
+    p = positive_int("stages", stages)
+    m = positive_int("microbatches", microbatches)
+    if p * m > _MAX_SLOTS:
+        raise ValueError(f"stages * microbatches = {p * m} slots are too many to simulate one by one; allowed: "
+                         f"at most {_MAX_SLOTS:,}")
+    cost = {"F": float(positive("forward_s", scalar("forward_s", forward_s))) / 2,
+            "B": float(positive("backward_input_s", scalar("backward_input_s", backward_input_s))) / 2,
+            "W": float(positive("backward_weight_s", scalar("backward_weight_s", backward_weight_s))) / 2}
+    orders, last = zbv_orders(p, m), 2 * p - 1
+    done: dict[tuple, float] = {}
+    free, pos, held, peak = [0.0] * p, [0] * p, [0] * p, [0] * p
+    events = []
+    remaining = sum(len(o) for o in orders)
+    while remaining:
+        progressed = False
+        for g in range(p):
+            while pos[g] < len(orders[g]):
+                phase, c, i = orders[g][pos[g]]
+                need = (("F", c - 1, i) if c > 0 else None) if phase == "F" else \
+                    (("B", c + 1, i) if c < last else ("F", c, i)) if phase == "B" else ("B", c, i)
+                if need is not None and need not in done:
+                    break
+                start = max(free[g], done[need] if need else 0.0)
+                end = start + cost[phase]
+                done[(phase, c, i)] = free[g] = end
+                events.append((g, c, i, phase, start, end))
+                held[g] += {"F": 1, "B": 0, "W": -1}[phase]
+                peak[g] = max(peak[g], held[g])
+                pos[g] += 1
+                remaining -= 1
+                progressed = True
+        if not progressed:  # pragma: no cover - the order above never deadlocks
+            raise RuntimeError("ZB-V schedule deadlocked")
+    step_s = max(free)
+    busy = m * 2 * sum(cost.values())
+    return {"events": events, "step_s": step_s, "bubble_fraction": 1.0 - busy / step_s,
+            "peak_in_flight": [k / 2 for k in peak]}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -225,11 +225,24 @@ def _layer_activation_bytes(m, seq_local, micro_batch, tp, sp, recompute, moe_la
                                                    dropout=dropout))
 
 
+def _gpu_stages(m, pp: int, schedule: str):
+    """What each of the ``pp`` pipeline GPUs holds: ``(layers, moe_layers, other_params)``, per GPU its layer
+    indices, MoE layers and other parameters (``Model.stage_layers`` and ``stage_params``). Under ``zb-v`` the
+    model is cut into ``2 pp`` chunks and GPU ``s`` holds chunks ``s`` and ``2 pp - 1 - s`` (a V): the first GPU
+    holds the embedding and the head."""
+    if schedule != "zb-v":
+        return m.stage_layers(pp), *m.stage_params(pp)
+    split, (moe, other) = m.stage_layers(2 * pp), m.stage_params(2 * pp)
+    pair = [(s, 2 * pp - 1 - s) for s in range(pp)]
+    return ([list(split[a]) + list(split[b]) for a, b in pair], np.array([moe[a] + moe[b] for a, b in pair]),
+            np.array([other[a] + other[b] for a, b in pair]))
+
+
 def _stage_memories(m, *, tp, cp, dp, ep, pp, mb, s_loc, b, sp, recompute, dropout, schedule, chunks, kw) -> list:
     """Bytes on one GPU of each pipeline stage, by kind: its model state (its layers; the embedding on the
-    first stage, the head on the last: ``Model.stage_params``) and its activations under the schedule.
-    Stages that hold the same layers share one computation of their state (most do)."""
-    split, (moe_s, other_s) = m.stage_layers(pp), m.stage_params(pp)
+    first stage, the head on the last: ``Model.stage_params``; both on the first under ZB-V) and its activations
+    under the schedule. Stages that hold the same layers share one computation of their state (most do)."""
+    split, moe_s, other_s = _gpu_stages(m, pp, schedule)
     # a model whose every layer is MoE (Mixtral, Qwen3-MoE, gpt-oss) has no dense MLP to size (d_ff = 0)
     dense_act = (_layer_activation_bytes(m, s_loc, b, tp, sp, recompute, False, dropout)
                  if m.n_moe_layers < m.n_layers else 0.0)
@@ -269,7 +282,9 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
         zero_stage: 0-3, over the ``dp x cp`` replicas (:func:`llmmath.memory.model_state_parts`).
         recompute: none, selective, full (activations: :func:`llmmath.memory.activation_bytes_per_layer`;
             FLOPs: :func:`llmmath.training.train_flops`).
-        schedule, chunks: pipeline schedule (:func:`llmmath.parallelism.pipeline_bubble_fraction`).
+        schedule, chunks: pipeline schedule (:func:`llmmath.parallelism.pipeline_bubble_fraction`); ``zb-v`` cuts
+            the model into ``2 pp`` chunks, two a GPU in a V (the first GPU holds the embedding and the head), and
+            sends each micro-batch's activations and gradients twice as often as 1F1B.
         compute_efficiency: fraction of the dense peak the matmuls reach (1 = the floor).
         dropout: the model trains with dropout (modern LLMs: no).
         rank_order: how the groups nest over the GPUs, innermost first (default :data:`LLAMA3_RANK_ORDER`,
@@ -284,7 +299,8 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
     Raises:
         ValueError: a degree < 1; ``tp`` not dividing the heads (or KV heads); ``pp`` > layers;
             ``cp`` not dividing ``seq_len``; ``global_batch`` not divisible by ``dp x micro_batch``;
-            ``ep`` > 1 on a dense model, not dividing the experts or not dividing ``tp cp dp``;
+            ``ep`` > 1 on a dense model, not dividing the experts or not dividing ``tp cp dp``; ``zb-v`` with
+            ``2 pp`` above the layers;
             ``compute_efficiency`` outside (0, 1]; bad dtypes or schedules.
         KeyError: unknown model, chip or dtype.
     """
@@ -294,6 +310,9 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
         positive_int("micro_batch", micro_batch)
     eff = float(scalar("compute_efficiency", compute_efficiency))
     _check_layout(m, B, S, b, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, eff=eff)
+    if schedule == "zb-v" and 2 * pp > m.n_layers:
+        raise ValueError(f"schedule='zb-v' cuts the model into 2 x pp = {2 * pp} chunks, two a GPU, and {m.key} has "
+                         f"{m.n_layers} layers: allowed pp <= {m.n_layers // 2}")
     mb = B // (dp * b)                                       # micro-batches per step through one pipeline
     n = tp * cp * pp * dp
     sp = bool(sequence_parallel) and tp > 1
@@ -327,10 +346,10 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
     links = group_links(c, order, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep)
     ep_domains = links.pop("ep_domains")
     g = _Groups(m, links, tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, mb=mb, b=b, s_loc=s_loc, sp=sp,
-                b_w=dtype_bytes(weight_dtype), b_g=dtype_bytes(grad_dtype), zero_stage=zero_stage)
+                b_w=dtype_bytes(weight_dtype), b_g=dtype_bytes(grad_dtype), zero_stage=zero_stage, schedule=schedule)
     comm_s, comm_bytes = {}, {}
     for name, part in (("dp", g.dp_sync), ("tp", lambda: g.tp_collectives(recompute)), ("cp", g.cp_gathers),
-                       ("pp", lambda: g.pp_sends(chunks)), ("ep", g.ep_all_to_all)):
+                       ("pp", lambda: g.pp_sends(2 if schedule == "zb-v" else chunks)), ("ep", g.ep_all_to_all)):
         comm_s[name], comm_bytes[name] = part()
 
     exposed = dict(comm_s)
@@ -362,8 +381,8 @@ def _check_layout(m, B: int, S: int, b: int, *, tp: int, cp: int, pp: int, dp: i
 class _Groups:
     """The communication groups of one training layout: each collective's (seconds, bytes sent per GPU) per step."""
 
-    def __init__(self, m, links, *, tp, cp, pp, dp, ep, mb, b, s_loc, sp, b_w, b_g, zero_stage):
-        self.m, self.tp, self.cp, self.pp, self.dp, self.ep = m, tp, cp, pp, dp, ep
+    def __init__(self, m, links, *, tp, cp, pp, dp, ep, mb, b, s_loc, sp, b_w, b_g, zero_stage, schedule):
+        self.m, self.tp, self.cp, self.pp, self.dp, self.ep, self.schedule = m, tp, cp, pp, dp, ep, schedule
         self.mb, self.b, self.s_loc, self.sp, self.b_w, self.b_g, self.zero_stage = mb, b, s_loc, sp, b_w, b_g, zero_stage
         self.bw_tp, self.bw_cp, self.bw_pp = links["tp"], links["cp"], links["pp"]
         self.bw_dp, self.bw_ep, self.bw_edp = links["dp"], links["ep"], links["expert_dp"]
@@ -386,7 +405,7 @@ class _Groups:
 
     def dp_sync(self):
         m = self.m
-        moe_s, other_s = m.stage_params(self.pp)           # the stage with the most to synchronise sets the time
+        _, moe_s, other_s = _gpu_stages(m, self.pp, self.schedule)   # the GPU with the most to sync sets the time
         dense_pg = float(np.max(other_s)) / self.tp
         expert_pg = float(np.max(moe_s)) * m.n_experts * m.expert_params / self.ep if m.is_moe else 0.0
         t_d, n_d = self._sync(dense_pg, self.dp * self.cp, self.bw_dp)
@@ -415,7 +434,7 @@ class _Groups:
     def pp_sends(self, chunks):
         if self.pp == 1:
             return 0.0, 0.0
-        # one activation forward and one gradient backward per micro-batch (per chunk, interleaved)
+        # one activation forward and one gradient backward per micro-batch (per chunk, interleaved and ZB-V)
         nbytes = 2 * self.mb * chunks * self.act_bytes / (self.tp if self.sp else 1)
         return nbytes / self.bw_pp, nbytes
 
@@ -878,6 +897,12 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     each other node holding one of its experts, :func:`llmmath.network.remote_nodes_reached`, and is forwarded over
     NVLink inside it, not priced; the serving step prices a prefill step the same way).
 
+    The schedules that split the backward into input and weight gradients (``zero-bubble``, ``zb-v``,
+    ``dualpipe``) take their bubble at the phases' priced times, not equal ones: ``T_W`` a third of the first pass's
+    GEMMs, ``T_F`` the same GEMMs with attention's forward and the forward's elementwise kernels, ``T_B`` the rest
+    (attention's backward, the recomputed forward). ``zb-v`` (PyTorch's ``ScheduleZBVZeroBubble``) is simulated:
+    :func:`llmmath.parallelism.zbv_schedule`.
+
     ``schedule="dualpipe"`` (DeepSeek-V3's): its bubble (:func:`llmmath.parallelism.pipeline_bubble_fraction`),
     ``p + 1`` micro-batches of activations and two copies of the weights and gradients on each GPU, and the expert
     all-to-all and pipeline sends run under the paired forward and backward chunks' compute (only what exceeds it
@@ -893,8 +918,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     or not (not a part of the step); ``terms["host_exposed_s"]``: what of them shows.
 
     Not modelled: syncs that stop the host running ahead (a dropless MoE dispatcher's token counts read on the
-    host), uneven pipeline stages beyond the embedding and head, ZB-V
-    (``schedule`` takes :func:`llmmath.parallelism.pipeline_bubble_fraction`'s).
+    host), uneven pipeline stages beyond the embedding and head, schedules that reorder by measured times (the
+    zero-bubble authors' own scheduler; ``schedule`` takes :func:`llmmath.parallelism.pipeline_bubble_fraction`'s).
 
     Raises:
         ValueError: an unknown ``precision`` (allowed: bf16, fp8, mxfp8, nvfp4), ``grad_dtype`` (fp32, bf16),
@@ -975,7 +1000,27 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
                                  layers=m.n_attention_layers / pp, forward_passes=1.0 + rerun, dropout=dropout)
         attn_s = un["gemm_s"] + un["hbm_s"]
     compute_s = lin_s + attn_s
-    bub = float(parallelism.pipeline_bubble_fraction(pp, mb, schedule, chunks))
+    # the kernels that are neither matmuls nor attention (norms, RoPE, residual adds, activations, MoE permutes,
+    # the loss, fp8 casts) stream their bytes at the sustained HBM rate, between the GEMMs: they add
+    from .predict import sustained
+    hbm = n * c.hbm_bytes_per_s * sustained(c)["hbm_fraction"]
+    ew = training.elementwise_bytes_per_token(m, fp8=dtype != "bf16", recompute="full")
+    ew_bytes = ew["total"] - (1 - recompute_share) * ew["recomputed forward"]   # only the recomputed share reruns
+    if not seq_par:                 # outside the tensor-parallel region every rank runs the norms and residual adds
+        ew_bytes += (int(tp) - 1) * (ew["norms"] + ew["residual"])
+    elementwise_s = tokens * ew_bytes / hbm
+    # a schedule that splits the backward (ZB-H1, ZB-V, DualPipe) fills its bubble by the phases' own times: the
+    # weight gradient is a third of the first pass's GEMMs; the forward the same GEMMs, attention's forward and
+    # the forward's elementwise kernels; the input gradient the rest (attention's backward, recomputation)
+    weight_s = lin_s * flops("none") / lin / 3
+    attn_fwd = (flops("none", S) - flops("none")) / 3
+    attn_fwd_s = (attn_fwd / share(False) / (n * c.flops_per_s("bf16")) if flash
+                  else attn_s * attn_fwd / max(attn, 1e-30))
+    forward_s = weight_s + attn_fwd_s + tokens * ew["recomputed forward"] / hbm
+    input_s = lin_s + attn_s + elementwise_s - forward_s - weight_s
+    times = (dict(forward_s=forward_s, backward_input_s=input_s, backward_weight_s=weight_s)
+             if schedule in ("zero-bubble", "zb-v", "dualpipe") else {})
+    bub = float(parallelism.pipeline_bubble_fraction(pp, mb, schedule, chunks, **times))
     bubble_s = compute_s * bub / (1.0 - bub)
     exposed = dict(ceil.exposed_comm_s)
     fall = [("roofline ceiling", ceil.step_time_s)]
@@ -984,15 +1029,6 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     fall.append((f"linear layers at their shapes' measured share ({lin_share:.2f} of the {precision} peak), "
                  + (f"attention at {_KERNEL_NAMES[attention_kernel]}'s" if flash
                     else "attention unfused (batched GEMMs, its s x s scores through HBM)"), total()))
-    # the kernels that are neither matmuls nor attention (norms, RoPE, residual adds, activations, MoE permutes,
-    # the loss, fp8 casts) stream their bytes at the sustained HBM rate, between the GEMMs: they add
-    from .predict import sustained
-    ew = training.elementwise_bytes_per_token(m, fp8=dtype != "bf16",
-                                              recompute="full" if recompute == "full" else "none")
-    ew_bytes = ew["total"] - (1 - recompute_share) * ew["recomputed forward"]   # only the recomputed share reruns
-    if not seq_par:                 # outside the tensor-parallel region every rank runs the norms and residual adds
-        ew_bytes += (int(tp) - 1) * (ew["norms"] + ew["residual"])
-    elementwise_s = tokens * ew_bytes / (n * c.hbm_bytes_per_s * sustained(c)["hbm_fraction"])
     compute_s += elementwise_s
     bubble_s = compute_s * bub / (1.0 - bub)
     fall.append(("elementwise kernels at the sustained HBM rate", total()))

@@ -120,7 +120,7 @@ def training_memory_explorer(model: str = "llama-3.1-405b", chip: str = "h100-sx
         "micro_batch": W.Dropdown(options=[1, 2, 4], value=1, description="micro-batch"),
         "zero_stage": W.Dropdown(options=[0, 1, 2, 3], value=zero_stage, description="ZeRO"),
         "recompute": W.Dropdown(options=["none", "selective", "full"], value=recompute, description="recompute"),
-        "schedule": W.Dropdown(options=["1f1b", "gpipe", "interleaved", "zero-bubble"], value="1f1b",
+        "schedule": W.Dropdown(options=["1f1b", "gpipe", "interleaved", "zero-bubble", "zb-v"], value="1f1b",
                                description="schedule"),
     }, ncols=2, width=4.6, height=3.8)
 
@@ -217,7 +217,7 @@ def training_prediction_explorer(model: str = "llama-3.1-70b", chip: str = "h100
         "micro_batch": W.Dropdown(options=[1, 2, 4], value=1, description="micro-batch"),
         "precision": W.Dropdown(options=["bf16", "fp8", "mxfp8", "nvfp4"], value=precision,
                                 description="linear layers"),
-        "schedule": W.Dropdown(options=["1f1b", "interleaved", "zero-bubble", "dualpipe"], value=schedule,
+        "schedule": W.Dropdown(options=["1f1b", "interleaved", "zero-bubble", "zb-v", "dualpipe"], value=schedule,
                                description="schedule"),
         "chunks": W.Dropdown(options=[2, 4, 5, 8], value=5, description="chunks (v)"),
         "recompute": W.Dropdown(options=["none", "selective", "full"], value="none", description="recompute"),
