@@ -79,9 +79,9 @@ print(f"bubble formula for p=4, m=8: {parallelism.bubble_fraction(4, 8):.1%}")
 # and the gradient with respect to its *weights*, which nothing needs until the
 # optimizer step. Zero-bubble schedules (Qi et al., ICLR 2024) run the second
 # one later, in the gaps. ZB-V also cuts the model into $2\,\text{PP}$ chunks and
-# gives GPU $r$ chunk $r$ on the way down and chunk $2\,\text{PP}-1-r$ on the way
-# back up (a V), so the first GPU also holds the last chunk and starts the
-# backward itself. Below, the same 4 stages and 8 micro-batches, with forward
+# gives each GPU one chunk on the way down and its mirror image on the way back
+# up (a V: GPU 0 holds the first and the last chunk), so the first GPU also
+# computes the loss and starts the backward itself. Below, the same 4 stages and 8 micro-batches, with forward
 # (F), input gradient (B) and weight gradient (W) each one unit of a stage's
 # time (`parallelism.zbv_schedule`, in the order PyTorch runs it). The idle
 # time left is the last GPU's wait for the first micro-batch to come down
@@ -108,7 +108,7 @@ for ax, title, span in ((axes[0], "1F1B (B and W together)", flat_span), (axes[1
     ax.set_xlabel("time (one stage's forward = 1)"); ax.set_ylabel("GPU")
     ax.set_title(f"{title}\nstep {span:g}, idle {1 - 3 * m_v / span:.0%}", fontsize=9)
 axes[1].legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()],
-               labels=["forward", "input gradient", "weight gradient"], fontsize=7, loc="center right")
+               labels=["forward", "input gradient", "weight gradient"], fontsize=8, loc="center right")
 plt.show()
 hand = 3 * m_v + (p_v - 1) / 2
 print(f"ZB-V: step {zbv['step_s']:g} units, by hand 3m + (PP-1)/2 = {hand:g}; 1F1B: {flat_span:g} = 3(m + PP - 1); "

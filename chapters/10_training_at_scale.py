@@ -351,16 +351,19 @@ print(f"\nA published-looking ~21.6% lies between the two full-square rows ({squ
 # and weight gradients and lets the latter fill the drain: a third of 1F1B's
 # bubble time when the three passes take equal time. ZB-V (the same authors;
 # drawn in [chapter 6](06_pipelining.py)) gives each GPU two chunks in a V and
-# idles only $(\text{PP}-1)\,T_F/2$ with equal passes and $m \ge 2\,\text{PP}-1$;
-# below that it has no steady state to fill (the dots: simulated, no closed form).
-# Unequal passes leave gaps in its fixed order: `predict` simulates it at the
-# step's own forward, input- and weight-gradient times.
+# idles only $\text{PP}-1$ half-stage forwards with equal passes once $m \ge 2\,\text{PP}-1$
+# (its idle time stops growing there); with fewer it still gains on ZB-H1 from
+# $m$ = PP on (the dots: simulated, no closed form; ZB-H1's curve is drawn from
+# $m$ = PP, the paper's range, below which its formula is optimistic). Unequal
+# passes leave gaps in ZB-V's fixed order: `predict` simulates it at the step's
+# own forward, input- and weight-gradient times.
 
 # %% slideshow={"slide_type": "subslide"}
 fig, (ax, ax2) = plots.new_axes(2, width=5.2, height=3.4)
 mm = np.arange(1, 129)
 for sched, v, style in (("1f1b", 1, "-"), ("interleaved", 2, "--"), ("interleaved", 4, "-."), ("zero-bubble", 1, ":")):
-    ax.plot(mm, parallelism.pipeline_bubble_fraction(16, mm, sched, chunks=v), style,
+    xs = mm[mm >= 16] if sched == "zero-bubble" else mm      # ZB-H1 as its paper defines it: m >= PP
+    ax.plot(xs, parallelism.pipeline_bubble_fraction(16, xs, sched, chunks=v), style,
             label=f"{sched}" + (f" v={v}" if v > 1 else "") + (" (= GPipe)" if sched == "1f1b" else ""))
 m_zbv = 2 ** np.arange(8)                     # simulated, one schedule at a time
 zbv_bubble = parallelism.pipeline_bubble_fraction(16, m_zbv, "zb-v")

@@ -82,3 +82,14 @@ ok = check_answer("06.5", answer)
 answer = ...  # micro-batches
 ok = check_answer("06.6", answer)
 
+# %% [markdown]
+# ### Problem 7 — ZB-V's bubble
+# A training pipeline of 8 GPUs runs ZB-V (two chunks a GPU, in a V) on 32
+# micro-batches. On each GPU, one micro-batch's forward, input gradient and
+# weight gradient each take 1 ms (each chunk half of it). Sends are free. What
+# fraction of each GPU's step is idle?
+
+# %%
+answer = ...  # fraction of the step
+ok = check_answer("06.7", answer)
+

@@ -150,3 +150,32 @@ assert parallelism.bubble_fraction(8, answer) <= 0.05 < parallelism.bubble_fract
 # say, 1024 sequences that is micro-batches of under 8: the bubble pushes toward
 # more, smaller micro-batches, and small micro-batches run matmuls below the
 # balance point — one reason pipelining is "a massive hassle".
+
+# %% [markdown]
+# ### Problem 7 — ZB-V's bubble
+# A training pipeline of 8 GPUs runs ZB-V (two chunks a GPU, in a V) on 32
+# micro-batches. On each GPU, one micro-batch's forward, input gradient and
+# weight gradient each take 1 ms (each chunk half of it). Sends are free. What
+# fraction of each GPU's step is idle?
+
+# %%
+# BEGIN SOLUTION stub: answer = ...  # fraction of the step
+p, m = 8, 32
+idle_ms = (p - 1) * 1.0 / 2          # the last GPU waits for the first forward to come down p - 1 half-stage chunks
+work_ms = m * (1.0 + 1.0 + 1.0)
+answer = idle_ms / (work_ms + idle_ms)
+# END SOLUTION
+ok = check_answer("06.7", answer)
+# BEGIN SOLUTION
+assert ok
+assert abs(answer - parallelism.zbv_schedule(8, 32)["bubble_fraction"]) < 1e-12
+# END SOLUTION
+
+# %% [markdown] tags=["solution"]
+# **Worked answer.** With 32 ≥ 2·8 − 1 micro-batches the V runs without a gap
+# once it is full; the only wait is the last GPU's, for the first micro-batch's
+# forward to pass the 7 chunks above it, each half a stage: 3.5 ms. Each GPU does
+# 32 × 3 = 96 ms of work, so the step is 99.5 ms and 3.5/99.5 = 3.5% of it is idle,
+# against 7/39 = 18% under 1F1B and 7/103 = 6.8% under ZB-H1. The price: each
+# micro-batch crosses every GPU boundary twice, and with fewer than 2p − 1
+# micro-batches the V never fills.

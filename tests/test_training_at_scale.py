@@ -257,6 +257,13 @@ def test_zbv_timeline_by_hand_for_two_gpus_and_two_microbatches():
     # each GPU runs F, B and W of its own two chunks, every micro-batch, once
     for g, order in enumerate(parallelism.zbv_orders(3, 5)):
         assert sorted(order) == sorted((ph, c, i) for ph in "FBW" for c in (g, 5 - g) for i in range(5))
+    # and in PyTorch's order, written out by hand for GPU 1 of 3 (chunks 1 and 4) and 5 micro-batches: 3 warm-up
+    # forwards of chunk 1; one pair (chunk 4, chunk 1); two triples of chunk 4; the steady loop (F, B, W of chunk 1,
+    # then of chunk 4), its last turn without a forward of chunk 1; one pair of input gradients; two (B, W) of
+    # chunk 1; the weight gradients left, chunk 4's first
+    hand = ("F1.0 F1.1 F1.2 F4.0 F1.3 F4.1 B4.0 W4.0 F4.2 B4.1 W4.1 F1.4 B1.0 W1.0 F4.3 B4.2 W4.2 B1.1 W1.1 F4.4 "
+            "B4.3 W4.3 B1.2 B4.4 B1.3 W1.2 B1.4 W1.3 W4.4 W1.4").split()
+    assert [f"{ph}{c}.{i}" for ph, c, i in parallelism.zbv_orders(3, 5)[1]] == hand
 
 
 @pytest.mark.parametrize("p, m", [(4, 7), (4, 8), (8, 16), (8, 64), (16, 31)])
@@ -322,8 +329,32 @@ def test_zbv_in_a_training_step_puts_the_head_on_the_first_gpu_and_sends_twice()
                                                         rel=1e-3)
     assert vee.comm_bytes["pp"] == pytest.approx(2 * one.comm_bytes["pp"])
     assert vee.bubble_s < one.bubble_s
+    # two stages: the V's turns (chunk 1 to 2, and the loss) stay on one GPU; each sends as many as under 1F1B
+    kw2 = dict(kw, pp=2, tp=8)
+    assert TL.training_step("llama-3.1-70b", "h100-sxm", schedule="zb-v", **kw2).comm_bytes["pp"] == pytest.approx(
+        TL.training_step("llama-3.1-70b", "h100-sxm", **kw2).comm_bytes["pp"])
+    # every parameter is somewhere, once: a tied table (Llama 3.2 1B) is not copied when the embedding and the head
+    # share GPU 0
+    for key in ("llama-3.2-1b", "llama-3.1-70b"):
+        mk = models.get(key)
+        for pp in (1, 4):
+            _, moe_l, other = TL._gpu_stages(mk, pp, "zb-v")
+            assert int(other.sum()) == mk.total_params, (key, pp)
     with pytest.raises(ValueError, match="2 x pp = 18 chunks.*16 layers: allowed pp <= 8"):
         TL.training_step("llama-3.2-1b", "h100-sxm", global_batch=8, seq_len=1024, pp=9, schedule="zb-v")
+
+
+def test_zbv_activations_walk_unequal_chunks():
+    """Llama 3.1 405B's 126 layers in 32 chunks (PP16): the first 30 chunks take 4 layers, the last two 3, so GPU 0
+    holds chunk 0 (4 layers) and chunk 31 (3). With 64 micro-batches it runs 31 forwards of chunk 0, then triples of
+    chunk 31 that free what they add, then one more forward of chunk 0 before its first weight gradient: 32 x 4 =
+    128 layers' activations, not the 32 x 3.5 = 112 an even split would give; with the embedding and the head that
+    makes GPU 0 the busiest."""
+    kw = dict(global_batch=64 * 8, seq_len=8192, tp=8, pp=16, dp=8, schedule="zb-v")
+    st = TL.training_step("llama-3.1-405b", "h100-sxm", **kw)
+    per_layer = 31.75 / 8 * 8192 * 16384        # a layer at TP8 + SP without dropout (hand count above)
+    assert st.stage == 0
+    assert st.memory_bytes["activations"] == pytest.approx(128 * per_layer, rel=1e-9)
 
 
 # ---- layouts ---------------------------------------------------------------------------------------------------

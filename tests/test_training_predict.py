@@ -562,3 +562,26 @@ def test_schedules_that_split_the_backward_fill_their_bubble_at_the_priced_phase
     assert vee.terms["bubble_s"] < t["bubble_s"] < one.terms["bubble_s"]
     assert vee.memory_bytes["activations"] == pytest.approx(one.memory_bytes["activations"], rel=0.02)
     assert vee.terms["pp_exposed_s"] == pytest.approx(2 * one.terms["pp_exposed_s"])
+
+
+def test_zbv_bubble_in_predict_is_the_schedule_at_the_phases_predict_prices():
+    """The phases by hand for Llama 3.1 70B without recomputation: the weight gradient is a third of the linear
+    layers; the forward another third, attention's forward (a third of its FLOPs at FlashAttention-3's forward bar,
+    the rest at its backward bar) and the forward's share of the elementwise bytes; the input gradient the rest. At
+    those times predict's ZB-V bubble is the simulated schedule's (64 micro-batches, 4 stages): swapping forward and
+    input gradient, or pricing equal phases, fails. GPU 0 computes the loss, so it holds the logits."""
+    from llmmath import parallelism, training
+    kw = dict(global_batch=64, seq_len=8192, tp=8, pp=4, dp=1, recompute="none")
+    p = tl.predict("llama-3.1-70b", "h100-sxm", schedule="zb-v", **kw)
+    t = p.terms
+    sf, sb = tl.attention_share(8192, False), tl.attention_share(8192, True)
+    attn_fwd = t["attention_s"] * (1 / sf) / (1 / sf + 2 / sb)
+    ew = training.elementwise_bytes_per_token("llama-3.1-70b", recompute="full")
+    ew_fwd = t["elementwise_s"] * ew["recomputed forward"] / (ew["total"] - ew["recomputed forward"])
+    assert t["phase_weight_grad_s"] == pytest.approx(t["linear_s"] / 3, rel=1e-9)
+    assert t["phase_forward_s"] == pytest.approx(t["linear_s"] / 3 + attn_fwd + ew_fwd, rel=1e-9)
+    assert t["phase_input_grad_s"] == pytest.approx(t["compute_s"] - t["phase_forward_s"] - t["linear_s"] / 3,
+                                                    rel=1e-9)
+    sim = parallelism.zbv_schedule(4, 64, t["phase_forward_s"], t["phase_input_grad_s"], t["phase_weight_grad_s"])
+    assert t["bubble_s"] / (t["compute_s"] + t["bubble_s"]) == pytest.approx(sim["bubble_fraction"], rel=1e-9)
+    assert "logits" in p.memory_bytes

@@ -28,7 +28,8 @@ from ._validate import (MAX_INT, broadcast, check_finite, finite_result, flag, i
 from .units import dtype_bytes
 
 __all__ = [
-    "bubble_fraction", "pipeline_bubble_fraction", "PIPELINE_SCHEDULES", "pipeline_orders", "pipeline_schedule", "zbv_orders", "zbv_schedule",
+    "bubble_fraction", "pipeline_bubble_fraction", "PIPELINE_SCHEDULES", "pipeline_orders", "pipeline_schedule",
+    "zbv_orders", "zbv_schedule",
     "MemoryPerGPU", "memory_per_gpu", "check_placement",
     "boundary_traffic_ratio", "stage_layers", "stage_deployment", "stage_floors_s", "PipelinedDecode", "pipelined_decode", "deployments",
     "hop_latencies", "moe_layer_all_to_all_s", "DomainGrowth", "domain_growth", "DomainLimits",
@@ -79,12 +80,14 @@ def pipeline_bubble_fraction(stages, microbatches, schedule: str = "1f1b", chunk
       backward is split into the input gradient B and the weight gradient W, and W fills the
       drain; the idle time per stage is ``(p-1)(T_F + T_B - T_W)`` against 1F1B's
       ``(p-1)(T_F + T_B + T_W)``, so with ``T_F = T_B = T_W`` the bubble is a third of 1F1B's:
-      ``(p-1)(T_F+T_B-T_W) / (m (T_F+T_B+T_W) + (p-1)(T_F+T_B-T_W))`` = ``(p-1) / (3m + p-1)``.
+      ``(p-1)(T_F+T_B-T_W) / (m (T_F+T_B+T_W) + (p-1)(T_F+T_B-T_W))`` = ``(p-1) / (3m + p-1)``
+      (the paper's schedule for ``m >= p``; with fewer micro-batches the formula is optimistic).
       (Their ZB-H2 reaches ~0 with about twice 1F1B's activation memory; not modelled.)
     * ``zb-v`` (the same paper, arXiv:2401.10241 section 6): two chunks a GPU in a V, 1F1B's activation memory, no
       closed form with unequal times: simulated (:func:`zbv_schedule`, PyTorch's order; its idle time stops
       growing at ``m = 2p - 1``, so that many are simulated); with ``m >= 2p - 1`` and equal times
-      ``(p-1) T_F / 2`` idle against ``m (T_F + T_B + T_W)`` of work;
+      ``(p-1) T_F / 2`` idle against ``m (T_F + T_B + T_W)`` of work (with ``T_W`` near ``T_F + T_B`` its fixed
+      order can idle more than ZB-H1);
     * ``dualpipe`` (DeepSeek-V3 technical report, arXiv:2412.19437, section 3.2.1 and Table 2): micro-batches
       enter from both ends of the pipeline and each GPU pairs a forward chunk with a backward chunk; the idle
       time per stage is ``(p/2 - 1)(T_F&B + T_B,full - 3 T_W)``, where ``T_F&B = T_F + T_B + T_W`` is a paired
@@ -99,7 +102,7 @@ def pipeline_bubble_fraction(stages, microbatches, schedule: str = "1f1b", chunk
     Raises:
         ValueError: unknown ``schedule`` (allowed: gpipe, 1f1b, interleaved, zero-bubble, zb-v, dualpipe); stages,
             micro-batches or chunks not whole numbers >= 1; ``chunks`` > 1 with another schedule; with ``zb-v``,
-            more than 100,000 (stage, micro-batch) slots to simulate (``p (2p - 1)``: about 220 stages);
+            more than 100,000 (stage, micro-batch) slots to simulate (``p min(m, 2p - 1)``);
             non-positive times; ``T_W > T_F + T_B``; with ``dualpipe``, an odd number of stages or a number of
             micro-batches that is odd or under twice the stages.
     """
@@ -289,6 +292,9 @@ def _zbv_bubble(p: int, m: int, tf: float, tb: float, tw: float) -> float:
     simulation over stages, batches and phase times), so the idle time of ``min(m, 2p - 1)`` micro-batches is
     that of ``m``."""
     short = min(m, 2 * p - 1)
+    if p * short > _MAX_SLOTS:
+        raise ValueError(f"zb-v at {p} stages needs {p} x {short} (stage, micro-batch) slots simulated; allowed: at "
+                         f"most {_MAX_SLOTS:,} (about 220 stages)")
     idle = zbv_schedule(p, short, tf, tb, tw)["step_s"] - short * (tf + tb + tw)
     return idle / (m * (tf + tb + tw) + idle)
 

@@ -234,8 +234,24 @@ def _gpu_stages(m, pp: int, schedule: str):
         return m.stage_layers(pp), *m.stage_params(pp)
     split, (moe, other) = m.stage_layers(2 * pp), m.stage_params(2 * pp)
     pair = [(s, 2 * pp - 1 - s) for s in range(pp)]
-    return ([list(split[a]) + list(split[b]) for a, b in pair], np.array([moe[a] + moe[b] for a, b in pair]),
-            np.array([other[a] + other[b] for a, b in pair]))
+    other = np.array([other[a] + other[b] for a, b in pair])
+    if not m.lm_head_params:      # a tied table: the embedding and the head on one GPU share it (no second copy)
+        other[0] -= m.vocab * m.d_model
+    return [list(split[a]) + list(split[b]) for a, b in pair], np.array([moe[a] + moe[b] for a, b in pair]), other
+
+
+def _zbv_activation_peaks(pp: int, mb: int, chunk_bytes) -> list:
+    """Per GPU under ZB-V, the most activation bytes it holds: walking its order (:func:`llmmath.parallelism.
+    zbv_orders`), a chunk's forward adds that chunk's bytes for one micro-batch and its weight gradient frees them
+    (the chunks need not be equal: ``chunk_bytes`` has one entry per chunk, ``2 pp``)."""
+    peaks = []
+    for order in parallelism.zbv_orders(pp, mb):
+        held = peak = 0.0
+        for phase, c, _ in order:
+            held += chunk_bytes[c] if phase == "F" else -chunk_bytes[c] if phase == "W" else 0.0
+            peak = max(peak, held)
+        peaks.append(peak)
+    return peaks
 
 
 def _stage_memories(m, *, tp, cp, dp, ep, pp, mb, s_loc, b, sp, recompute, dropout, schedule, chunks, kw) -> list:
@@ -248,7 +264,13 @@ def _stage_memories(m, *, tp, cp, dp, ep, pp, mb, s_loc, b, sp, recompute, dropo
                  if m.n_moe_layers < m.n_layers else 0.0)
     moe_act = _layer_activation_bytes(m, s_loc, b, tp, sp, recompute, True, dropout) if m.is_moe else 0.0
     per_mb = np.array([(len(layers) - k) * dense_act + k * moe_act for layers, k in zip(split, moe_s)])
-    acts = memory.pipeline_activation_bytes(per_mb, 1, pp, mb, schedule=schedule, chunks=chunks, stage=np.arange(pp))
+    if schedule == "zb-v":          # two chunks a GPU, not always of one size: walk the schedule chunk by chunk
+        moe_c = m.stage_params(2 * pp)[0]
+        chunk = [(len(layers) - k) * dense_act + k * moe_act for layers, k in zip(m.stage_layers(2 * pp), moe_c)]
+        acts = _zbv_activation_peaks(pp, mb, chunk)
+    else:
+        acts = memory.pipeline_activation_bytes(per_mb, 1, pp, mb, schedule=schedule, chunks=chunks,
+                                                stage=np.arange(pp))
     states: dict = {}
     out = []
     for stage, (moe_layers, other) in enumerate(zip(moe_s, other_s)):
@@ -283,8 +305,9 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
         recompute: none, selective, full (activations: :func:`llmmath.memory.activation_bytes_per_layer`;
             FLOPs: :func:`llmmath.training.train_flops`).
         schedule, chunks: pipeline schedule (:func:`llmmath.parallelism.pipeline_bubble_fraction`); ``zb-v`` cuts
-            the model into ``2 pp`` chunks, two a GPU in a V (the first GPU holds the embedding and the head), and
-            sends each micro-batch's activations and gradients twice as often as 1F1B.
+            the model into ``2 pp`` chunks, two a GPU in a V (the first GPU holds the embedding and the head, and
+            computes the loss), and its middle GPUs send each micro-batch's activations and gradients twice (at
+            ``pp`` = 2 the V's turns are on one GPU and it sends as 1F1B does).
         compute_efficiency: fraction of the dense peak the matmuls reach (1 = the floor).
         dropout: the model trains with dropout (modern LLMs: no).
         rank_order: how the groups nest over the GPUs, innermost first (default :data:`LLAMA3_RANK_ORDER`,
@@ -349,7 +372,8 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
                 b_w=dtype_bytes(weight_dtype), b_g=dtype_bytes(grad_dtype), zero_stage=zero_stage, schedule=schedule)
     comm_s, comm_bytes = {}, {}
     for name, part in (("dp", g.dp_sync), ("tp", lambda: g.tp_collectives(recompute)), ("cp", g.cp_gathers),
-                       ("pp", lambda: g.pp_sends(2 if schedule == "zb-v" else chunks)), ("ep", g.ep_all_to_all)):
+                       ("pp", lambda: g.pp_sends(2 if schedule == "zb-v" and pp > 2 else chunks)),
+                       ("ep", g.ep_all_to_all)):
         comm_s[name], comm_bytes[name] = part()
 
     exposed = dict(comm_s)
@@ -434,7 +458,8 @@ class _Groups:
     def pp_sends(self, chunks):
         if self.pp == 1:
             return 0.0, 0.0
-        # one activation forward and one gradient backward per micro-batch (per chunk, interleaved and ZB-V)
+        # one activation forward and one gradient backward per micro-batch (per chunk, interleaved; ZB-V's middle
+        # GPUs send for both their chunks, its first and last for one: the V's turns are on one GPU)
         nbytes = 2 * self.mb * chunks * self.act_bytes / (self.tp if self.sp else 1)
         return nbytes / self.bw_pp, nbytes
 
@@ -641,8 +666,10 @@ def unfused_attention_s(model, chip, *, micro_batch: int, seq_len: int, tp: int,
 class TrainingPrediction:
     """A training step as a framework would run it (:func:`predict`): seconds, tokens/s per GPU, MFU, the waterfall
     ``[(term, step seconds after it)]`` from the roofline ceiling, each part's seconds (``terms``: compute, linear,
-    attention, elementwise and bubble seconds, each group's exposed communication as ``<group>_exposed_s``, and
-    ``host_s``, the host's launch seconds a step whether hidden or not, of which ``host_exposed_s`` shows) and the
+    attention, elementwise and bubble seconds, each group's exposed communication as ``<group>_exposed_s``,
+    ``host_s``, the host's launch seconds a step whether hidden or not, of which ``host_exposed_s`` shows, and the
+    compute split by phase, ``phase_forward_s``, ``phase_input_grad_s``, ``phase_weight_grad_s``, summing to
+    ``compute_s``, which a schedule that splits the backward fills its bubble by) and the
     busiest GPU's bytes by kind (``memory_bytes``; ``hbm_bytes`` the chip's)."""
 
     step_time_s: float
@@ -1081,7 +1108,8 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     # host and launch time: the host launches a micro-batch's kernels while the GPU runs earlier ones; what it needs
     # beyond the GPU's own time for the micro-batch shows, and a host-bound pipeline fills and drains at the host's
     # pace (CUDA graphs: one launch for many, nothing charged; a TPU runs the step as one compiled XLA program)
-    count = lambda mode: kernel_launches(m, tp=tp, cp=cp, pp=pp, ep=ep, chunks=chunks, recompute=mode,  # noqa: E731
+    sends = 2 if schedule == "zb-v" and pp > 2 else chunks       # ZB-V's middle GPUs send for both chunks
+    count = lambda mode: kernel_launches(m, tp=tp, cp=cp, pp=pp, ep=ep, chunks=sends, recompute=mode,  # noqa: E731
                                          flash_attention=flash, dropout=dropout, fp8=dtype != "bf16")["total"]
     launches = count("none") + recompute_share * (count("full") - count("none")) if partial else count(recompute)
     gpu = c.vendor in ("NVIDIA", "AMD")
@@ -1099,13 +1127,14 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     # memory, as frameworks see it
     kept = "selective" if flash else "none"       # what a layer that is not recomputed stores: no scores with FA
     stored = kept if recompute == "none" or partial else recompute
-    mem = dict(training_step(model, chip, recompute=stored, **kw).memory_bytes)
+    held_step = training_step(model, chip, recompute=stored, **kw)
+    mem = dict(held_step.memory_bytes)
     if partial:                     # the recomputed layers keep only their inputs
         full = training_step(model, chip, recompute="full", **kw).memory_bytes
         mem = {k2: (1 - recompute_share) * v + recompute_share * full.get(k2, v) for k2, v in mem.items()}
     km = training_constants()["memory"]
     s_loc, sp = S // cp, seq_par and tp > 1
-    if pp == 1:
+    if pp == 1 or (schedule == "zb-v" and held_step.stage == 0):     # the GPU that computes the loss
         mem["logits"] = micro_batch * s_loc * m.vocab / tp * km["logit_bytes"]
     if recompute == "full":
         mem["recomputed layer"] = _layer_activation_bytes(m, s_loc, micro_batch, tp, sp, kept, m.is_moe, dropout)
@@ -1117,6 +1146,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     model_flops = ceil.model_flops
     mfu = model_flops / (step_s * n * c.flops_per_s("bf16"))
     terms = {"compute_s": compute_s, "linear_s": lin_s, "attention_s": attn_s, "elementwise_s": elementwise_s,
+             "phase_forward_s": forward_s, "phase_input_grad_s": input_s, "phase_weight_grad_s": weight_s,
              "bubble_s": bubble_s, "host_s": mb * host_mb, **{f"{k2}_exposed_s": v for k2, v in exposed.items()}}
     return TrainingPrediction(step_s, tokens / step_s / n, float(mfu), fall, terms, mem, float(c.hbm_bytes),
                               dict(ceil.layout, precision=precision, fsdp=fsdp, tp_overlap=tp_overlap,
