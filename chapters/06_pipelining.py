@@ -81,9 +81,10 @@ print(f"bubble formula for p=4, m=8: {parallelism.bubble_fraction(4, 8):.1%}")
 # one later, in the gaps. ZB-V also cuts the model into $2\,\text{PP}$ chunks and
 # gives each GPU one chunk on the way down and its mirror image on the way back
 # up (a V: GPU 0 holds the first and the last chunk), so the first GPU also
-# computes the loss and starts the backward itself. Below, the same 4 stages and 8 micro-batches, with forward
-# (F), input gradient (B) and weight gradient (W) each one unit of a stage's
-# time (`parallelism.zbv_schedule`, in the order PyTorch runs it). The idle
+# computes the loss and starts the backward itself. Below, the same 4 stages
+# and 8 micro-batches, with forward (F), input gradient (B) and weight gradient
+# (W) each one unit of a stage's time (`parallelism.zbv_schedule`, in the order
+# PyTorch runs it). The idle
 # time left is the last GPU's wait for the first micro-batch to come down
 # $\text{PP}-1$ half-stage chunks: $(\text{PP}-1)/2$ units against 1F1B's
 # $3(\text{PP}-1)$, with the same activations held (PP micro-batches).

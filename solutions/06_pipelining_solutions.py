@@ -173,9 +173,10 @@ assert abs(answer - parallelism.zbv_schedule(8, 32)["bubble_fraction"]) < 1e-12
 
 # %% [markdown] tags=["solution"]
 # **Worked answer.** With 32 ≥ 2·8 − 1 micro-batches the V runs without a gap
-# once it is full; the only wait is the last GPU's, for the first micro-batch's
-# forward to pass the 7 chunks above it, each half a stage: 3.5 ms. Each GPU does
-# 32 × 3 = 96 ms of work, so the step is 99.5 ms and 3.5/99.5 = 3.5% of it is idle,
+# once it is full; the last GPU waits for the first micro-batch's forward to pass
+# the 7 chunks above it, each half a stage: 3.5 ms, and then never idles. Each GPU
+# does 32 × 3 = 96 ms of work in a step as long as the last GPU's, 99.5 ms, so every
+# GPU is idle 3.5 ms of it: 3.5/99.5 = 3.5%,
 # against 7/39 = 18% under 1F1B and 7/103 = 6.8% under ZB-H1. The price: each
 # micro-batch crosses every GPU boundary twice, and with fewer than 2p − 1
 # micro-batches the V never fills.

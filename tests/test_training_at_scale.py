@@ -355,6 +355,18 @@ def test_zbv_activations_walk_unequal_chunks():
     per_layer = 31.75 / 8 * 8192 * 16384        # a layer at TP8 + SP without dropout (hand count above)
     assert st.stage == 0
     assert st.memory_bytes["activations"] == pytest.approx(128 * per_layer, rel=1e-9)
+    # the walk stops at 2 pp micro-batches: the peak comes before (a full walk over random chunk sizes agrees)
+    rng = np.random.default_rng(0)
+    for p, m in ((2, 9), (3, 20), (5, 31), (8, 40), (6, 11)):
+        sizes = rng.integers(1, 6, size=2 * p).astype(float)
+        full = []
+        for order in parallelism.zbv_orders(p, m):
+            held = peak = 0.0
+            for phase, c, _ in order:
+                held += sizes[c] if phase == "F" else -sizes[c] if phase == "W" else 0.0
+                peak = max(peak, held)
+            full.append(peak)
+        assert TL._zbv_activation_peaks(p, m, sizes) == pytest.approx(full), (p, m)
 
 
 # ---- layouts ---------------------------------------------------------------------------------------------------

@@ -585,3 +585,24 @@ def test_zbv_bubble_in_predict_is_the_schedule_at_the_phases_predict_prices():
     sim = parallelism.zbv_schedule(4, 64, t["phase_forward_s"], t["phase_input_grad_s"], t["phase_weight_grad_s"])
     assert t["bubble_s"] / (t["compute_s"] + t["bubble_s"]) == pytest.approx(sim["bubble_fraction"], rel=1e-9)
     assert "logits" in p.memory_bytes
+    # full recomputation runs the forward's GEMMs twice: four passes of the linear layers, the weight gradient one
+    full = tl.predict("llama-3.1-70b", "h100-sxm", schedule="zb-v", **{**kw, "recompute": "full"}).terms
+    assert full["phase_weight_grad_s"] == pytest.approx(full["linear_s"] / 4, rel=1e-9)
+    # ZB-V's middle GPUs send and receive for both chunks: two more launches a micro-batch than 1F1B's (64 of them)
+    one = tl.predict("llama-3.1-70b", "h100-sxm", **kw).terms
+    assert t["host_s"] - one["host_s"] == pytest.approx(64 * 2 * 13.0e-6, rel=1e-9)
+
+
+def test_zbv_logits_go_to_the_first_gpu_even_where_another_was_busier_without_them():
+    """Under ZB-V the first GPU computes the loss. Llama 3.1 70B at PP8 with 8 micro-batches of 4,096 tokens: without
+    the logits the last GPU (the V's bottom, all its micro-batches in flight) holds the most, but GPU 0 with its
+    logits (4,096 x 128,256 / TP values in fp32) holds more: the reported GPU
+    is the first, with the logits."""
+    kw = dict(global_batch=8, seq_len=4096, tp=8, pp=8, dp=1, schedule="zb-v")
+    st = tl.training_step("llama-3.1-70b", "h100-sxm", **kw)
+    p = tl.predict("llama-3.1-70b", "h100-sxm", **kw)
+    assert st.stage != 0
+    logits = p.memory_bytes["logits"]
+    assert logits == pytest.approx(4096 * 128256 / 8 * tl.training_constants()["memory"]["logit_bytes"])
+    assert sum(st.stage_memory_bytes[0].values()) + logits > st.total_bytes
+    assert p.memory_bytes["weights"] == pytest.approx(st.stage_memory_bytes[0]["weights"])

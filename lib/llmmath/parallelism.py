@@ -18,6 +18,7 @@ al., 2019) for tensor parallelism.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -286,6 +287,7 @@ def zbv_orders(stages: int, microbatches: int) -> list:
     return orders
 
 
+@functools.lru_cache(maxsize=4096)
 def _zbv_bubble(p: int, m: int, tf: float, tb: float, tw: float) -> float:
     """ZB-V's idle fraction from one short simulation: from ``2p - 1`` micro-batches on, each further one adds its
     own work and no idle time (the steady state runs without gaps; the tests check this against the full
@@ -294,7 +296,7 @@ def _zbv_bubble(p: int, m: int, tf: float, tb: float, tw: float) -> float:
     short = min(m, 2 * p - 1)
     if p * short > _MAX_SLOTS:
         raise ValueError(f"zb-v at {p} stages needs {p} x {short} (stage, micro-batch) slots simulated; allowed: at "
-                         f"most {_MAX_SLOTS:,} (about 220 stages)")
+                         f"most {_MAX_SLOTS:,} (about 220 stages once m >= 2p - 1)")
     idle = zbv_schedule(p, short, tf, tb, tw)["step_s"] - short * (tf + tb + tw)
     return idle / (m * (tf + tb + tw) + idle)
 

@@ -86,6 +86,7 @@ class TrainingStep:
     peak_flops_per_s: float
     stage: int = 0                # the pipeline stage whose GPU holds memory_bytes (0 = first)
     links_bytes_per_s: dict = dataclasses.field(default_factory=dict)   # each group's link, per GPU a direction
+    stage_memory_bytes: tuple = ()  # every stage's GPU's bytes by kind, first stage first
 
     @property
     def total_bytes(self) -> float:
@@ -245,7 +246,7 @@ def _zbv_activation_peaks(pp: int, mb: int, chunk_bytes) -> list:
     zbv_orders`), a chunk's forward adds that chunk's bytes for one micro-batch and its weight gradient frees them
     (the chunks need not be equal: ``chunk_bytes`` has one entry per chunk, ``2 pp``)."""
     peaks = []
-    for order in parallelism.zbv_orders(pp, mb):
+    for order in parallelism.zbv_orders(pp, min(mb, 2 * pp)):   # the peak comes before 2 pp (a test checks)
         held = peak = 0.0
         for phase, c, _ in order:
             held += chunk_bytes[c] if phase == "F" else -chunk_bytes[c] if phase == "W" else 0.0
@@ -383,7 +384,7 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
                   chunks=chunks, zero_stage=zero_stage, recompute=recompute, sequence_parallel=sp,
                   rank_order=order, ep_domains=ep_domains)
     return TrainingStep(layout, mem, float(c.hbm_bytes), compute_s, bubble_s, comm_s, exposed, comm_bytes,
-                        model_flops, hw_flops, n, float(peak), busiest, dict(links))
+                        model_flops, hw_flops, n, float(peak), busiest, dict(links), tuple(per_stage))
 
 
 def _check_layout(m, B: int, S: int, b: int, *, tp: int, cp: int, pp: int, dp: int, ep: int, eff: float) -> None:
@@ -1127,15 +1128,19 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     # memory, as frameworks see it
     kept = "selective" if flash else "none"       # what a layer that is not recomputed stores: no scores with FA
     stored = kept if recompute == "none" or partial else recompute
-    held_step = training_step(model, chip, recompute=stored, **kw)
-    mem = dict(held_step.memory_bytes)
-    if partial:                     # the recomputed layers keep only their inputs
-        full = training_step(model, chip, recompute="full", **kw).memory_bytes
-        mem = {k2: (1 - recompute_share) * v + recompute_share * full.get(k2, v) for k2, v in mem.items()}
     km = training_constants()["memory"]
     s_loc, sp = S // cp, seq_par and tp > 1
-    if pp == 1 or (schedule == "zb-v" and held_step.stage == 0):     # the GPU that computes the loss
-        mem["logits"] = micro_batch * s_loc * m.vocab / tp * km["logit_bytes"]
+    logits = micro_batch * s_loc * m.vocab / tp * km["logit_bytes"]     # the loss's, on the GPU that computes it
+    held_step = training_step(model, chip, recompute=stored, **kw)
+    stage = held_step.stage         # under ZB-V the first GPU computes the loss: with its logits it may be the busiest
+    if schedule == "zb-v" and sum(held_step.stage_memory_bytes[0].values()) + logits > held_step.total_bytes:
+        stage = 0
+    mem = dict(held_step.stage_memory_bytes[stage])
+    if partial:                     # the recomputed layers keep only their inputs
+        full = training_step(model, chip, recompute="full", **kw).stage_memory_bytes[stage]
+        mem = {k2: (1 - recompute_share) * v + recompute_share * full.get(k2, v) for k2, v in mem.items()}
+    if pp == 1 or (schedule == "zb-v" and stage == 0):
+        mem["logits"] = logits
     if recompute == "full":
         mem["recomputed layer"] = _layer_activation_bytes(m, s_loc, micro_batch, tp, sp, kept, m.is_moe, dropout)
     if fsdp:
