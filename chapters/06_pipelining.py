@@ -83,33 +83,41 @@ print(f"bubble formula for p=4, m=8: {parallelism.bubble_fraction(4, 8):.1%}")
 # up (a V: GPU 0 holds the first and the last chunk), so the first GPU also
 # computes the loss and starts the backward itself. Below, the same 4 stages
 # and 8 micro-batches, with forward (F), input gradient (B) and weight gradient
-# (W) each one unit of a stage's time (`parallelism.zbv_schedule`, in the order
-# PyTorch runs it). The idle
-# time left is the last GPU's wait for the first micro-batch to come down
-# $\text{PP}-1$ half-stage chunks: $(\text{PP}-1)/2$ units against 1F1B's
-# $3(\text{PP}-1)$, with the same activations held (PP micro-batches).
+# (W) each one unit a GPU, half a unit a chunk, since a GPU's two chunks hold
+# one stage's layers (`parallelism.zbv_schedule`, in the order of PyTorch's
+# `torch.distributed.pipelining` ZB-V schedule). Once $m \ge 2\,\text{PP}-1$
+# the V runs without a gap after it fills: the last GPU waits for the first
+# micro-batch to come down $\text{PP}-1$ half-stage chunks, $(\text{PP}-1)/2$
+# units, and never idles after. Every GPU does the same $3m$ units of work in a
+# step as long as the last GPU's, so each idles $(\text{PP}-1)/2$ units against
+# 1F1B's $3(\text{PP}-1)$, holding PP micro-batches on every GPU, as 1F1B's
+# first stage does. With fewer micro-batches the V never fills.
 
 # %% slideshow={"slide_type": "subslide"}
 p_v, m_v = 4, 8
 zbv = parallelism.zbv_schedule(p_v, m_v, forward_s=1, backward_input_s=1, backward_weight_s=1)
 flat = parallelism.pipeline_schedule(p_v, m_v, "1f1b", forward_s=1, backward_s=2)
-fig, axes = plots.new_axes(2, width=6.4, height=3.0)
+fig, axes = plots.new_axes(2, width=6.4, height=3.4)
 colors = {"F": "C0", "B": "C1", "W": "C2"}
 for s in range(p_v):
     for phase in ("F", "B"):
         bars = [(e[3], e[4] - e[3]) for e in flat if e[0] == s and e[2] == phase]
         axes[0].broken_barh(bars, (s - 0.4, 0.8), facecolors=colors[phase], edgecolors="white", linewidth=0.5)
     for phase in "FBW":
-        bars = [(e[4], e[5] - e[4]) for e in zbv["events"] if e[0] == s and e[3] == phase]
-        axes[1].broken_barh(bars, (s - 0.4, 0.8), facecolors=colors[phase], edgecolors="white", linewidth=0.3)
+        for back, alpha in ((False, 1.0), (True, 0.45)):        # the chunk on the way back up drawn lighter
+            bars = [(e[4], e[5] - e[4]) for e in zbv["events"]
+                    if e[0] == s and e[3] == phase and (e[1] >= p_v) == back]
+            axes[1].broken_barh(bars, (s - 0.4, 0.8), facecolors=colors[phase], alpha=alpha, edgecolors="white",
+                                linewidth=0.3)
 flat_span = max(e[4] for e in flat)
-for ax, title, span in ((axes[0], "1F1B (B and W together)", flat_span), (axes[1], "ZB-V (two chunks a GPU)",
-                                                                          zbv["step_s"])):
+for ax, title, span in ((axes[0], "1F1B (orange: B and W together, 2 units)", flat_span),
+                        (axes[1], "ZB-V (lighter: the chunk on the way back)", zbv["step_s"])):
     ax.set_xlim(0, flat_span); ax.set_ylim(p_v - 0.4, -0.6); ax.set_yticks(range(p_v))
     ax.set_xlabel("time (one stage's forward = 1)"); ax.set_ylabel("GPU")
     ax.set_title(f"{title}\nstep {span:g}, idle {1 - 3 * m_v / span:.0%}", fontsize=9)
-axes[1].legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()],
-               labels=["forward", "input gradient", "weight gradient"], fontsize=8, loc="center right")
+fig.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()],
+           labels=["forward", "input gradient (B)", "weight gradient (W)"], fontsize=8, loc="outside lower center",
+           ncol=3)
 plt.show()
 hand = 3 * m_v + (p_v - 1) / 2
 print(f"ZB-V: step {zbv['step_s']:g} units, by hand 3m + (PP-1)/2 = {hand:g}; 1F1B: {flat_span:g} = 3(m + PP - 1); "

@@ -222,7 +222,8 @@ assert abs(per_layer / (31.75 * 8192 * 16384 / 8) - 1) < 1e-12
 # factor $1 + (\text{PP}-1)/(\text{PP}\cdot v)$ (Korthikanti et al., section
 # 4.2.3); ZB-V (two chunks a GPU in a V, below) holds PP on every GPU once $m
 # \ge 2\,\text{PP} - 1$. For Llama 405B on PP16, 8 layers a stage, $m = 16$
-# micro-batches of $b = 1$: the busiest stage's activations by schedule, then its
+# micro-batches of $b = 1$: the busiest stage's activations by schedule (for
+# ZB-V at this $m$, the last GPU's: the first holds about half), then its
 # GPU's total with the model state of Llama 3's layout (TP8 PP16 DP128, ZeRO-2,
 # below) against the H100's 80 GB — a schedule that does not fit says so:
 
@@ -352,11 +353,12 @@ print(f"\nA published-looking ~21.6% lies between the two full-square rows ({squ
 # bubble time when the three passes take equal time. ZB-V (the same authors;
 # drawn in [chapter 6](06_pipelining.py)) gives each GPU two chunks in a V and
 # idles only $\text{PP}-1$ half-stage forwards with equal passes once $m \ge 2\,\text{PP}-1$
-# (its idle time stops growing there); with fewer it still gains on ZB-H1 from
-# $m$ = PP on (the dots: simulated, no closed form; ZB-H1's curve is drawn from
-# $m$ = PP, the paper's range, below which its formula is optimistic). Unequal
-# passes leave gaps in ZB-V's fixed order: `predict` simulates it at the step's
-# own forward, input- and weight-gradient times.
+# (below that its idle time is larger; at $2\,\text{PP}-1$ it reaches that floor);
+# it ties ZB-H1 at $m$ = PP and beats it above (the dots: simulated, no closed
+# form; ZB-H1's curve is drawn from $m$ = PP, the paper's range, below which its
+# formula is optimistic). Unequal passes leave gaps in ZB-V's fixed order:
+# `training_layout.predict` (below) simulates it at the step's own forward,
+# input- and weight-gradient times.
 
 # %% slideshow={"slide_type": "subslide"}
 fig, (ax, ax2) = plots.new_axes(2, width=5.2, height=3.4)

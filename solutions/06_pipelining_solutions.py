@@ -177,6 +177,7 @@ assert abs(answer - parallelism.zbv_schedule(8, 32)["bubble_fraction"]) < 1e-12
 # the 7 chunks above it, each half a stage: 3.5 ms, and then never idles. Each GPU
 # does 32 × 3 = 96 ms of work in a step as long as the last GPU's, 99.5 ms, so every
 # GPU is idle 3.5 ms of it: 3.5/99.5 = 3.5%,
-# against 7/39 = 18% under 1F1B and 7/103 = 6.8% under ZB-H1. The price: each
+# against 7/39 = 18% under 1F1B and 7/103 = 6.8% under ZB-H1 (chapter 10: weight
+# gradients fill only the drain). The price: each
 # micro-batch crosses every GPU boundary twice, and with fewer than 2p − 1
 # micro-batches the V never fills.

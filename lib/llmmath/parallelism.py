@@ -85,8 +85,8 @@ def pipeline_bubble_fraction(stages, microbatches, schedule: str = "1f1b", chunk
       (the paper's schedule for ``m >= p``; with fewer micro-batches the formula is optimistic).
       (Their ZB-H2 reaches ~0 with about twice 1F1B's activation memory; not modelled.)
     * ``zb-v`` (the same paper, arXiv:2401.10241 section 6): two chunks a GPU in a V, 1F1B's activation memory, no
-      closed form with unequal times: simulated (:func:`zbv_schedule`, PyTorch's order; its idle time stops
-      growing at ``m = 2p - 1``, so that many are simulated); with ``m >= 2p - 1`` and equal times
+      closed form with unequal times: simulated (:func:`zbv_schedule`, PyTorch's order; its idle time is the
+      same for every ``m >= 2p - 1``, so no more than that many are simulated); with ``m >= 2p - 1`` and equal times
       ``(p-1) T_F / 2`` idle against ``m (T_F + T_B + T_W)`` of work (with ``T_W`` near ``T_F + T_B`` its fixed
       order can idle more than ZB-H1);
     * ``dualpipe`` (DeepSeek-V3 technical report, arXiv:2412.19437, section 3.2.1 and Table 2): micro-batches
