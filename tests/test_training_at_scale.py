@@ -366,7 +366,7 @@ def test_zbv_activations_walk_unequal_chunks():
                 held += sizes[c] if phase == "F" else -sizes[c] if phase == "W" else 0.0
                 peak = max(peak, held)
             full.append(peak)
-        assert TL._zbv_activation_peaks(p, m, sizes) == pytest.approx(full), (p, m)
+        assert parallelism.zbv_peak_in_flight(p, m, sizes) == pytest.approx(full), (p, m)
 
 
 # ---- layouts ---------------------------------------------------------------------------------------------------

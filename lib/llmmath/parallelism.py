@@ -30,7 +30,7 @@ from .units import dtype_bytes
 
 __all__ = [
     "bubble_fraction", "pipeline_bubble_fraction", "PIPELINE_SCHEDULES", "pipeline_orders", "pipeline_schedule",
-    "zbv_orders", "zbv_schedule",
+    "zbv_orders", "zbv_schedule", "zbv_peak_in_flight",
     "MemoryPerGPU", "memory_per_gpu", "check_placement",
     "boundary_traffic_ratio", "stage_layers", "stage_deployment", "stage_floors_s", "PipelinedDecode", "pipelined_decode", "deployments",
     "hop_latencies", "moe_layer_all_to_all_s", "DomainGrowth", "domain_growth", "DomainLimits",
@@ -287,6 +287,30 @@ def zbv_orders(stages: int, microbatches: int) -> list:
     return orders
 
 
+def zbv_peak_in_flight(stages: int, microbatches: int, chunk_sizes=None) -> list:
+    """Per GPU under ZB-V, the most it holds of the micro-batches whose forward has run and whose weight gradient
+    has not: walking its order (:func:`zbv_orders`), a chunk's forward adds ``chunk_sizes[chunk]`` and its weight
+    gradient frees it. ``chunk_sizes``: one entry per chunk (``2p``; bytes, layers, ...), default half a stage each,
+    so the answer counts whole stages' micro-batches. The walk stops at ``min(m, 2p)`` micro-batches: the peak
+    comes before (the tests check it against the full walk with unequal chunks).
+
+    Raises:
+        ValueError: stages or micro-batches not whole numbers >= 1, ``chunk_sizes`` not of length ``2p``.
+    """
+    p, m = positive_int("stages", stages), positive_int("microbatches", microbatches)
+    sizes = [0.5] * (2 * p) if chunk_sizes is None else [float(x) for x in chunk_sizes]
+    if len(sizes) != 2 * p:
+        raise ValueError(f"chunk_sizes needs one entry per chunk, 2 x stages = {2 * p}, got {len(sizes)}")
+    peaks = []
+    for order in zbv_orders(p, min(m, 2 * p)):
+        held = peak = 0.0
+        for phase, c, _ in order:
+            held += sizes[c] if phase == "F" else -sizes[c] if phase == "W" else 0.0
+            peak = max(peak, held)
+        peaks.append(peak)
+    return peaks
+
+
 @functools.lru_cache(maxsize=4096)
 def _zbv_bubble(p: int, m: int, tf: float, tb: float, tw: float) -> float:
     """ZB-V's idle fraction from one short simulation: from ``2p - 1`` micro-batches on, each further one adds its
@@ -314,8 +338,8 @@ def zbv_schedule(stages: int, microbatches: int, forward_s: float = 1.0, backwar
     Returns a dict: ``events``, a list of ``(gpu, chunk, microbatch, phase, start_s, end_s)``; ``step_s``, when
     the last GPU finishes; ``bubble_fraction``, ``1 - m (T_F + T_B + T_W) / step_s``, the idle share every GPU
     has (each does the same work); ``peak_in_flight``, per GPU the most micro-batches whose forward has run and
-    whose weight gradient has not, counted in whole stages (a chunk counts a half), which sets its activation
-    memory. With ``m >= 2p - 1`` micro-batches: at equal times the step is ``m (T_F + T_B + T_W) + (p - 1) T_F / 2``,
+    whose weight gradient has not, counted in whole stages (:func:`zbv_peak_in_flight`), which sets its
+    activation memory. With ``m >= 2p - 1`` micro-batches: at equal times the step is ``m (T_F + T_B + T_W) + (p - 1) T_F / 2``,
     nothing idle but the last GPU's wait for the first forward to come down ``p - 1`` chunks (the paper's "zero
     bubble" counts that wait as negligible), and every GPU peaks at ``p`` micro-batches, 1F1B's first stage; with
     unequal times the fixed order leaves gaps (the authors' own scheduler reorders by measured times and can do
@@ -336,7 +360,7 @@ def zbv_schedule(stages: int, microbatches: int, forward_s: float = 1.0, backwar
             "W": float(positive("backward_weight_s", scalar("backward_weight_s", backward_weight_s))) / 2}
     orders, last = zbv_orders(p, m), 2 * p - 1
     done: dict[tuple, float] = {}
-    free, pos, held, peak = [0.0] * p, [0] * p, [0] * p, [0] * p
+    free, pos = [0.0] * p, [0] * p
     events = []
     remaining = sum(len(o) for o in orders)
     while remaining:
@@ -352,8 +376,6 @@ def zbv_schedule(stages: int, microbatches: int, forward_s: float = 1.0, backwar
                 end = start + cost[phase]
                 done[(phase, c, i)] = free[g] = end
                 events.append((g, c, i, phase, start, end))
-                held[g] += {"F": 1, "B": 0, "W": -1}[phase]
-                peak[g] = max(peak[g], held[g])
                 pos[g] += 1
                 remaining -= 1
                 progressed = True
@@ -362,7 +384,7 @@ def zbv_schedule(stages: int, microbatches: int, forward_s: float = 1.0, backwar
     step_s = max(free)
     busy = m * 2 * sum(cost.values())
     return {"events": events, "step_s": step_s, "bubble_fraction": 1.0 - busy / step_s,
-            "peak_in_flight": [k / 2 for k in peak]}
+            "peak_in_flight": zbv_peak_in_flight(p, m)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -241,18 +241,10 @@ def _gpu_stages(m, pp: int, schedule: str):
     return [list(split[a]) + list(split[b]) for a, b in pair], np.array([moe[a] + moe[b] for a, b in pair]), other
 
 
-def _zbv_activation_peaks(pp: int, mb: int, chunk_bytes) -> list:
-    """Per GPU under ZB-V, the most activation bytes it holds: walking its order (:func:`llmmath.parallelism.
-    zbv_orders`), a chunk's forward adds that chunk's bytes for one micro-batch and its weight gradient frees them
-    (the chunks need not be equal: ``chunk_bytes`` has one entry per chunk, ``2 pp``)."""
-    peaks = []
-    for order in parallelism.zbv_orders(pp, min(mb, 2 * pp)):   # the peak comes before 2 pp (a test checks)
-        held = peak = 0.0
-        for phase, c, _ in order:
-            held += chunk_bytes[c] if phase == "F" else -chunk_bytes[c] if phase == "W" else 0.0
-            peak = max(peak, held)
-        peaks.append(peak)
-    return peaks
+def _send_chunks(schedule: str, pp: int, chunks: int) -> int:
+    """How many model chunks' activations (and gradients) a middle GPU sends a micro-batch: ``chunks`` when
+    interleaved, two under ZB-V from three stages on (at two the V's turns stay on one GPU), else one."""
+    return 2 if schedule == "zb-v" and pp > 2 else chunks
 
 
 def _stage_memories(m, *, tp, cp, dp, ep, pp, mb, s_loc, b, sp, recompute, dropout, schedule, chunks, kw) -> list:
@@ -268,7 +260,7 @@ def _stage_memories(m, *, tp, cp, dp, ep, pp, mb, s_loc, b, sp, recompute, dropo
     if schedule == "zb-v":          # two chunks a GPU, not always of one size: walk the schedule chunk by chunk
         moe_c = m.stage_params(2 * pp)[0]
         chunk = [(len(layers) - k) * dense_act + k * moe_act for layers, k in zip(m.stage_layers(2 * pp), moe_c)]
-        acts = _zbv_activation_peaks(pp, mb, chunk)
+        acts = parallelism.zbv_peak_in_flight(pp, mb, chunk)
     else:
         acts = memory.pipeline_activation_bytes(per_mb, 1, pp, mb, schedule=schedule, chunks=chunks,
                                                 stage=np.arange(pp))
@@ -373,7 +365,7 @@ def training_step(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, 
                 b_w=dtype_bytes(weight_dtype), b_g=dtype_bytes(grad_dtype), zero_stage=zero_stage, schedule=schedule)
     comm_s, comm_bytes = {}, {}
     for name, part in (("dp", g.dp_sync), ("tp", lambda: g.tp_collectives(recompute)), ("cp", g.cp_gathers),
-                       ("pp", lambda: g.pp_sends(2 if schedule == "zb-v" and pp > 2 else chunks)),
+                       ("pp", lambda: g.pp_sends(_send_chunks(schedule, pp, chunks))),
                        ("ep", g.ep_all_to_all)):
         comm_s[name], comm_bytes[name] = part()
 
@@ -1109,7 +1101,7 @@ def predict(model, chip, *, global_batch: int, seq_len: int, tp: int = 1, cp: in
     # host and launch time: the host launches a micro-batch's kernels while the GPU runs earlier ones; what it needs
     # beyond the GPU's own time for the micro-batch shows, and a host-bound pipeline fills and drains at the host's
     # pace (CUDA graphs: one launch for many, nothing charged; a TPU runs the step as one compiled XLA program)
-    sends = 2 if schedule == "zb-v" and pp > 2 else chunks       # ZB-V's middle GPUs send for both chunks
+    sends = _send_chunks(schedule, pp, chunks)
     count = lambda mode: kernel_launches(m, tp=tp, cp=cp, pp=pp, ep=ep, chunks=sends, recompute=mode,  # noqa: E731
                                          flash_attention=flash, dropout=dropout, fp8=dtype != "bf16")["total"]
     launches = count("none") + recompute_share * (count("full") - count("none")) if partial else count(recompute)
